@@ -1,0 +1,240 @@
+import warnings
+import weakref
+
+import chainer
+from chainer import serializer as serializer_module
+from chainer.training import extension
+
+from chainer_hookext import _loop_entry
+from chainer_hookext import _modes
+from chainer_hookext import _paths
+from chainer_hookext.link_hooks import _scope_filter
+from chainer_hookext.link_hooks import scoped_link_hook
+
+
+# Hooks currently armed or registered by an extension, to refuse a second
+# owner: {hook: extension}.
+_owners = weakref.WeakKeyDictionary()
+
+
+class LinkHookExtension(extension.Extension):
+    """Trainer extension that owns a link hook for the length of training.
+
+    The hook applies to the trained model (the target of the updater's
+    ``main`` optimizer and all its descendant links), or to the links given
+    as ``links`` and their descendants, and to nothing else called in the
+    same thread.
+
+    Lifecycle:
+
+    1. ``initialize(trainer)`` checks the scope and arms the hook.
+    2. The hook is registered when ``Trainer.run`` enters its training loop
+       (its first ``updater.update`` call), that is inside the ``try`` /
+       ``finally`` that guarantees ``finalize``.  ``Trainer.run`` calls
+       ``initialize`` outside that ``try``: registering there would leak the
+       hook when a later extension's ``initialize`` raises.
+    3. ``on_error`` and ``finalize`` unregister it (both idempotent), so after
+       ``trainer.run()`` returns or raises for any reason (an exception in the
+       model, the updater or another extension, ``KeyboardInterrupt``) the
+       hook is in no registry and ``hook.deleted(None)`` has answered
+       ``hook.added(None)``.
+
+    The hook is registered as a global (thread-local) hook under a name free
+    in the thread (``hook.name``, else ``hook.name + '_1'`` ...), so two hooks
+    with the same name do not collide.  A global hook that filters on the
+    scoped links costs about half the per-call overhead of ``add_hook`` on
+    every link (``Link.__call__`` copies an ``OrderedDict`` for links with
+    local hooks): about +430 ns against +860 ns per link call on the
+    project's machine.  A :class:`~chainer_hookext.link_hooks.ScopedLinkHook`
+    filters by itself and is registered directly; any other
+    :class:`chainer.LinkHook` (Chainer's ``TimerHook`` included) is registered
+    behind a small filtering proxy.
+
+    Extensions called before training (``call_before_training=True``) run
+    before the loop and are not hooked.
+
+    Args:
+        hook (chainer.LinkHook): The hook to own.
+        links (~chainer.Link or list of ~chainer.Link): Sub-trees to hook;
+            each must be a link of one of the updater's optimizers' targets.
+            ``None`` (default) hooks the ``main`` optimizer's target.
+        train (bool): Fire the hook while ``chainer.config.train`` is true.
+        eval (bool): Fire the hook while ``chainer.config.train`` is false,
+            e.g. inside :class:`~chainer.training.extensions.Evaluator`.
+
+    .. admonition:: Example
+
+        >>> from chainer_hookext import CallbackHook, LinkHookExtension
+        >>> calls = []
+        >>> hook = CallbackHook(
+        ...     posthook=lambda link, args, kwargs, out: calls.append(link))
+        >>> trainer.extend(LinkHookExtension(hook, train=True, eval=False))
+    """
+
+    trigger = 1, 'iteration'
+    priority = extension.PRIORITY_READER
+
+    def __init__(self, hook, links=None, *, train=True, eval=True):
+        if not isinstance(hook, chainer.LinkHook):
+            raise TypeError(
+                '`LinkHookExtension(hook={!r})` needs a chainer.LinkHook '
+                'instance, e.g. chainer.link_hooks.TimerHook() or '
+                'chainer_hookext.CallbackHook(...).'.format(hook))
+        _modes.check_modes('LinkHookExtension', train, eval)
+        self.hook = hook
+        self.links = _as_links(links)
+        self.train = train
+        self.eval = eval
+        self._registered = None  # (registry, key, registered hook)
+        self._armed = None  # (LoopEntry, registered hook)
+
+    @property
+    def default_name(self):
+        return 'LinkHookExtension_{}'.format(self.hook.name)
+
+    @property
+    def registered_name(self):
+        """The key of the hook in the thread's registry while registered."""
+        return None if self._registered is None else self._registered[1]
+
+    def initialize(self, trainer):
+        owner = _owners.get(self.hook)
+        if owner is not None and owner is not self and owner._holds(trainer):
+            raise ValueError(
+                'LinkHookExtension: hook {!r} is already owned by the trainer '
+                'extension {!r}; give each extension its own hook '
+                'instance.'.format(self.hook, owner.name or owner))
+        if any(h is self.hook for h in chainer._get_link_hooks().values()):
+            raise ValueError(
+                'LinkHookExtension: hook {!r} is already registered globally '
+                '(a `with hook:` block?); let the extension register '
+                'it, or do not wrap it.'.format(self.hook))
+        self.release()
+        names = self.scope_link_names(trainer)
+        hook = self.hook
+        if not isinstance(hook, scoped_link_hook.ScopedLinkHook):
+            hook = _scope_filter.ScopeFilter(hook, hook.name)
+        hook.set_scope(names, train=self.train, eval=self.eval)
+        _owners[self.hook] = self
+        entry = _loop_entry.LoopEntry.install(trainer, self._register)
+        self._armed = entry, hook
+
+    def scope_link_names(self, trainer):
+        """Returns ``{id(link): name}`` of the links this extension hooks.
+
+        Names are in the reporter's shape: ``main``, ``main/predictor``, ...
+
+        Raises:
+            ValueError: When ``links`` is ``None`` and the updater has no
+                ``main`` optimizer, or when a link in ``links`` is not part of
+                any optimizer's target.
+        """
+        model = _paths.model_link_names(trainer)
+        roots = self.links
+        if roots is None:
+            optimizers = trainer.updater.get_all_optimizers()
+            if 'main' not in optimizers:
+                raise ValueError(
+                    'LinkHookExtension: the updater has no `main` optimizer '
+                    '(it has {!r}); name the links to hook with '
+                    '`links=`.'.format(sorted(optimizers)))
+            roots = (optimizers['main'].target,)
+        names = {}
+        for root in roots:
+            if id(root) not in model:
+                raise ValueError(
+                    'LinkHookExtension(links=...): {!r} is not part of the '
+                    'model; pass links of the optimizers\' targets '
+                    '({}).'.format(root, ', '.join(sorted(
+                        trainer.updater.get_all_optimizers()))))
+            for _, link in root.namedlinks():
+                names[id(link)] = model[id(link)][0]
+        return names
+
+    def _holds(self, trainer):
+        # Whether the hook is registered, or armed for this trainer's run.
+        return self._registered is not None or (
+            self._armed is not None and self._armed[0].trainer is trainer)
+
+    def _register(self):
+        entry, hook = self._armed
+        self._armed = None
+        registry = chainer._get_link_hooks()
+        key = hook.name
+        n = 0
+        while key in registry:
+            n += 1
+            key = '{}_{}'.format(hook.name, n)
+        registry[key] = hook
+        self._registered = registry, key, hook
+        try:
+            hook.added(None)
+        except BaseException:
+            del registry[key]
+            self._registered = None
+            _owners.pop(self.hook, None)
+            raise
+
+    def release(self):
+        """Unregisters the hook and disarms it; safe to call many times."""
+        if self._armed is not None:
+            entry, _ = self._armed
+            self._armed = None
+            entry.discard(self._register)
+        registered, self._registered = self._registered, None
+        if _owners.get(self.hook) is self:
+            del _owners[self.hook]
+        if registered is not None:
+            registry, key, hook = registered
+            if registry.get(key) is hook:
+                del registry[key]
+                hook.deleted(None)
+
+    def __call__(self, trainer):
+        pass
+
+    def on_error(self, trainer, exc, tb):
+        self.release()
+
+    def finalize(self):
+        self.release()
+
+    def serialize(self, serializer):
+        """Saves or restores the hook's state under the key ``hook``.
+
+        Delegates to ``hook.serialize`` when the hook has one.  Loading a
+        snapshot taken before this extension was added warns and keeps the
+        hook's fresh state.
+        """
+        serialize = getattr(self.hook, 'serialize', None)
+        if serialize is None:
+            return
+        if not isinstance(serializer, serializer_module.Deserializer):
+            serialize(serializer['hook'])
+            return
+        try:
+            serialize(serializer['hook'])
+        except KeyError as e:
+            warnings.warn(
+                '{}: the snapshot has no state for hook {!r} ({}); it was '
+                'probably taken before this extension was added.  Starting '
+                'the hook fresh.'.format(
+                    self.name or self.default_name, self.hook.name, e),
+                RuntimeWarning)
+
+
+def _as_links(links):
+    if links is None:
+        return None
+    if isinstance(links, chainer.Link):
+        return (links,)
+    try:
+        as_tuple = tuple(links)
+    except TypeError:
+        as_tuple = ()
+    if not as_tuple or not all(isinstance(x, chainer.Link) for x in as_tuple):
+        raise TypeError(
+            '`LinkHookExtension(links={!r})` is not a link: pass a '
+            'chainer.Link, a list of links of the model, or None for the '
+            '`main` optimizer\'s target.'.format(links))
+    return as_tuple

@@ -1,0 +1,68 @@
+import chainer
+
+from chainer_hookext import _modes
+
+
+class CallbackHook(chainer.LinkHook):
+    """Link hook built from two plain callables.
+
+    For users who want a hook without subclassing :class:`chainer.LinkHook`.
+    ``prehook(link, args, kwargs)`` runs before each
+    :meth:`Link.forward() <chainer.Link.forward>` and
+    ``posthook(link, args, kwargs, out)`` after it, where ``args`` and
+    ``kwargs`` are the arguments of the forward call and ``out`` its result.
+
+    Args:
+        prehook (callable): Called before each forward, or ``None``.
+        posthook (callable): Called after each forward, or ``None``.
+            At least one of ``prehook`` and ``posthook`` is required.
+        train (bool): Fire while ``chainer.config.train`` is true.
+        eval (bool): Fire while ``chainer.config.train`` is false (e.g.
+            inside :class:`~chainer.training.extensions.Evaluator`).
+        name (str): Name of the hook; ``'CallbackHook'`` by default.
+
+    .. admonition:: Example
+
+        >>> import chainer.links as L
+        >>> from chainer_hookext import CallbackHook
+        >>> shapes = []
+        >>> hook = CallbackHook(
+        ...     posthook=lambda link, args, kwargs, out: shapes.append(
+        ...         out.shape))
+        >>> with hook:
+        ...     _ = L.Linear(3, 2)(numpy.zeros((1, 3), numpy.float32))
+        >>> shapes
+        [(1, 2)]
+    """
+
+    name = 'CallbackHook'
+
+    def __init__(self, prehook=None, posthook=None, *, train=True, eval=True,
+                 name=None):
+        if prehook is None and posthook is None:
+            raise ValueError(
+                '`CallbackHook(prehook=None, posthook=None)` has nothing to '
+                'call: give prehook(link, args, kwargs), '
+                'posthook(link, args, kwargs, out) or both.')
+        for arg, value in (('prehook', prehook), ('posthook', posthook)):
+            if value is not None and not callable(value):
+                raise TypeError(
+                    '`CallbackHook({}={!r})` is not callable: pass a '
+                    'function or None.'.format(arg, value))
+        _modes.check_modes('CallbackHook', train, eval)
+        if name is not None:
+            self.name = name
+        self.prehook = prehook
+        self.posthook = posthook
+        # None: fire in both modes; otherwise the mode to fire in.
+        self._mode = None if (train and eval) else bool(train)
+
+    def forward_preprocess(self, args):
+        if self.prehook is not None and (
+                self._mode is None or self._mode == _modes.is_train()):
+            self.prehook(args.link, args.args, args.kwargs)
+
+    def forward_postprocess(self, args):
+        if self.posthook is not None and (
+                self._mode is None or self._mode == _modes.is_train()):
+            self.posthook(args.link, args.args, args.kwargs, args.out)

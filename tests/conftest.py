@@ -1,0 +1,79 @@
+import chainer
+import chainer.functions as F
+import chainer.links as L
+import numpy
+import pytest
+from chainer import training
+
+
+def pytest_addoption(parser):
+    parser.addoption(
+        '--runslow', action='store_true', default=False,
+        help='also run tests marked slow (end-to-end runs)')
+
+
+def pytest_collection_modifyitems(config, items):
+    skip_slow = pytest.mark.skip(reason='slow: run with --runslow')
+    skip_gpu = pytest.mark.skip(reason='gpu: needs CuPy and a CUDA device')
+    gpu = chainer.backends.cuda.available
+    for item in items:
+        if 'slow' in item.keywords and not config.getoption('--runslow'):
+            item.add_marker(skip_slow)
+        if 'gpu' in item.keywords and not gpu:
+            item.add_marker(skip_gpu)
+
+
+class MLP(chainer.Chain):
+
+    def __init__(self, n_in=4, n_units=8, n_out=3):
+        super().__init__()
+        with self.init_scope():
+            self.l1 = L.Linear(n_in, n_units)
+            self.l2 = L.Linear(n_units, n_out)
+
+    def forward(self, x):
+        return self.l2(F.relu(self.l1(x)))
+
+
+def make_dataset(n=32, n_in=4, n_out=3, seed=0):
+    rng = numpy.random.RandomState(seed)
+    x = rng.randn(n, n_in).astype(numpy.float32)
+    t = rng.randint(0, n_out, size=n).astype(numpy.int32)
+    return chainer.datasets.TupleDataset(x, t)
+
+
+def make_trainer(out, stop=(4, 'iteration'), model=None, batchsize=8,
+                 evaluator=False, device=-1):
+    """A real Trainer on a tiny L.Classifier(MLP()) model."""
+    if model is None:
+        model = L.Classifier(MLP())
+    if device != -1:
+        model.to_device(device)
+    optimizer = chainer.optimizers.SGD(lr=0.01)
+    optimizer.setup(model)
+    dataset = make_dataset()
+    it = chainer.iterators.SerialIterator(dataset, batchsize, shuffle=False)
+    updater = training.updaters.StandardUpdater(it, optimizer, device=device)
+    trainer = training.Trainer(updater, stop, out=str(out))
+    if evaluator:
+        test_it = chainer.iterators.SerialIterator(
+            make_dataset(16, seed=1), batchsize, repeat=False, shuffle=False)
+        trainer.extend(training.extensions.Evaluator(
+            test_it, model, device=device))
+    return trainer
+
+
+def registered_hooks(model):
+    """Every hook left anywhere: the thread's registry and links' own."""
+    found = list(chainer._get_link_hooks().values())
+    for link in model.links():
+        found.extend(link.local_link_hooks.values())
+    return found
+
+
+@pytest.fixture
+def trainer_factory(tmp_path):
+    def factory(**kwargs):
+        kwargs.setdefault('out', tmp_path / 'result')
+        return make_trainer(**kwargs)
+    return factory

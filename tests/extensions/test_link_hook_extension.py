@@ -1,0 +1,430 @@
+import re
+
+import chainer
+import chainer.links as L
+import numpy
+import pytest
+from chainer import training
+from chainer.link_hooks import TimerHook
+from chainer.training import extensions
+
+from chainer_hookext import CallbackHook
+from chainer_hookext import LinkHookExtension
+from tests.conftest import MLP
+from tests.conftest import registered_hooks
+
+
+class RecordingHook(chainer.LinkHook):
+    """Counts added/deleted and records (link, train mode) per call."""
+
+    name = 'RecordingHook'
+
+    def __init__(self):
+        self.added_with = []
+        self.deleted_with = []
+        self.calls = []
+        self.post = 0
+
+    def added(self, link):
+        self.added_with.append(link)
+
+    def deleted(self, link):
+        self.deleted_with.append(link)
+
+    def forward_preprocess(self, args):
+        self.calls.append((args.link, chainer.config.train))
+
+    def forward_postprocess(self, args):
+        self.post += 1
+
+
+def assert_released(hook, trainer, entered=True):
+    model = trainer.updater.get_optimizer('main').target
+    assert registered_hooks(model) == []
+    assert len(hook.added_with) == len(hook.deleted_with)
+    assert hook.deleted_with == [None] * len(hook.added_with)
+    if entered:
+        # The loop-entry stand-in is gone from the updater.
+        assert 'update' not in vars(trainer.updater)
+
+
+def test_hooks_main_model_during_training(trainer_factory):
+    trainer = trainer_factory()
+    hook = RecordingHook()
+    trainer.extend(LinkHookExtension(hook))
+    trainer.run()
+    model = trainer.updater.get_optimizer('main').target
+    # Classifier, MLP, l1, l2 once per iteration for 4 iterations.
+    assert len(hook.calls) == 16
+    assert {id(link) for link, _ in hook.calls} == {
+        id(link) for link in model.links()}
+    assert hook.post == 16
+    assert hook.added_with == [None]
+    assert_released(hook, trainer)
+
+
+def test_other_models_in_same_thread_not_hooked(trainer_factory):
+    other = MLP()
+    seen = []
+
+    @training.make_extension(trigger=(1, 'iteration'))
+    def call_other(trainer):
+        other(numpy.zeros((1, 4), numpy.float32))
+        seen.extend(link for link, _ in hook.calls)
+
+    trainer = trainer_factory()
+    hook = RecordingHook()
+    trainer.extend(LinkHookExtension(hook))
+    trainer.extend(call_other)
+    trainer.run()
+    assert seen
+    assert not {id(x) for x in other.links()} & {id(x) for x in seen}
+
+
+def test_scope_names_sub_tree(trainer_factory):
+    trainer = trainer_factory()
+    model = trainer.updater.get_optimizer('main').target
+    hook = RecordingHook()
+    ext = LinkHookExtension(hook, links=model.predictor.l1)
+    assert ext.scope_link_names(trainer) == {
+        id(model.predictor.l1): 'main/predictor/l1'}
+    trainer.extend(ext)
+    trainer.run()
+    assert [link for link, _ in hook.calls] == [model.predictor.l1] * 4
+
+
+def test_scope_names_whole_model(trainer_factory):
+    trainer = trainer_factory()
+    model = trainer.updater.get_optimizer('main').target
+    names = LinkHookExtension(RecordingHook()).scope_link_names(trainer)
+    assert sorted(names.values()) == [
+        'main', 'main/predictor', 'main/predictor/l1', 'main/predictor/l2']
+    assert names[id(model.predictor)] == 'main/predictor'
+
+
+@pytest.mark.parametrize('train,eval,expected', [
+    (True, True, {True, False}),
+    (True, False, {True}),
+    (False, True, {False}),
+])
+def test_mode_gating_with_evaluator(trainer_factory, train, eval, expected):
+    trainer = trainer_factory(evaluator=True)
+    hook = RecordingHook()
+    trainer.extend(LinkHookExtension(hook, train=train, eval=eval))
+    trainer.run()
+    assert {mode for _, mode in hook.calls} == expected
+    assert hook.post == len(hook.calls)
+    assert_released(hook, trainer)
+
+
+def test_chainer_timer_hook_is_wrapped(trainer_factory):
+    trainer = trainer_factory()
+    hook = TimerHook()
+    trainer.extend(LinkHookExtension(hook))
+    trainer.run()
+    summary = hook.summary()
+    assert summary['Linear']['occurrence'] == 8
+    assert summary['Classifier']['occurrence'] == 4
+    assert registered_hooks(trainer.updater.get_optimizer('main').target) \
+        == []
+
+
+def test_same_hook_name_registered_twice(trainer_factory):
+    trainer = trainer_factory()
+    first, second = RecordingHook(), RecordingHook()
+    ext1 = LinkHookExtension(first)
+    ext2 = LinkHookExtension(second)
+    names = []
+
+    @training.make_extension(trigger=(1, 'iteration'))
+    def look(trainer):
+        names.append(sorted(chainer._get_link_hooks()))
+
+    trainer.extend(ext1)
+    trainer.extend(ext2)
+    trainer.extend(look)
+    trainer.run()
+    assert names[0] == ['RecordingHook', 'RecordingHook_1']
+    assert len(first.calls) == len(second.calls) == 16
+    assert_released(first, trainer)
+    assert_released(second, trainer)
+
+
+def test_user_global_hook_with_same_name_is_kept(trainer_factory):
+    trainer = trainer_factory()
+    user_hook = RecordingHook()
+    hook = RecordingHook()
+    trainer.extend(LinkHookExtension(hook))
+    with user_hook:
+        trainer.run()
+        assert chainer._get_link_hooks() == {'RecordingHook': user_hook}
+    assert len(hook.calls) == 16
+    assert_released(hook, trainer)
+
+
+class Boom(Exception):
+    pass
+
+
+def raise_boom(*args, **kwargs):
+    raise Boom('boom')
+
+
+def test_release_on_forward_exception(trainer_factory):
+    trainer = trainer_factory()
+    hook = RecordingHook()
+    trainer.extend(LinkHookExtension(hook))
+    model = trainer.updater.get_optimizer('main').target
+    model.predictor.l2.forward = raise_boom
+    with pytest.raises(Boom):
+        trainer.run(show_loop_exception_msg=False)
+    assert hook.calls
+    assert_released(hook, trainer)
+
+
+def test_release_on_updater_exception(trainer_factory):
+    trainer = trainer_factory()
+    hook = RecordingHook()
+    trainer.extend(LinkHookExtension(hook))
+    trainer.updater.update_core = raise_boom
+    with pytest.raises(Boom):
+        trainer.run(show_loop_exception_msg=False)
+    assert hook.added_with == [None]
+    assert_released(hook, trainer)
+
+
+def test_release_on_other_extension_call_exception(trainer_factory):
+    trainer = trainer_factory()
+    hook = RecordingHook()
+    trainer.extend(LinkHookExtension(hook))
+    trainer.extend(raise_boom, trigger=(2, 'iteration'), name='boom')
+    with pytest.raises(Boom):
+        trainer.run(show_loop_exception_msg=False)
+    assert len(hook.calls) == 8
+    assert_released(hook, trainer)
+
+
+def test_release_on_keyboard_interrupt(trainer_factory):
+    trainer = trainer_factory()
+    hook = RecordingHook()
+
+    def interrupt(trainer):
+        raise KeyboardInterrupt
+
+    trainer.extend(LinkHookExtension(hook))
+    trainer.extend(interrupt, name='interrupt')
+    with pytest.raises(KeyboardInterrupt):
+        trainer.run()
+    assert hook.added_with == [None]
+    assert_released(hook, trainer)
+
+
+@pytest.mark.parametrize('priority', [1000, -1000])
+def test_release_when_other_initialize_raises(trainer_factory, priority):
+    trainer = trainer_factory()
+    hook = RecordingHook()
+
+    class FailingInit(training.Extension):
+        def initialize(self, trainer):
+            raise Boom('initialize')
+
+        def __call__(self, trainer):
+            pass
+
+    trainer.extend(LinkHookExtension(hook))
+    trainer.extend(FailingInit(), priority=priority)
+    with pytest.raises(Boom):
+        trainer.run()
+    assert hook.added_with == []
+    assert_released(hook, trainer, entered=False)
+    # The model can be called afterwards with no hook firing, and an update
+    # outside Trainer.run does not register the hook either.
+    model = trainer.updater.get_optimizer('main').target
+    model.predictor(numpy.zeros((1, 4), numpy.float32))
+    trainer.updater.update()
+    assert hook.calls == []
+    assert_released(hook, trainer)
+
+
+def test_release_when_before_training_extension_raises(trainer_factory):
+    trainer = trainer_factory()
+    hook = RecordingHook()
+    trainer.extend(LinkHookExtension(hook))
+    trainer.extend(raise_boom, name='boom', call_before_training=True)
+    with pytest.raises(Boom):
+        trainer.run()
+    assert_released(hook, trainer, entered=False)
+
+
+def test_failed_run_can_be_retried(trainer_factory):
+    trainer = trainer_factory()
+    hook = RecordingHook()
+    fail = [True]
+
+    class FailOnce(training.Extension):
+        def initialize(self, trainer):
+            if fail.pop():
+                raise Boom('initialize')
+
+        def __call__(self, trainer):
+            pass
+
+    trainer.extend(LinkHookExtension(hook))
+    trainer.extend(FailOnce(), priority=-1000)
+    fail.append(False)
+    fail.reverse()
+    with pytest.raises(Boom):
+        trainer.run()
+    trainer.run()
+    assert len(hook.calls) == 16
+    assert hook.added_with == [None]
+    assert_released(hook, trainer)
+
+
+def test_finalize_and_on_error_are_idempotent(trainer_factory):
+    trainer = trainer_factory()
+    hook = RecordingHook()
+    ext = LinkHookExtension(hook)
+    ext.initialize(trainer)
+    ext.on_error(trainer, Boom(), None)
+    ext.finalize()
+    ext.finalize()
+    assert_released(hook, trainer)
+
+
+def test_hook_in_two_extensions_is_refused(trainer_factory):
+    trainer = trainer_factory()
+    hook = RecordingHook()
+    trainer.extend(LinkHookExtension(hook), name='first')
+    trainer.extend(LinkHookExtension(hook), name='second')
+    with pytest.raises(ValueError, match='already owned'):
+        trainer.run()
+    assert_released(hook, trainer, entered=False)
+    # Another trainer may take the hook after the failed run.
+    other = trainer_factory()
+    other.extend(LinkHookExtension(hook))
+    other.run()
+    assert len(hook.calls) == 16
+    assert_released(hook, other)
+
+
+def test_hook_already_registered_by_user_is_refused(trainer_factory):
+    trainer = trainer_factory()
+    hook = RecordingHook()
+    trainer.extend(LinkHookExtension(hook))
+    with hook:
+        with pytest.raises(ValueError, match='already registered'):
+            trainer.run()
+        assert chainer._get_link_hooks() == {'RecordingHook': hook}
+
+
+def test_default_name():
+    assert LinkHookExtension(TimerHook()).default_name == \
+        'LinkHookExtension_TimerHook'
+
+
+def test_not_a_link_hook():
+    with pytest.raises(TypeError, match=r'hook=<object object'):
+        LinkHookExtension(object())
+
+
+@pytest.mark.parametrize('links', [0, [], ['l1'], 'main'])
+def test_links_not_links(links):
+    with pytest.raises(TypeError, match=re.escape('links=' + repr(links))):
+        LinkHookExtension(RecordingHook(), links=links)
+
+
+def test_no_mode():
+    with pytest.raises(ValueError, match='train=False, eval=False'):
+        LinkHookExtension(RecordingHook(), train=False, eval=False)
+
+
+def test_link_not_in_model(trainer_factory):
+    trainer = trainer_factory()
+    stranger = L.Linear(2, 2)
+    trainer.extend(LinkHookExtension(RecordingHook(), links=stranger))
+    with pytest.raises(ValueError, match='is not part of the model'):
+        trainer.run()
+
+
+def test_no_main_optimizer(tmp_path):
+    model = L.Classifier(MLP())
+    optimizer = chainer.optimizers.SGD()
+    optimizer.setup(model)
+    it = chainer.iterators.SerialIterator([], 1)
+    updater = training.updaters.StandardUpdater(
+        it, {'gen': optimizer})
+    trainer = training.Trainer(updater, (1, 'iteration'), out=str(tmp_path))
+    ext = LinkHookExtension(RecordingHook())
+    with pytest.raises(ValueError, match=r"no `main` optimizer.*\['gen'\]"):
+        ext.initialize(trainer)
+    ext = LinkHookExtension(RecordingHook(), links=model.predictor)
+    ext.initialize(trainer)
+    assert sorted(ext.scope_link_names(trainer).values()) == [
+        'gen/predictor', 'gen/predictor/l1', 'gen/predictor/l2']
+    ext.finalize()
+
+
+class CountingHook(chainer.LinkHook):
+    """A hook with state to serialize."""
+
+    name = 'CountingHook'
+
+    def __init__(self):
+        self.count = 0
+
+    def forward_postprocess(self, args):
+        self.count += 1
+
+    def serialize(self, serializer):
+        self.count = serializer('count', self.count)
+
+
+def test_snapshot_round_trip(trainer_factory, tmp_path):
+    trainer = trainer_factory(stop=(3, 'iteration'))
+    hook = CountingHook()
+    trainer.extend(LinkHookExtension(hook))
+    trainer.extend(extensions.snapshot(), trigger=(3, 'iteration'))
+    trainer.run()
+    assert hook.count == 12
+
+    resumed = trainer_factory(stop=(5, 'iteration'))
+    hook2 = CountingHook()
+    resumed.extend(LinkHookExtension(hook2))
+    chainer.serializers.load_npz(
+        str(tmp_path / 'result' / 'snapshot_iter_3'), resumed)
+    assert hook2.count == 12
+    resumed.run()
+    assert hook2.count == 20
+
+
+# Chainer's IntervalTrigger warns that a snapshot lacks its state: expected
+# for an extension added after the snapshot was taken.
+@pytest.mark.filterwarnings('ignore:The previous value of:UserWarning')
+def test_snapshot_without_extension_warns_and_starts_fresh(
+        trainer_factory, tmp_path):
+    trainer = trainer_factory(stop=(2, 'iteration'))
+    trainer.extend(extensions.snapshot(), trigger=(2, 'iteration'))
+    trainer.run()
+
+    resumed = trainer_factory(stop=(3, 'iteration'))
+    hook = CountingHook()
+    resumed.extend(LinkHookExtension(hook))
+    with pytest.warns(RuntimeWarning, match='Starting the hook fresh'):
+        chainer.serializers.load_npz(
+            str(tmp_path / 'result' / 'snapshot_iter_2'), resumed)
+    assert hook.count == 0
+    resumed.run()
+    assert hook.count == 4
+
+
+def test_callback_hook_in_extension(trainer_factory):
+    trainer = trainer_factory(evaluator=True)
+    seen = []
+    hook = CallbackHook(
+        posthook=lambda link, args, kwargs, out: seen.append(
+            (link.name, out.shape)), eval=False)
+    trainer.extend(LinkHookExtension(hook, links=(
+        trainer.updater.get_optimizer('main').target.predictor.l2,)))
+    trainer.run()
+    assert seen == [('l2', (8, 3))] * 4

@@ -1,0 +1,67 @@
+import chainer
+import chainer.links as L
+import numpy
+import pytest
+
+from chainer_hookext import CallbackHook
+
+
+def call(link, train=True):
+    with chainer.using_config('train', train):
+        return link(numpy.ones((2, 3), numpy.float32))
+
+
+def test_prehook_and_posthook_get_link_args_and_out():
+    link = L.Linear(3, 4)
+    log = []
+    hook = CallbackHook(
+        prehook=lambda l, a, k: log.append(('pre', l, a[0].shape, k)),
+        posthook=lambda l, a, k, out: log.append(('post', l, out.shape)))
+    with hook:
+        out = call(link)
+    assert log == [('pre', link, (2, 3), {}), ('post', link, (2, 4))]
+    assert out.shape == (2, 4)
+
+
+@pytest.mark.parametrize('train,eval,fired', [
+    (True, True, [True, False]),
+    (True, False, [True]),
+    (False, True, [False]),
+])
+def test_mode_gating(train, eval, fired):
+    modes = []
+    hook = CallbackHook(
+        prehook=lambda l, a, k: modes.append(chainer.config.train),
+        train=train, eval=eval)
+    link = L.Linear(3, 4)
+    with hook:
+        call(link, train=True)
+        call(link, train=False)
+    assert modes == fired
+
+
+def test_only_posthook():
+    outs = []
+    with CallbackHook(posthook=lambda l, a, k, o: outs.append(o)):
+        call(L.Linear(3, 1))
+    assert len(outs) == 1
+
+
+def test_name():
+    assert CallbackHook(print).name == 'CallbackHook'
+    assert CallbackHook(print, name='probe').name == 'probe'
+
+
+def test_needs_a_callable():
+    with pytest.raises(ValueError, match='has nothing to call'):
+        CallbackHook()
+    with pytest.raises(TypeError, match=r"prehook=3\b"):
+        CallbackHook(prehook=3)
+    with pytest.raises(TypeError, match=r"posthook='x'"):
+        CallbackHook(posthook='x')
+    with pytest.raises(ValueError, match='would never fire'):
+        CallbackHook(print, train=False, eval=False)
+
+
+def test_is_a_link_hook():
+    assert isinstance(CallbackHook(print), chainer.LinkHook)
