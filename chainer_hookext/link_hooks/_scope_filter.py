@@ -1,3 +1,4 @@
+from chainer_hookext import _modes
 from chainer_hookext.link_hooks import scoped_link_hook
 
 
@@ -21,10 +22,17 @@ class ScopeFilter(scoped_link_hook.ScopedLinkHook):
     def deleted(self, link):
         self.hook.deleted(link)
 
+    # in_scope(), inlined: these run on every link call in the thread.
     def forward_preprocess(self, args):
-        if self.in_scope(args.link):
-            self.hook.forward_preprocess(args)
+        names = self.link_names
+        if names is None or id(args.link) in names:
+            mode = self.mode
+            if mode is None or mode == _modes.is_train():
+                self.hook.forward_preprocess(args)
 
     def forward_postprocess(self, args):
-        if self.in_scope(args.link):
-            self.hook.forward_postprocess(args)
+        names = self.link_names
+        if names is None or id(args.link) in names:
+            mode = self.mode
+            if mode is None or mode == _modes.is_train():
+                self.hook.forward_postprocess(args)
