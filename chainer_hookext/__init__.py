@@ -4,8 +4,11 @@ Per-link timing, graph release and debugging hooks whose lifetime is exactly
 that of ``Trainer.run``.
 """
 
+from chainer_hookext._priorities import PRIORITY_LAST  # NOQA
 from chainer_hookext._version import __version__  # NOQA
 from chainer_hookext.extensions.link_hook_extension import LinkHookExtension  # NOQA
+from chainer_hookext.extensions.unchain_variables import UnchainVariables  # NOQA
+from chainer_hookext.extensions.unchain_variables import unchain_variables  # NOQA
 from chainer_hookext.link_hooks.callback import CallbackHook  # NOQA
 from chainer_hookext.link_hooks.scoped_link_hook import ScopedLinkHook  # NOQA
 
@@ -14,5 +17,8 @@ __all__ = [
     '__version__',
     'CallbackHook',
     'LinkHookExtension',
+    'PRIORITY_LAST',
     'ScopedLinkHook',
+    'UnchainVariables',
+    'unchain_variables',
 ]
