@@ -6,17 +6,31 @@ that of ``Trainer.run``.
 
 from chainer_hookext._priorities import PRIORITY_LAST  # NOQA
 from chainer_hookext._version import __version__  # NOQA
+from chainer_hookext.extensions.activation_statistics import ActivationStatistics  # NOQA
+from chainer_hookext.extensions.capture_outputs import CaptureOutputs  # NOQA
 from chainer_hookext.extensions.link_hook_extension import LinkHookExtension  # NOQA
+from chainer_hookext.extensions.non_finite_guard import NonFiniteGuard  # NOQA
 from chainer_hookext.extensions.unchain_variables import UnchainVariables  # NOQA
 from chainer_hookext.extensions.unchain_variables import unchain_variables  # NOQA
+from chainer_hookext.link_hooks.activation_statistics import ActivationStatisticsHook  # NOQA
 from chainer_hookext.link_hooks.callback import CallbackHook  # NOQA
+from chainer_hookext.link_hooks.capture_outputs import CaptureOutputsHook  # NOQA
+from chainer_hookext.link_hooks.non_finite import NonFiniteHook  # NOQA
+from chainer_hookext.link_hooks.non_finite_error import NonFiniteError  # NOQA
 from chainer_hookext.link_hooks.scoped_link_hook import ScopedLinkHook  # NOQA
 
 
 __all__ = [
     '__version__',
+    'ActivationStatistics',
+    'ActivationStatisticsHook',
     'CallbackHook',
+    'CaptureOutputs',
+    'CaptureOutputsHook',
     'LinkHookExtension',
+    'NonFiniteError',
+    'NonFiniteGuard',
+    'NonFiniteHook',
     'PRIORITY_LAST',
     'ScopedLinkHook',
     'UnchainVariables',

@@ -1,0 +1,64 @@
+from chainer import reporter
+from chainer.training import extension
+
+from chainer_hookext import _modes
+from chainer_hookext.extensions import link_hook_extension
+from chainer_hookext.link_hooks import activation_statistics
+
+
+class ActivationStatistics(link_hook_extension.LinkHookExtension):
+    """Trainer extension that reports statistics of the links' outputs.
+
+    Owns an :class:`~chainer_hookext.link_hooks.ActivationStatisticsHook`
+    for the length of training: every forward output of the hooked links
+    adds to running sums on its device (nothing is kept alive, nothing is
+    copied to the host per call).  At the trigger (each epoch by default)
+    the mean, standard deviation, minimum, maximum and fraction of zeros of
+    everything since the last report are reported, like
+    :class:`~chainer.training.extensions.ParameterStatistics`, under
+    ``<link>/out/<statistic>``, e.g. ``main/predictor/l1/out/mean`` and
+    ``main/predictor/l1/out/zero_fraction`` (dead ReLUs show there), then
+    the sums start again.  By default only training-mode calls count.
+
+    Args:
+        links (~chainer.Link or list of ~chainer.Link): Sub-trees to watch;
+            ``None`` watches the ``main`` optimizer's target.
+        statistics (tuple of str): Which of ``'mean'``, ``'std'``, ``'min'``,
+            ``'max'`` and ``'zero_fraction'`` to report (all by default).
+        train (bool): Count training-mode calls.
+        eval (bool): Count evaluation-mode calls (e.g. in ``Evaluator``).
+
+    .. admonition:: Example
+
+        >>> from chainer_hookext import ActivationStatistics
+        >>> trainer.extend(ActivationStatistics(), trigger=(1, 'epoch'))
+        >>> trainer.extend(extensions.LogReport())
+    """
+
+    trigger = 1, 'epoch'
+    priority = extension.PRIORITY_WRITER
+    default_name = 'activation_statistics'
+
+    def __init__(self, links=None, *,
+                 statistics=activation_statistics.STATISTICS, train=True,
+                 eval=False):
+        _modes.check_modes('ActivationStatistics', train, eval)
+        activation_statistics.check_statistics(
+            'ActivationStatistics', statistics)
+        hook = activation_statistics.ActivationStatisticsHook(
+            statistics=statistics, train=train, eval=eval)
+        super().__init__(hook, links, train=train, eval=eval)
+
+    def initialize(self, trainer):
+        super().initialize(trainer)
+        self.hook.reset()
+
+    def __call__(self, trainer):
+        values = self.hook.statistics()
+        self.hook.reset()
+        if values:
+            reporter.report(values)
+
+    def finalize(self):
+        super().finalize()
+        self.hook.reset()

@@ -1,0 +1,100 @@
+from chainer.training import extension
+
+from chainer_hookext import _modes
+from chainer_hookext.extensions import link_hook_extension
+from chainer_hookext.link_hooks import capture_outputs
+
+
+_KEEP = (False, True, 'on_error')
+
+
+class CaptureOutputs(link_hook_extension.LinkHookExtension):
+    """Trainer extension that keeps the latest output of chosen links.
+
+    Owns a :class:`~chainer_hookext.link_hooks.CaptureOutputsHook` for the
+    length of training.  :attr:`outputs` maps each chosen link's name
+    (``main/predictor/l1``) to its latest forward output, detached from the
+    graph (arrays, on their device).  At the trigger (each epoch by default)
+    ``callback(trainer, outputs)`` is called with a shallow copy of that
+    dictionary, e.g. to save or plot activations.
+
+    Memory is bounded by one output per chosen link.  When training ends the
+    outputs are dropped, unless ``keep`` says otherwise.
+
+    Args:
+        links (~chainer.Link or list of ~chainer.Link): The links whose
+            outputs to keep (exactly these: list children too if you want
+            theirs); ``None`` keeps every link of the ``main`` optimizer's
+            target.
+        callback (callable): ``callback(trainer, outputs)`` at the trigger,
+            or ``None``.
+        keep (bool or str): After training: ``False`` drops the outputs,
+            ``True`` keeps them, ``'on_error'`` keeps them only when training
+            raised (to look at what led to the error).
+        copy (bool): Keep copies of the arrays.
+        train (bool): Capture in training mode.
+        eval (bool): Capture in evaluation mode.
+
+    .. admonition:: Example
+
+        >>> from chainer_hookext import CaptureOutputs
+        >>> capture = CaptureOutputs(model.predictor.l1, keep=True)
+        >>> trainer.extend(capture)
+        >>> trainer.run()
+        >>> capture.outputs['main/predictor/l1'].shape
+        (8, 8)
+    """
+
+    trigger = 1, 'epoch'
+    priority = extension.PRIORITY_READER
+    default_name = 'capture_outputs'
+
+    def __init__(self, links=None, *, callback=None, keep=False, copy=False,
+                 train=True, eval=False):
+        if callback is not None and not callable(callback):
+            raise TypeError(
+                '`CaptureOutputs(callback={!r})` is not callable: pass '
+                'callback(trainer, outputs) or None.'.format(callback))
+        if not any(keep is k for k in _KEEP):
+            raise ValueError(
+                '`CaptureOutputs(keep={!r})` is not a choice: use False '
+                '(drop the outputs after training), True or '
+                "'on_error'.".format(keep))
+        _modes.check_modes('CaptureOutputs', train, eval)
+        hook = capture_outputs.CaptureOutputsHook(
+            copy=copy, train=train, eval=eval)
+        super().__init__(hook, links, train=train, eval=eval)
+        self.callback = callback
+        self.keep = keep
+        self._failed = False
+
+    @property
+    def outputs(self):
+        """``{link name: latest detached output}``."""
+        return self.hook.outputs
+
+    def scope_link_names(self, trainer):
+        """Returns ``{id(link): name}`` of the chosen links only."""
+        names = super().scope_link_names(trainer)
+        if self.links is None:
+            return names
+        return {id(link): names[id(link)] for link in self.links}
+
+    def initialize(self, trainer):
+        super().initialize(trainer)
+        self.hook.clear()
+        self._failed = False
+
+    def __call__(self, trainer):
+        if self.callback is not None:
+            self.callback(trainer, dict(self.hook.outputs))
+
+    def on_error(self, trainer, exc, tb):
+        self._failed = True
+        super().on_error(trainer, exc, tb)
+
+    def finalize(self):
+        super().finalize()
+        if not (self.keep is True
+                or (self.keep == 'on_error' and self._failed)):
+            self.hook.clear()

@@ -1,0 +1,57 @@
+"""Device-side finiteness flags.
+
+:func:`code` answers, for one array, 0 when every element is finite, 1 for
+NaN, 2 for Inf, 3 for both: a Python ``int`` for NumPy (checked at once), a
+0-dim ``int32`` device array for CuPy (one reduction kernel, no
+synchronisation), to be read later with
+:func:`chainer_hookext.link_hooks._output_hook.to_host`.
+"""
+
+import chainer
+import numpy
+from chainer import backend
+
+from chainer_hookext.link_hooks import _output_hook
+
+
+KINDS = {1: 'NaN', 2: 'Inf', 3: 'NaN and Inf'}
+_cupy_kernel = None
+
+
+def code(array):
+    """Returns the finiteness code of ``array`` (see the module)."""
+    xp = backend.get_array_module(array)
+    if xp is numpy:
+        if numpy.isfinite(array).all():
+            return 0
+    elif xp is chainer.backends.cuda.cupy:
+        return _cupy_code(array)
+    return int(bool(xp.isnan(array).any())) | (
+        2 * int(bool(xp.isinf(array).any())))
+
+
+def _cupy_code(array):
+    global _cupy_kernel
+    if _cupy_kernel is None:
+        _cupy_kernel = chainer.backends.cuda.cupy.ReductionKernel(
+            'T x', 'int32 y', 'isnan(x) ? 1 : (isinf(x) ? 2 : 0)', 'a | b',
+            'y = a', '0', 'chainer_hookext_non_finite')
+    return _cupy_kernel(array)
+
+
+def input_hint(args):
+    """Says whether the inputs of a link call were already non-finite.
+
+    ``args`` is the ``forward_postprocess`` argument.  Checks each input
+    array (a synchronisation for device arrays): call it only for a finding
+    reported at once.
+    """
+    inputs = (('args', args.args), ('kwargs', args.kwargs))
+    for prefix, value in inputs:
+        for keys, array in _output_hook.walk(value):
+            if (array.dtype.kind == 'f' and array.size
+                    and int(code(array))):
+                return ('its input {}{} was already non-finite: look before '
+                        'this link'.format(prefix, ''.join(
+                            '[{!r}]'.format(k) for k in keys)))
+    return 'its inputs are finite: it arises in this link\'s forward'

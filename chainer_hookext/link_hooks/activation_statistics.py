@@ -1,0 +1,148 @@
+import math
+
+import numpy
+from chainer import backend
+
+from chainer_hookext.link_hooks import _output_hook
+
+
+STATISTICS = ('mean', 'std', 'min', 'max', 'zero_fraction')
+
+# Per-call rows ([sum, sum of squares, min, max, zeros]) kept before they
+# are folded into one running row.
+_FOLD = 64
+
+
+class ActivationStatisticsHook(_output_hook.OutputHook):
+    """Link hook that accumulates statistics of the links' forward outputs.
+
+    For each floating-point array of each hooked link's output it computes
+    the sum, the sum of squares, the minimum, the maximum and the number of
+    zeros on the array's device (float16 in float32) and adds them to running
+    values in float64, without keeping the array.  For CuPy arrays the
+    running values stay on the device (no synchronisation per call: 8 small
+    kernels per array, and every 64 calls a fold of the per-call rows); for
+    NumPy they are Python floats.  :meth:`statistics` computes, with one
+    device-to-host copy per device,
+
+    * ``mean``, ``std`` (population), ``min``, ``max``;
+    * ``zero_fraction``: fraction of elements exactly zero (dead ReLUs).
+
+    Keys are ``<link>/out/<statistic>`` for a single output, and
+    ``<link>/out/<index or key>/<statistic>`` for each array of a tuple, list
+    or dict output.  :class:`~chainer_hookext.ActivationStatistics` owns this
+    hook in a trainer and names links ``main/predictor/l1``; without a trainer
+    links are named after their parents (``MLP/l1``).
+
+    Args:
+        statistics (tuple of str): Which of :data:`STATISTICS` to return.
+        train (bool): Accumulate while ``chainer.config.train`` is true.
+        eval (bool): Accumulate while ``chainer.config.train`` is false.
+
+    .. admonition:: Example
+
+        >>> from chainer_hookext import ActivationStatisticsHook
+        >>> hook = ActivationStatisticsHook(statistics=('mean', 'max'))
+        >>> with hook:
+        ...     _ = L.Linear(2, 1, initialW=1)(
+        ...         numpy.array([[1, 2], [3, 4]], numpy.float32))
+        >>> hook.statistics()
+        {'Linear/out/mean': 5.0, 'Linear/out/max': 7.0}
+    """
+
+    name = 'ActivationStatisticsHook'
+
+    def __init__(self, *, statistics=STATISTICS, train=True, eval=False):
+        self.statistics_names = check_statistics(
+            'ActivationStatisticsHook', statistics)
+        super().__init__(train=train, eval=eval)
+        self._acc = {}  # {key: [element count, [rows]]}
+
+    def process(self, name, args):
+        for keys, array in _output_hook.walk(args.out):
+            if array.dtype.kind != 'f' or array.size == 0:
+                continue
+            key = name + '/out'
+            if keys:
+                key += ''.join('/{}'.format(k) for k in keys)
+            acc = self._acc.get(key)
+            if acc is None:
+                acc = self._acc[key] = [0, []]
+            acc[0] += array.size
+            rows = acc[1]
+            rows.append(_row(array))
+            if len(rows) >= _FOLD:
+                rows[:] = [_fold(rows)]
+
+    def statistics(self):
+        """Returns what was accumulated since :meth:`reset`.
+
+        Returns:
+            dict: ``{key: float}``, one device-to-host copy per device.
+        """
+        keys = list(self._acc)
+        rows = _output_hook.to_host([_fold(self._acc[k][1]) for k in keys])
+        values = {}
+        for key, row in zip(keys, rows):
+            total = self._acc[key][0]
+            s, sq, lo, hi, zeros = row.tolist()
+            mean = s / total
+            every = {
+                'mean': mean,
+                'std': math.sqrt(max(sq / total - mean * mean, 0.0)),
+                'min': lo, 'max': hi, 'zero_fraction': zeros / total}
+            for stat in self.statistics_names:
+                values['{}/{}'.format(key, stat)] = every[stat]
+        return values
+
+    def reset(self):
+        """Forgets what was accumulated."""
+        self._acc = {}
+
+
+def _row(array):
+    # [sum, sum of squares, min, max, zeros] of one array: Python floats for
+    # NumPy; for a device array, one float64 device array, without a sync.
+    xp = backend.get_array_module(array)
+    if array.dtype.itemsize < 4:
+        array = array.astype(numpy.float32)  # no overflow in squares
+    flat = array.ravel()
+    if xp is numpy:
+        return (float(flat.sum()), float(numpy.vdot(flat, flat)),
+                float(flat.min()), float(flat.max()),
+                float(numpy.count_nonzero(flat == 0)))
+    return xp.stack([
+        flat.sum(), xp.vdot(flat, flat), flat.min(), flat.max(),
+        (flat == 0).sum(dtype=flat.dtype)]).astype(numpy.float64)
+
+
+def _fold(rows):
+    # Rows to one row (a float64 array on the rows' device).
+    if isinstance(rows[0], tuple) or isinstance(rows[0], numpy.ndarray):
+        xp = numpy
+        m = numpy.array(rows, numpy.float64)
+    else:
+        xp = backend.get_array_module(rows[0])
+        m = xp.stack(rows)
+    return xp.concatenate([
+        m[:, :2].sum(axis=0), m[:, 2:3].min(axis=0), m[:, 3:4].max(axis=0),
+        m[:, 4:].sum(axis=0)])
+
+
+def check_statistics(call, statistics):
+    """Returns ``statistics`` as a tuple of names of :data:`STATISTICS`.
+
+    Raises:
+        ValueError: Naming ``call``, when it is not a non-empty choice.
+    """
+    try:
+        names = ((statistics,) if isinstance(statistics, str)
+                 else tuple(statistics))
+    except TypeError:
+        names = None
+    if not names or any(s not in STATISTICS for s in names):
+        raise ValueError(
+            '`{}(statistics={!r})` is not a choice of statistics: pass a '
+            'non-empty tuple of {}.'.format(
+                call, statistics, ', '.join(map(repr, STATISTICS))))
+    return names

@@ -1,0 +1,71 @@
+import chainer
+
+from chainer_hookext.link_hooks import _output_hook
+
+
+class CaptureOutputsHook(_output_hook.OutputHook):
+    """Link hook that keeps the latest forward output of each hooked link.
+
+    The output is kept detached: a :class:`~chainer.Variable` becomes its
+    array, tuples, lists and dicts are rebuilt around the arrays, so the
+    computational graph is not kept alive.  Each call replaces the link's
+    previous output, so memory is bounded by one output per hooked link
+    (about one forward pass's worth of the hooked links' activations, held
+    until :meth:`clear`).  Arrays stay on their device.
+
+    Without a scope every link called while the hook is registered is
+    captured, named after its parents (``MLP/l1``);
+    :class:`~chainer_hookext.CaptureOutputs` owns this hook in a trainer,
+    scopes it to chosen links and names them ``main/predictor/l1``.
+
+    Args:
+        copy (bool): Keep a copy of each array instead of the array itself,
+            in case something later writes to it in place.
+        train (bool): Capture while ``chainer.config.train`` is true.
+        eval (bool): Capture while ``chainer.config.train`` is false.
+
+    Attributes:
+        outputs (dict): ``{link name: output}``, latest output of each link,
+            in the order the links were first captured.
+
+    .. admonition:: Example
+
+        >>> from chainer_hookext import CaptureOutputsHook
+        >>> hook = CaptureOutputsHook()
+        >>> with hook:
+        ...     _ = L.Linear(2, 1, initialW=1, nobias=True)(
+        ...         numpy.array([[1, 2]], numpy.float32))
+        >>> hook.outputs
+        {'Linear': array([[3.]], dtype=float32)}
+    """
+
+    name = 'CaptureOutputsHook'
+
+    def __init__(self, *, copy=False, train=True, eval=False):
+        super().__init__(train=train, eval=eval)
+        self.copy = bool(copy)
+        self.outputs = {}
+
+    def process(self, name, args):
+        self.outputs[name] = detach(args.out, self.copy)
+
+    def clear(self):
+        """Forgets every captured output."""
+        self.outputs = {}
+
+
+def detach(out, copy=False):
+    """Returns ``out`` with each :class:`~chainer.Variable` replaced by its
+    array (copied if ``copy``), through tuples, lists and dicts."""
+    if isinstance(out, chainer.Variable):
+        out = out.array
+    if isinstance(out, chainer.get_array_types()):
+        return out.copy() if copy else out
+    if isinstance(out, (tuple, list)):
+        items = [detach(x, copy) for x in out]
+        if hasattr(out, '_fields'):  # a namedtuple
+            return type(out)(*items)
+        return type(out)(items)
+    if isinstance(out, dict):
+        return {k: detach(v, copy) for k, v in out.items()}
+    return out

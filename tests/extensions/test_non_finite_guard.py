@@ -1,0 +1,168 @@
+import chainer
+import chainer.functions as F
+import chainer.links as L
+import numpy
+import pytest
+from chainer import training
+from chainer.training import extensions
+
+from chainer_hookext import NonFiniteError
+from chainer_hookext import NonFiniteGuard
+from tests.conftest import registered_hooks
+
+
+def poison_after(iteration, layer='l2'):
+    """Extension writing NaN into a weight after ``iteration`` updates."""
+
+    @training.make_extension(trigger=(1, 'iteration'))
+    def poison(trainer):
+        if trainer.updater.iteration == iteration:
+            model = trainer.updater.get_optimizer('main').target
+            W = getattr(model.predictor, layer).W
+            W.array[0, 0] = numpy.nan
+    return poison
+
+
+def assert_released(trainer):
+    model = trainer.updater.get_optimizer('main').target
+    assert registered_hooks(model) == []
+    assert chainer.get_function_hooks() == {}
+
+
+def check_forward_culprit(trainer, finished):
+    guard = NonFiniteGuard()
+    trainer.extend(guard)
+    trainer.extend(poison_after(2))
+    with pytest.raises(NonFiniteError) as info:
+        trainer.run()
+    error = info.value
+    assert (error.link, error.iteration, error.phase, error.output) == (
+        'main/predictor/l2', 3, 'forward', 'output')
+    hint = "; its inputs are finite: it arises in this link's forward"
+    assert str(error) == (
+        "NaN in the forward of link 'main/predictor/l2' at iteration 3: "
+        "output" + (hint if finished == 2 else ''))
+    # On CPU the error leaves update 3 unfinished; on GPU it comes from
+    # the guard's once-per-iteration check, after update 3.
+    assert trainer.updater.iteration == finished
+    assert guard.findings == [error]
+    assert guard.hook.updater is None
+    assert_released(trainer)
+
+
+def test_names_the_first_link_and_iteration(trainer_factory):
+    check_forward_culprit(trainer_factory(), finished=2)
+
+
+@pytest.mark.gpu
+def test_names_the_first_link_and_iteration_gpu(trainer_factory):
+    check_forward_culprit(trainer_factory(device='@cupy:0'), finished=3)
+
+
+class SqrtMLP(chainer.Chain):
+    """l2 takes the square root of ReLU's output: Inf gradient at 0."""
+
+    def __init__(self):
+        super().__init__()
+        with self.init_scope():
+            self.l1 = L.Linear(4, 8)
+            self.l2 = L.Linear(8, 3)
+
+    def forward(self, x):
+        return self.l2(F.sqrt(F.relu(self.l1(x))))
+
+
+def test_backward_culprit(trainer_factory):
+    trainer = trainer_factory(model=L.Classifier(SqrtMLP()))
+    trainer.extend(NonFiniteGuard())
+    with pytest.raises(NonFiniteError) as info, \
+            numpy.errstate(divide='ignore', invalid='ignore'):
+        trainer.run()
+    error = info.value
+    assert (error.link, error.iteration, error.phase, error.output) == (
+        'main/predictor', 1, 'backward',
+        'gradient w.r.t. output 0 of ReLU')
+    assert error.hint.endswith(
+        "the previous backward step was sqrt (link 'main/predictor')")
+    assert_released(trainer)
+
+
+def test_report_goes_on_and_logs_counts(trainer_factory):
+    trainer = trainer_factory(stop=(4, 'iteration'))
+    guard = NonFiniteGuard(action='report', backward=False)
+    trainer.extend(guard)
+    trainer.extend(poison_after(2))
+    seen = []
+
+    @training.make_extension(trigger=(1, 'iteration'))
+    def read(trainer):
+        seen.append(sorted(k for k in trainer.observation
+                           if k.endswith('non_finite')))
+    trainer.extend(read)
+    trainer.run()
+    assert seen[:2] == [[], []]
+    assert seen[2] == [
+        'main/out/non_finite', 'main/predictor/l2/out/non_finite',
+        'main/predictor/out/non_finite']
+    assert [e.link for e in guard.findings] == [
+        'main/predictor/l2', 'main/predictor', 'main', 'main/predictor/l1']
+    assert_released(trainer)
+
+
+def test_warn_reaches_log_report(trainer_factory):
+    trainer = trainer_factory(stop=(4, 'iteration'))
+    trainer.extend(NonFiniteGuard(action='warn'))
+    trainer.extend(poison_after(3))
+    log = extensions.LogReport(trigger=(4, 'iteration'))
+    trainer.extend(log)
+    with pytest.warns(RuntimeWarning, match='at iteration 4'):
+        trainer.run()
+    assert log.log[0]['main/predictor/l2/out/non_finite'] == 1
+
+
+@pytest.mark.parametrize('eval,raises', [(True, True), (False, False)])
+def test_evaluation_mode(trainer_factory, eval, raises):
+
+    class NaNInEval(chainer.Link):
+        def forward(self, x):
+            return x if chainer.config.train else x * numpy.float32('nan')
+
+    class Net(chainer.Chain):
+        def __init__(self):
+            super().__init__()
+            with self.init_scope():
+                self.l1 = L.Linear(4, 3)
+                self.odd = NaNInEval()
+
+        def forward(self, x):
+            return self.odd(self.l1(x))
+
+    trainer = trainer_factory(model=L.Classifier(Net()), evaluator=True)
+    trainer.extend(NonFiniteGuard(eval=eval), trigger=(1, 'iteration'))
+    if not raises:
+        trainer.run()
+        return
+    with pytest.raises(NonFiniteError) as info:
+        trainer.run()
+    # Evaluator runs after update 4 (one epoch), in evaluation mode.
+    assert (info.value.link, info.value.iteration) == (
+        'main/predictor/odd', 4)
+
+
+def test_links_limit_the_scope(trainer_factory):
+    trainer = trainer_factory(stop=(3, 'iteration'))
+    model = trainer.updater.get_optimizer('main').target
+    trainer.extend(NonFiniteGuard(model.predictor.l1, backward=False))
+    trainer.extend(poison_after(2))
+    trainer.run()  # l2 and its parents are not checked
+    assert numpy.isnan(model.predictor.l1.W.array).any()
+    assert_released(trainer)
+
+
+def test_bad_arguments():
+    with pytest.raises(ValueError,
+                       match=r"`NonFiniteGuard\(action='ignore'\)`"):
+        NonFiniteGuard(action='ignore')
+    with pytest.raises(ValueError, match=r'`NonFiniteGuard\(train=False, '
+                                         r'eval=False\)` would never fire'):
+        NonFiniteGuard(train=False, eval=False)
