@@ -10,6 +10,7 @@ from chainer_hookext.extensions.activation_statistics import ActivationStatistic
 from chainer_hookext.extensions.capture_outputs import CaptureOutputs  # NOQA
 from chainer_hookext.extensions.link_hook_extension import LinkHookExtension  # NOQA
 from chainer_hookext.extensions.non_finite_guard import NonFiniteGuard  # NOQA
+from chainer_hookext.extensions.timed_links import TimedLinks  # NOQA
 from chainer_hookext.extensions.unchain_variables import UnchainVariables  # NOQA
 from chainer_hookext.extensions.unchain_variables import unchain_variables  # NOQA
 from chainer_hookext.link_hooks.activation_statistics import ActivationStatisticsHook  # NOQA
@@ -18,6 +19,7 @@ from chainer_hookext.link_hooks.capture_outputs import CaptureOutputsHook  # NOQ
 from chainer_hookext.link_hooks.non_finite import NonFiniteHook  # NOQA
 from chainer_hookext.link_hooks.non_finite_error import NonFiniteError  # NOQA
 from chainer_hookext.link_hooks.scoped_link_hook import ScopedLinkHook  # NOQA
+from chainer_hookext.link_hooks.timer import TimerHook  # NOQA
 
 
 __all__ = [
@@ -33,6 +35,8 @@ __all__ = [
     'NonFiniteHook',
     'PRIORITY_LAST',
     'ScopedLinkHook',
+    'TimedLinks',
+    'TimerHook',
     'UnchainVariables',
     'unchain_variables',
 ]

@@ -6,3 +6,4 @@ from chainer_hookext.link_hooks.capture_outputs import CaptureOutputsHook  # NOQ
 from chainer_hookext.link_hooks.non_finite import NonFiniteHook  # NOQA
 from chainer_hookext.link_hooks.non_finite_error import NonFiniteError  # NOQA
 from chainer_hookext.link_hooks.scoped_link_hook import ScopedLinkHook  # NOQA
+from chainer_hookext.link_hooks.timer import TimerHook  # NOQA

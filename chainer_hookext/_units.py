@@ -1,0 +1,67 @@
+"""Time units of timing reports, as Chainer's ``TimerHook`` spells them.
+
+``unit`` is one of ``'sec'``, ``'ms'``, ``'us'``, ``'ns'``, ``'auto'`` (one
+unit for the whole table, chosen from its largest time) or ``'auto_foreach'``
+(a unit chosen for each time).
+"""
+
+
+FACTORS = {'sec': 1, 'ms': 10 ** 3, 'us': 10 ** 6, 'ns': 10 ** 9}
+UNITS = tuple(FACTORS) + ('auto', 'auto_foreach')
+
+
+def check_unit(call, unit):
+    """Raises ``ValueError`` naming ``call`` unless ``unit`` is known.
+
+    >>> check_unit('TimerHook.print_report', 'min')
+    Traceback (most recent call last):
+    ...
+    ValueError: `TimerHook.print_report(unit='min')` is not a known unit: \
+use one of 'sec', 'ms', 'us', 'ns', 'auto', 'auto_foreach'.
+    """
+    if not isinstance(unit, str) or unit not in UNITS:
+        raise ValueError(
+            '`{}(unit={!r})` is not a known unit: use one of {}.'.format(
+                call, unit, ', '.join(repr(u) for u in UNITS)))
+
+
+def choose_unit(seconds):
+    """Returns ``(factor, unit)``: the largest unit in which ``seconds`` >= 1.
+
+    >>> choose_unit(0.0123)
+    (1000.0, 'ms')
+    >>> choose_unit(0)
+    (1000000000.0, 'ns')
+    """
+    factor = 1
+    for unit in ('sec', 'ms', 'us'):
+        if seconds * factor >= 1:
+            return factor, unit
+        factor *= 1000.0
+    return factor, 'ns'
+
+
+def formatter(unit, seconds):
+    """Returns a function formatting seconds as Chainer does (``'3.20ms'``).
+
+    Args:
+        unit (str): A unit of :data:`UNITS` (checked by the caller).
+        seconds (iterable of float): The times of the table; ``'auto'``
+            takes its unit from the largest of them.
+
+    >>> fmt = formatter('auto', [0.5, 0.002])
+    >>> fmt(0.5), fmt(0.002)
+    ('500.00ms', '2.00ms')
+    >>> formatter('auto_foreach', [])(0.002)
+    '2.00ms'
+    """
+    if unit == 'auto_foreach':
+        def fmt(value):
+            factor, name = choose_unit(value)
+            return '%3.2f%s' % (value * factor, name)
+        return fmt
+    if unit == 'auto':
+        factor, unit = choose_unit(max(seconds, default=0))
+    else:
+        factor = FACTORS[unit]
+    return lambda value: '%3.2f%s' % (value * factor, unit)

@@ -1,0 +1,45 @@
+"""examples/train_digits_mn.py under ``mpiexec -n 2``, then resumed."""
+
+import os
+import re
+
+import pytest
+
+
+EXAMPLE = os.path.join(
+    os.path.dirname(__file__), '..', '..', 'examples', 'train_digits_mn.py')
+
+
+def _tables(output):
+    # {iteration: {link label: row cells}} of the printed tables.
+    tables = {}
+    for block in re.split(r'^TimedLinks at iteration ', output,
+                          flags=re.M)[1:]:
+        lines = block.splitlines()
+        iteration = int(lines[0].split(':')[0])
+        assert lines[0].endswith('seconds per training iteration over 2 '
+                                 'workers')
+        assert lines[1].split() == [
+            'LinkName', 'Mean', 'Min', 'Max', 'SlowestRank', 'SelfMean']
+        tables[iteration] = {line.split()[0]: line.split()[1:]
+                             for line in lines[2:7]}
+    return tables
+
+
+@pytest.mark.slow
+def test_example_names_the_slow_rank_and_resumes(mpiexec, tmp_path):
+    args = [EXAMPLE, '--out', tmp_path / 'result', '--unit', 32,
+            '--slow-rank', 1, '--delay', 0.01]
+    output = mpiexec(*args, '--epoch', 2)
+    tables = _tables(output)
+    # 1437 training digits scattered: 719 per rank, 8 batches of 100 in
+    # the first epoch (the iterator wraps around).
+    assert sorted(tables) == [8, 15]
+    for table in tables.values():
+        assert list(table) == ['main', 'predictor', 'l1', 'l2', 'l3']
+        assert table['l2'][3] == '1'
+    assert 'time/main/slowest_rank' in output
+    # Run again with the same --out: every rank resumes from its own
+    # snapshot of epoch 2 and trains the third epoch only.
+    output = mpiexec(*args, '--epoch', 3)
+    assert sorted(_tables(output)) == [22]

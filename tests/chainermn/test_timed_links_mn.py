@@ -1,0 +1,53 @@
+"""TimedLinks(comm=...) under ChainerMN (2 ranks, naive communicator)."""
+
+import pytest
+
+
+DELAY = 0.005
+LINKS = ['main', 'main/predictor', 'main/predictor/l1', 'main/predictor/l2']
+SUFFIXES = ['', '/self']
+SPREAD = ['', '/max', '/min', '/slowest_rank']
+
+
+@pytest.mark.parametrize('local_report', [False, True])
+def test_rank0_reports_spread_and_names_the_slow_rank(mpirun, local_report):
+    results = mpirun('timed_links_mn.py', local_report, DELAY)
+    rank0, rank1 = results
+    assert rank0['iterations'] == rank1['iterations'] == [4, 8]
+    expected = sorted(
+        prefix + 'time/' + link + suffix + spread
+        for prefix in ('', 'validation/') for link in LINKS
+        for suffix in SUFFIXES for spread in SPREAD)
+    for entry in rank0['log']:
+        assert sorted(entry) == expected
+        l2 = 'time/main/predictor/l2'
+        # Rank 1's l2 sleeps DELAY per call, once per iteration.
+        assert entry[l2 + '/slowest_rank'] == 1
+        assert entry[l2 + '/max'] >= DELAY > entry[l2 + '/min']
+        assert entry[l2] == pytest.approx(
+            (entry[l2 + '/max'] + entry[l2 + '/min']) / 2)
+        assert entry['time/main/slowest_rank'] == 1
+        assert entry['validation/' + l2 + '/slowest_rank'] == 1
+    printed = rank0['printed'].splitlines()
+    assert printed.count(
+        'TimedLinks at iteration 4: seconds per training iteration over 2 '
+        'workers') == 1
+    header = printed.index(
+        'TimedLinks at iteration 8: seconds per evaluation call of the '
+        'model over 2 workers') + 1
+    assert printed[header].split() == [
+        'LinkName', 'Mean', 'Min', 'Max', 'SlowestRank', 'SelfMean']
+    assert printed[header + 4].split()[0] == 'l2'
+    assert printed[header + 4].split()[4] == '1'
+    if local_report:
+        for entry in rank1['log']:
+            assert sorted(entry) == sorted(
+                prefix + 'time/' + link + suffix for prefix in
+                ('', 'validation/') for link in LINKS for suffix in SUFFIXES)
+            assert entry['time/main/predictor/l2'] >= DELAY
+        assert 'seconds per training iteration, averaged over 4' in (
+            rank1['printed'])
+    else:
+        assert rank1['log'] == [{}, {}]
+        assert rank1['printed'] == ''
+    assert rank0['hooks_left'] == rank1['hooks_left'] == []

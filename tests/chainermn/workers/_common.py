@@ -1,0 +1,97 @@
+"""Shared set-up of the worker scripts run under ``mpiexec``.
+
+Import it first: warnings are errors, as in the test suite (setup.cfg), with
+the same exception for Chainer's import of ``numpy.distutils``.
+"""
+
+import json
+import os
+import sys
+import time
+import warnings
+
+warnings.filterwarnings('error')
+warnings.filterwarnings(
+    'ignore', r'\s*`numpy.distutils` is deprecated', DeprecationWarning)
+warnings.filterwarnings(
+    'ignore', 'msvccompiler is deprecated', DeprecationWarning)
+
+import chainer  # NOQA: E402
+import chainer.functions as F  # NOQA: E402
+import chainer.links as L  # NOQA: E402
+import chainermn  # NOQA: E402
+import numpy  # NOQA: E402
+from chainer import training  # NOQA: E402
+
+
+class DelayedLinear(L.Linear):
+    """A Linear link that sleeps ``delay`` seconds per forward."""
+
+    def __init__(self, *args, delay=0.0, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.delay = delay
+
+    def forward(self, x):
+        if self.delay:
+            time.sleep(self.delay)
+        return super().forward(x)
+
+
+class MLP(chainer.Chain):
+
+    def __init__(self, n_in=4, n_units=8, n_out=3, delay=0.0):
+        super().__init__()
+        with self.init_scope():
+            self.l1 = L.Linear(n_in, n_units)
+            self.l2 = DelayedLinear(n_units, n_out, delay=delay)
+
+    def forward(self, x):
+        return self.l2(F.relu(self.l1(x)))
+
+
+def setup():
+    """Returns ``(comm, out)``: the naive communicator and the output dir."""
+    comm = chainermn.create_communicator('naive')
+    return comm, sys.argv[1]
+
+
+def make_trainer(comm, out, stop=(4, 'iteration'), batchsize=4, n=32,
+                 evaluator=True, delay=0.0):
+    """ChainerMN's example layout on a tiny ``L.Classifier(MLP())``.
+
+    The multi-node optimizer, the dataset made on rank 0 and scattered, one
+    ``StandardUpdater`` per rank, and a multi-node evaluator.  With ``n=32``
+    and two ranks, each rank has 16 examples: 4 iterations per epoch.
+    ``delay`` makes ``predictor/l2`` sleep that long per call.
+    """
+    chainer.global_config.train = True
+    model = L.Classifier(MLP(delay=delay))
+    optimizer = chainermn.create_multi_node_optimizer(
+        chainer.optimizers.SGD(lr=0.01), comm)
+    optimizer.setup(model)
+    train = test = None
+    if comm.rank == 0:
+        rng = numpy.random.RandomState(0)
+        x = rng.randn(n, 4).astype(numpy.float32)
+        t = rng.randint(0, 3, size=n).astype(numpy.int32)
+        train = chainer.datasets.TupleDataset(x, t)
+        test = chainer.datasets.TupleDataset(x[:8], t[:8])
+    train = chainermn.scatter_dataset(train, comm, shuffle=True, seed=0)
+    test = chainermn.scatter_dataset(test, comm)
+    it = chainer.iterators.SerialIterator(train, batchsize, shuffle=False)
+    updater = training.updaters.StandardUpdater(it, optimizer)
+    trainer = training.Trainer(updater, stop, out=out)
+    if evaluator:
+        test_it = chainer.iterators.SerialIterator(
+            test, batchsize, repeat=False, shuffle=False)
+        trainer.extend(chainermn.create_multi_node_evaluator(
+            training.extensions.Evaluator(test_it, model), comm))
+    return trainer, model
+
+
+def save(comm, out, result):
+    """Writes this rank's ``result`` (JSON) for the test to read."""
+    path = os.path.join(out, 'rank{}.json'.format(comm.rank))
+    with open(path + '.tmp', 'w') as f:
+        json.dump(result, f)
+    os.replace(path + '.tmp', path)

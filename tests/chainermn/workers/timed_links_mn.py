@@ -1,0 +1,53 @@
+"""TimedLinks(comm=...) in ChainerMN's example layout.
+
+argv: out local_report delay.  8 iterations (2 epochs of 4) on 2 ranks;
+rank 1's ``predictor/l2`` sleeps ``delay`` seconds per call.  Every rank has
+a ``LogReport`` to show what it reported; stdout is kept to show what it
+printed.
+"""
+
+import contextlib
+import io
+import json
+import os
+import sys
+
+import _common
+
+import chainer
+from chainer.training import extensions
+
+import chainer_hookext
+
+
+def main():
+    comm, out = _common.setup()
+    local_report = sys.argv[2] == 'True'
+    delay = float(sys.argv[3])
+    trainer_out = os.path.join(out, 'rank{}'.format(comm.rank))
+    trainer, model = _common.make_trainer(
+        comm, trainer_out, stop=(8, 'iteration'),
+        delay=delay if comm.rank == 1 else 0.0)
+    trainer.extend(chainer_hookext.TimedLinks(
+        comm=comm, validation=True, print_report=True,
+        local_report=local_report), trigger=(1, 'epoch'))
+    trainer.extend(extensions.LogReport())
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        trainer.run()
+    with open(os.path.join(trainer_out, 'log')) as f:
+        log = json.load(f)
+    left = list(chainer._get_link_hooks().values())
+    for link in model.links():
+        left.extend(link.local_link_hooks.values())
+    _common.save(comm, out, {
+        'log': [{k: v for k, v in entry.items() if 'time/' in k}
+                for entry in log],
+        'iterations': [entry['iteration'] for entry in log],
+        'printed': printed.getvalue(),
+        'hooks_left': [h.name for h in left],
+    })
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,228 @@
+import json
+
+import chainer
+import chainer.links as L
+import pytest
+from chainer import training
+from chainer.training import extensions
+
+from chainer_hookext import TimedLinks
+from tests.conftest import registered_hooks
+
+
+NAMES = ['main', 'main/predictor', 'main/predictor/l1', 'main/predictor/l2']
+KEYS = sorted(['time/' + n for n in NAMES] +
+              ['time/' + n + '/self' for n in NAMES])
+
+
+def recorder(records, ext):
+    """Keeps, after each report, the reported times and the hook's totals."""
+    @training.make_extension(trigger=(1, 'iteration'),
+                             priority=training.PRIORITY_READER)
+    def record(trainer):
+        times = {k: v for k, v in trainer.observation.items() if 'time/' in k}
+        if times:
+            records[trainer.updater.iteration] = (
+                times, ext.hook.total_time('train'))
+    return record
+
+
+def occurrences(summary):
+    return {key: entry['occurrence'] for key, entry in summary.items()}
+
+
+def test_class_attributes():
+    ext = TimedLinks()
+    assert ext.trigger == (1, 'epoch')
+    assert ext.priority == training.PRIORITY_WRITER
+    assert ext.default_name == 'TimedLinks'
+
+
+def test_keys_for_log_print_and_plot_report(trainer_factory, tmp_path):
+    trainer = trainer_factory(stop=(2, 'epoch'))
+    trainer.extend(TimedLinks())
+    trainer.extend(extensions.LogReport())
+    trainer.extend(extensions.PrintReport(
+        ['epoch', 'time/main', 'time/main/predictor/l1/self']),
+        name='print')
+    trainer.extend(extensions.PlotReport(
+        ['time/main', 'time/main/predictor'], filename='time.png'))
+    trainer.run()
+    with open(str(tmp_path / 'result' / 'log')) as f:
+        log = json.load(f)
+    assert [entry['epoch'] for entry in log] == [1, 2]
+    for entry in log:
+        assert sorted(k for k in entry if 'time/' in k) == KEYS
+        assert all(entry[k] > 0 for k in KEYS)
+        selves = sum(entry['time/' + n + '/self'] for n in NAMES)
+        assert selves == pytest.approx(entry['time/main'], rel=1e-9)
+        assert entry['time/main/predictor'] < entry['time/main']
+    assert (tmp_path / 'result' / 'time.png').exists()
+    model = trainer.updater.get_optimizer('main').target
+    assert registered_hooks(model) == []
+
+
+def test_values_are_averages_per_iteration(trainer_factory):
+    trainer = trainer_factory(stop=(6, 'iteration'))
+    ext = TimedLinks()
+    records = {}
+    trainer.extend(ext, trigger=(2, 'iteration'))
+    trainer.extend(recorder(records, ext))
+    trainer.run()
+    assert sorted(records) == [2, 4, 6]
+    previous = 0.0
+    for iteration in (2, 4, 6):
+        times, total = records[iteration]
+        assert times['time/main'] * 2 == pytest.approx(
+            total - previous, rel=1e-9)
+        previous = total
+    assert occurrences(ext.summary()) == {
+        '/': 6, '/predictor': 6, '/predictor/l1': 6, '/predictor/l2': 6}
+
+
+def test_evaluator_not_counted(trainer_factory):
+    trainer = trainer_factory(stop=(8, 'iteration'), evaluator=True)
+    ext = TimedLinks()
+    trainer.extend(ext)
+    trainer.extend(extensions.LogReport())
+    trainer.run()
+    assert occurrences(ext.summary())['/'] == 8
+    assert ext.summary(mode='eval') == {}
+    assert not [k for k in trainer.observation if 'validation/time' in k]
+
+
+def test_validation_reported_apart(trainer_factory):
+    trainer = trainer_factory(stop=(8, 'iteration'), evaluator=True)
+    ext = TimedLinks(validation=True)
+    records = {}
+    trainer.extend(ext)
+    trainer.extend(recorder(records, ext))
+    trainer.run()
+    # Two evaluations of two batches each; training calls unchanged.
+    assert ext.hook.total_calls('eval') == 4
+    assert occurrences(ext.summary())['/'] == 8
+    assert sorted(records) == [4, 8]
+    for times, _ in records.values():
+        assert sorted(k for k in times if k.startswith('time/')) == KEYS
+        assert sorted(k[len('validation/'):] for k in times
+                      if k.startswith('validation/')) == KEYS
+    per_call = sum(times['validation/time/main'] * 2
+                   for times, _ in records.values())
+    assert per_call == pytest.approx(ext.hook.total_time('eval'), rel=1e-9)
+
+
+def test_print_report(trainer_factory, capsys):
+    trainer = trainer_factory(stop=(4, 'iteration'))
+    trainer.extend(TimedLinks(print_report=True, unit='us'))
+    trainer.run()
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == ('TimedLinks at iteration 4: seconds per training '
+                        'iteration, averaged over 4 iterations')
+    assert lines[1].split() == [
+        'LinkName', 'ElapsedTime', 'SelfTime', 'Occurrence']
+    assert [line.split()[0] for line in lines[2:]] == [
+        'main', 'predictor', 'l1', 'l2']
+    assert lines[3].startswith('  predictor') and lines[3].endswith(' 4')
+    assert 'us' in lines[2]
+
+
+@pytest.mark.parametrize('snapshot_at', [3, 4])
+def test_resume_is_exact(trainer_factory, tmp_path, snapshot_at):
+    def make(stop):
+        trainer = trainer_factory(stop=(stop, 'iteration'), evaluator=True)
+        ext = TimedLinks(validation=True)
+        records = {}
+        trainer.extend(ext, trigger=(2, 'iteration'))
+        trainer.extend(recorder(records, ext))
+        trainer.extend(extensions.LogReport(trigger=(2, 'iteration')))
+        return trainer, ext, records
+
+    whole, whole_ext, whole_records = make(7)
+    whole.run()
+
+    first, _, first_records = make(snapshot_at)
+    first.extend(extensions.snapshot(), trigger=(snapshot_at, 'iteration'))
+    first.run()
+    resumed, ext, records = make(7)
+    chainer.serializers.load_npz(
+        str(tmp_path / 'result' / 'snapshot_iter_{}'.format(snapshot_at)),
+        resumed)
+    resumed.run()
+
+    records.update({i: r for i, r in first_records.items() if i not in
+                    records})
+    assert sorted(records) == sorted(whole_records) == [2, 4, 6]
+    for iteration, (times, _) in whole_records.items():
+        assert sorted(records[iteration][0]) == sorted(times)
+    for by in ('class', 'path', 'name'):
+        for mode in ('train', 'eval'):
+            assert occurrences(ext.summary(by, mode)) == occurrences(
+                whole_ext.summary(by, mode))
+    # The first report after resuming averages since the report before the
+    # snapshot, restored from it.
+    before = max(i for i in first_records if i <= snapshot_at)
+    times, total = records[before + 2]
+    assert times['time/main'] * 2 == pytest.approx(
+        total - first_records[before][1], rel=1e-9)
+
+
+# Chainer's IntervalTrigger of the new extension also finds no state.
+@pytest.mark.filterwarnings('ignore:The previous value of')
+def test_snapshot_without_its_state(trainer_factory, tmp_path):
+    first = trainer_factory(stop=(2, 'iteration'))
+    first.extend(extensions.snapshot(), trigger=(2, 'iteration'))
+    first.run()
+    resumed = trainer_factory(stop=(6, 'iteration'))
+    ext = TimedLinks()
+    records = {}
+    resumed.extend(ext, trigger=(2, 'iteration'))
+    resumed.extend(recorder(records, ext))
+    with pytest.warns(RuntimeWarning, match='no state for it'):
+        chainer.serializers.load_npz(
+            str(tmp_path / 'result' / 'snapshot_iter_2'), resumed)
+    resumed.run()
+    assert sorted(records) == [4, 6]
+    assert records[4][0]['time/main'] * 2 == pytest.approx(
+        records[4][1], rel=1e-9)
+
+
+def test_links_sub_tree(trainer_factory):
+    trainer = trainer_factory(stop=(2, 'iteration'))
+    model = trainer.updater.get_optimizer('main').target
+    ext = TimedLinks(links=model.predictor.l1)
+    records = {}
+    trainer.extend(ext, trigger=(2, 'iteration'))
+    trainer.extend(recorder(records, ext))
+    trainer.run()
+    assert sorted(records[2][0]) == [
+        'time/main/predictor/l1', 'time/main/predictor/l1/self']
+    assert occurrences(ext.summary()) == {'/predictor/l1': 2}
+
+
+class SelfNamed(chainer.Chain):
+
+    def __init__(self):
+        super().__init__()
+        with self.init_scope():
+            self.self = L.Linear(4, 3)
+
+    def forward(self, x):
+        return self.self(x)
+
+
+def test_link_named_self_is_refused(trainer_factory):
+    trainer = trainer_factory(model=L.Classifier(SelfNamed()))
+    trainer.extend(TimedLinks())
+    with pytest.raises(ValueError, match="'main/predictor/self' is named"):
+        trainer.run()
+
+
+def test_bad_arguments():
+    with pytest.raises(TypeError, match=r"TimedLinks\(validation='yes'\)"):
+        TimedLinks(validation='yes')
+    with pytest.raises(TypeError, match=r'TimedLinks\(print_report=1\)'):
+        TimedLinks(print_report=1)
+    with pytest.raises(ValueError, match=r"TimedLinks\(unit='min'\)"):
+        TimedLinks(unit='min')
+    with pytest.raises(TypeError, match='links='):
+        TimedLinks(links='main')
