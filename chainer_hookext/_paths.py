@@ -5,13 +5,13 @@ optimizer's target as a reporter observer named ``<optimizer name><path>``,
 where ``<path>`` is the link's path as :meth:`chainer.Link.namedlinks` spells
 it and the root path ``'/'`` is dropped: ``main``, ``main/predictor``,
 ``main/predictor/l1``.  The extensions of this package key their reports and
-hook scopes by the same names, so ``LogReport`` and ``PrintReport`` need no
-glue.
+hook scopes by the same names, so ``LogReport`` and ``PrintReport`` need
+no glue.
 """
 
 
 def link_name(prefix, path):
-    """Returns the reporter-style name of the link at ``path`` under ``prefix``.
+    """Returns the reporter-style name of the link at ``path``.
 
     >>> link_name('main', '/')
     'main'

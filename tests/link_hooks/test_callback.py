@@ -15,8 +15,8 @@ def test_prehook_and_posthook_get_link_args_and_out():
     link = L.Linear(3, 4)
     log = []
     hook = CallbackHook(
-        prehook=lambda l, a, k: log.append(('pre', l, a[0].shape, k)),
-        posthook=lambda l, a, k, out: log.append(('post', l, out.shape)))
+        prehook=lambda lk, a, k: log.append(('pre', lk, a[0].shape, k)),
+        posthook=lambda lk, a, k, out: log.append(('post', lk, out.shape)))
     with hook:
         out = call(link)
     assert log == [('pre', link, (2, 3), {}), ('post', link, (2, 4))]
@@ -31,7 +31,7 @@ def test_prehook_and_posthook_get_link_args_and_out():
 def test_mode_gating(train, eval, fired):
     modes = []
     hook = CallbackHook(
-        prehook=lambda l, a, k: modes.append(chainer.config.train),
+        prehook=lambda lk, a, k: modes.append(chainer.config.train),
         train=train, eval=eval)
     link = L.Linear(3, 4)
     with hook:
@@ -42,7 +42,7 @@ def test_mode_gating(train, eval, fired):
 
 def test_only_posthook():
     outs = []
-    with CallbackHook(posthook=lambda l, a, k, o: outs.append(o)):
+    with CallbackHook(posthook=lambda lk, a, k, o: outs.append(o)):
         call(L.Linear(3, 1))
     assert len(outs) == 1
 
