@@ -1,0 +1,127 @@
+import json
+import os
+import pathlib
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+
+SCRIPT = pathlib.Path(__file__).parents[2] / 'examples' / 'train_digits.py'
+# scikit-learn's digits: 1,797 images, 80% for training, batches of 100.
+ITERATIONS_PER_EPOCH = 1437 / 100
+LINKS = ['main', 'main/predictor', 'main/predictor/l1', 'main/predictor/l2',
+         'main/predictor/l3']
+
+
+def command(out, *args):
+    return [sys.executable, str(SCRIPT), '--out', str(out), '--no-progress',
+            *args]
+
+
+def run(out, *args, timeout=120):
+    env = dict(os.environ, MPLBACKEND='Agg')
+    return subprocess.run(
+        command(out, *args), capture_output=True, text=True, env=env,
+        timeout=timeout)
+
+
+def iterations(epochs):
+    return -int(-epochs * ITERATIONS_PER_EPOCH // 1)
+
+
+def read_log(out):
+    with open(os.path.join(out, 'log')) as f:
+        return json.load(f)
+
+
+def time_keys(backward=False):  # True once TimedLinks times backward
+    keys = []
+    for link in LINKS:
+        keys += ['time/' + link, 'time/' + link + '/self']
+        if backward:
+            keys += ['time/' + link + '/backward',
+                     'time/' + link + '/backward/self']
+    return keys
+
+
+def test_runs_and_reports(tmp_path):
+    out = tmp_path / 'result'
+    proc = run(out, '--epoch', '2')
+    assert proc.returncode == 0, proc.stderr
+    log = read_log(out)
+    assert [entry['epoch'] for entry in log] == [1, 2]
+    for entry in log:
+        for key in time_keys() + ['main/loss', 'validation/main/accuracy']:
+            assert key in entry, key
+            assert entry[key] >= 0
+        assert entry['time/main'] >= entry['time/main/predictor']
+    for name in ('link_time.png', 'loss.png', 'accuracy.png', 'cg.dot'):
+        assert (out / name).stat().st_size > 0, name
+    summary = json.loads((out / 'link_times.json').read_text())
+    assert summary['/']['occurrence'] == iterations(2)
+    # The per-epoch table and the whole-run tree are printed.
+    assert 'TimedLinks at iteration 15' in proc.stdout
+    assert 'LinkPath' in proc.stdout and '    l3 ' in proc.stdout
+
+
+def test_forward_only(tmp_path):
+    out = tmp_path / 'result'
+    proc = run(out, '--iterations', '3', '--no-backward', '--noplot')
+    assert proc.returncode == 0, proc.stderr
+    assert not (out / 'link_time.png').exists()
+    summary = json.loads((out / 'link_times.json').read_text())
+    assert summary['/']['occurrence'] == 3
+
+
+def test_bad_dataset_is_refused(tmp_path):
+    proc = run(tmp_path, '--dataset', 'cifar')
+    assert proc.returncode == 2
+    assert "invalid choice: 'cifar'" in proc.stderr
+
+
+@pytest.mark.slow
+def test_killed_run_resumes_where_it_stopped(tmp_path):
+    out = tmp_path / 'killed'
+    env = dict(os.environ, MPLBACKEND='Agg')
+    with subprocess.Popen(
+            command(out, '--epoch', '1000', '--noplot'),
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+            env=env) as proc:
+        try:
+            deadline = time.monotonic() + 120
+            while not list(out.glob('snapshot_iter_*')):
+                assert proc.poll() is None, proc.stderr.read().decode()
+                assert time.monotonic() < deadline, 'no snapshot in 120 s'
+                time.sleep(0.01)
+            proc.send_signal(signal.SIGKILL)
+        finally:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == -signal.SIGKILL
+    snapshots = sorted(out.glob('snapshot_iter_*'))
+    assert snapshots, 'killed before the first snapshot'
+    resumed_from = int(snapshots[-1].name.rsplit('_', 1)[1])
+    epochs = int(resumed_from / ITERATIONS_PER_EPOCH) + 2
+
+    resumed = run(out, '--epoch', str(epochs), '--noplot')
+    assert resumed.returncode == 0, resumed.stderr
+    straight = tmp_path / 'straight'
+    proc = run(straight, '--epoch', str(epochs), '--noplot')
+    assert proc.returncode == 0, proc.stderr
+
+    log, expected = read_log(out), read_log(straight)
+    assert [e['iteration'] for e in log] == [e['iteration'] for e in expected]
+    assert [e['epoch'] for e in log] == list(range(1, epochs + 1))
+    assert [sorted(e) for e in log] == [sorted(e) for e in expected]
+    for entry in log:
+        assert set(time_keys()) <= set(entry)
+
+    summary = json.loads((out / 'link_times.json').read_text())
+    expected = json.loads((straight / 'link_times.json').read_text())
+    assert sorted(summary) == sorted(expected)
+    for path in expected:
+        assert summary[path]['occurrence'] == expected[path]['occurrence']
+    assert summary['/']['occurrence'] == iterations(epochs)
