@@ -39,6 +39,8 @@ import itertools
 
 import chainer
 
+from chainer_hookext import _registry
+
 
 _serial = itertools.count()
 
@@ -148,17 +150,9 @@ class NodeTagger(chainer.FunctionHook):
         :attr:`name`, or ``name + '_1'`` ... when taken.
         """
         self._count += 1
-        if self._registered is not None:
-            return
-        registry = chainer.get_function_hooks()
-        key = self.name
-        n = 0
-        while key in registry:
-            n += 1
-            key = '{}_{}'.format(self.name, n)
-        registry[key] = self
-        self._registered = registry, key
-        self.added(None)
+        if self._registered is None:
+            self._registered = _registry.add(
+                chainer.get_function_hooks(), self)
 
     def unregister(self):
         """Answers one :meth:`register`; removes the tagger on the last one."""
@@ -166,8 +160,5 @@ class NodeTagger(chainer.FunctionHook):
             self._count -= 1
         if self._count or self._registered is None:
             return
-        registry, key = self._registered
-        self._registered = None
-        if registry.get(key) is self:
-            del registry[key]
-            self.deleted(None)
+        handle, self._registered = self._registered, None
+        _registry.remove(handle, self)

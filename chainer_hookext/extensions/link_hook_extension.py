@@ -8,6 +8,7 @@ from chainer.training import extension
 from chainer_hookext import _loop_entry
 from chainer_hookext import _modes
 from chainer_hookext import _paths
+from chainer_hookext import _registry
 from chainer_hookext.link_hooks import _scope_filter
 from chainer_hookext.link_hooks import scoped_link_hook
 
@@ -85,7 +86,7 @@ class LinkHookExtension(extension.Extension):
         self.links = _as_links(links)
         self.train = train
         self.eval = eval
-        self._registered = None  # (registry, key, registered hook)
+        self._registered = None  # (_registry handle, registered hook)
         self._armed = None  # (LoopEntry, registered hook)
 
     @property
@@ -95,7 +96,7 @@ class LinkHookExtension(extension.Extension):
     @property
     def registered_name(self):
         """The key of the hook in the thread's registry while registered."""
-        return None if self._registered is None else self._registered[1]
+        return None if self._registered is None else self._registered[0][1]
 
     def initialize(self, trainer):
         owner = _owners.get(self.hook)
@@ -159,21 +160,12 @@ class LinkHookExtension(extension.Extension):
     def _register(self):
         entry, hook = self._armed
         self._armed = None
-        registry = chainer._get_link_hooks()
-        key = hook.name
-        n = 0
-        while key in registry:
-            n += 1
-            key = '{}_{}'.format(hook.name, n)
-        registry[key] = hook
-        self._registered = registry, key, hook
         try:
-            hook.added(None)
+            handle = _registry.add(chainer._get_link_hooks(), hook)
         except BaseException:
-            del registry[key]
-            self._registered = None
             _owners.pop(self.hook, None)
             raise
+        self._registered = handle, hook
 
     def release(self):
         """Unregisters the hook and disarms it; safe to call many times."""
@@ -185,10 +177,7 @@ class LinkHookExtension(extension.Extension):
         if _owners.get(self.hook) is self:
             del _owners[self.hook]
         if registered is not None:
-            registry, key, hook = registered
-            if registry.get(key) is hook:
-                del registry[key]
-                hook.deleted(None)
+            _registry.remove(*registered)
 
     def __call__(self, trainer):
         pass

@@ -1,0 +1,52 @@
+"""Adding a hook to one of Chainer's thread-local registries, and removing it.
+
+Chainer keeps the global link hooks (``chainer._get_link_hooks()``) and
+function hooks (``chainer.get_function_hooks()``) of each thread in an
+``OrderedDict`` keyed by hook name, and refuses a second hook of the same
+name.  :func:`add` registers under a free key, so that two hooks with the
+same ``name`` (or a user's own hook) never collide; :func:`remove` takes out
+exactly what :func:`add` put in, and nothing the user registered.
+"""
+
+
+def add(registry, hook):
+    """Registers ``hook`` in ``registry`` under a free key, then calls added.
+
+    The key is ``hook.name``, or ``hook.name + '_1'``, ``'_2'`` ... when
+    taken.  If ``hook.added(None)`` raises, the hook is taken out again.
+
+    Args:
+        registry (dict): A registry returned by ``chainer._get_link_hooks()``
+            or ``chainer.get_function_hooks()``.
+        hook: A :class:`chainer.LinkHook` or :class:`chainer.FunctionHook`.
+
+    Returns:
+        tuple: ``(registry, key)``, the handle for :func:`remove`.
+    """
+    key = hook.name
+    n = 0
+    while key in registry:
+        n += 1
+        key = '{}_{}'.format(hook.name, n)
+    registry[key] = hook
+    try:
+        hook.added(None)
+    except BaseException:
+        del registry[key]
+        raise
+    return registry, key
+
+
+def remove(handle, hook):
+    """Unregisters ``hook`` added with :func:`add`, then calls deleted.
+
+    Does nothing when the key no longer holds ``hook``.
+
+    Args:
+        handle (tuple): What :func:`add` returned.
+        hook: The hook given to :func:`add`.
+    """
+    registry, key = handle
+    if registry.get(key) is hook:
+        del registry[key]
+        hook.deleted(None)
