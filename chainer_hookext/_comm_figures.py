@@ -119,7 +119,7 @@ def aggregate(per_rank):
 
 
 def print_table(summary, prefix='time/', unit='auto', file=None,
-                header='Link'):
+                header='Link', backward=False):
     """Prints a summary of :func:`aggregate` as an indented link tree.
 
     One row per link key under ``prefix`` (``time/main``,
@@ -142,21 +142,43 @@ def print_table(summary, prefix='time/', unit='auto', file=None,
             :meth:`chainer.link_hooks.TimerHook.print_report`.
         file: Where to print; ``sys.stdout`` by default.
         header (str): Title of the first column.
+        backward (bool): The ``<key>/backward`` and ``<key>/backward/self``
+            figures are backward times (``TimedLinks(backward=True)``):
+            they fill the columns ``BackwardMean`` and ``BackwardSelfMean``
+            of their link's row, and a backward figure without a link
+            (``time/(outside)/backward``) gets a row of its own.
     """
     _units.check_unit('print_table', unit)
     file = sys.stdout if file is None else file
-    keys = [k for k in summary if k.startswith(prefix)
-            and k + '/slowest_rank' in summary and not k.endswith('/self')]
+    keys = []
+    for k in summary:
+        if (not k.startswith(prefix) or k + '/slowest_rank' not in summary
+                or k.endswith('/self')):
+            continue
+        if backward and k.endswith('/backward'):
+            k = k[:-len('/backward')]
+            if k in summary:  # a column of the link's row
+                continue
+        keys.append(k)
     has_self = any(k + '/self' in summary for k in keys)
-    fmt = _units.formatter(unit, [summary[k + '/max'] for k in keys])
+    columns = ['/backward', '/backward/self'] if backward and any(
+        k + '/backward' in summary for k in keys) else []
+    fmt = _units.formatter(unit, [
+        summary[k + s + '/max'] for k in keys for s in [''] + columns
+        if k + s + '/max' in summary])
     rows = [[header, 'Mean', 'Min', 'Max', 'SlowestRank']
-            + ['SelfMean'] * has_self]
+            + ['SelfMean'] * has_self
+            + ['BackwardMean', 'BackwardSelfMean'][:len(columns)]]
     labels = _timing_table.tree_labels([k[len(prefix):] for k in keys])
     for label, key in zip(labels, keys):
-        row = [label] + [fmt(summary[key + s]) for s in ('', '/min', '/max')]
-        row.append(str(summary[key + '/slowest_rank']))
-        if has_self:
-            value = summary.get(key + '/self')
+        if key in summary:
+            row = [label] + [fmt(summary[key + s])
+                             for s in ('', '/min', '/max')]
+            row.append(str(summary[key + '/slowest_rank']))
+        else:  # backward only
+            row = [label, '', '', '', '']
+        for suffix in ['/self'] * has_self + columns:
+            value = summary.get(key + suffix)
             row.append('' if value is None else fmt(value))
         rows.append(row)
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
@@ -166,7 +188,8 @@ def print_table(summary, prefix='time/', unit='auto', file=None,
         print('  '.join(cells).rstrip(), file=file)
 
 
-def report_gathered(comm, figures, iteration, unit=None, file=None):
+def report_gathered(comm, figures, iteration, unit=None, file=None,
+                    backward=False):
     """Gathers the figures; on rank 0 reports and prints their summary.
 
     A collective, as :func:`gather`: :class:`~chainer_hookext.TimedLinks`
@@ -179,6 +202,8 @@ def report_gathered(comm, figures, iteration, unit=None, file=None):
         unit (str): Prints the tables in this unit (see
             :func:`print_table`) on rank 0; ``None`` prints nothing.
         file: Where to print; ``sys.stdout`` by default.
+        backward (bool): The figures have backward times (see
+            :func:`print_table`).
 
     Returns:
         bool: ``True`` on rank 0, which reported the summary through
@@ -190,11 +215,12 @@ def report_gathered(comm, figures, iteration, unit=None, file=None):
         return False
     chainer.report(summary)
     if unit is not None:
-        print_tables(summary, iteration, comm.size, unit, file)
+        print_tables(summary, iteration, comm.size, unit, file, backward)
     return True
 
 
-def print_tables(summary, iteration, workers, unit='auto', file=None):
+def print_tables(summary, iteration, workers, unit='auto', file=None,
+                 backward=False):
     """Prints the training and validation tables of a gathered summary.
 
     Args:
@@ -204,6 +230,7 @@ def print_tables(summary, iteration, workers, unit='auto', file=None):
         workers (int): The number of workers to name in the titles.
         unit (str): As in :func:`print_table`.
         file: Where to print; ``sys.stdout`` by default.
+        backward (bool): As in :func:`print_table`.
     """
     for prefix, what in (('time/', 'seconds per training iteration'),
                          ('validation/time/',
@@ -211,7 +238,8 @@ def print_tables(summary, iteration, workers, unit='auto', file=None):
         if any(k.startswith(prefix) for k in summary):
             print('TimedLinks at iteration {}: {} over {} workers'.format(
                 iteration, what, workers), file=file)
-            print_table(summary, prefix, unit, file, header='LinkName')
+            print_table(summary, prefix, unit, file, header='LinkName',
+                        backward=backward)
 
 
 def _as_floats(call, figures):

@@ -9,9 +9,13 @@ under its parent and shortened to its last component::
       predictor   100.00us   40.00us           4
         l1         30.00us   30.00us           4
         l2         30.00us   30.00us           4
+
+The tree may have backward columns (``BackwardTime``, inclusive, and
+``BackwardSelf``), and a last row ``(outside)`` with backward times only.
 """
 
 from chainer_hookext import _units
+from chainer_hookext.link_hooks import _timer_tree
 
 
 def print_class_table(summary, unit, file):
@@ -31,23 +35,34 @@ def print_class_table(summary, unit, file):
     _write(rows, '>>>', file)
 
 
-def print_tree_table(summary, unit, file, header='LinkPath'):
+def print_tree_table(summary, unit, file, header='LinkPath',
+                     backward=False):
     """Prints ``summary`` (by path or name) as an indented tree.
 
     Args:
         summary (dict): ``{key: {'elapsed_time', 'self_time',
-            'occurrence'}}`` with parents before their children.
+            'occurrence'}}`` with parents before their children, and
+            ``'backward_time'``, ``'backward_self_time'`` for ``backward``.
         unit (str): A unit of :data:`chainer_hookext._units.UNITS`.
         file: Stream to write to.
         header (str): Title of the key column.
+        backward (bool): Add the backward columns.
     """
+    fields = ['elapsed_time', 'self_time']
+    titles = [header, 'ElapsedTime', 'SelfTime']
+    if backward:
+        fields += ['backward_time', 'backward_self_time']
+        titles += ['BackwardTime', 'BackwardSelf']
     fmt = _units.formatter(
-        unit, [r['elapsed_time'] for r in summary.values()])
-    rows = [[header, 'ElapsedTime', 'SelfTime', 'Occurrence']]
+        unit, [r[f] for r in summary.values() for f in fields[::2]])
+    rows = [titles + ['Occurrence']]
     for label, record in zip(tree_labels(summary), summary.values()):
-        rows.append([label, fmt(record['elapsed_time']),
-                     fmt(record['self_time']), str(record['occurrence'])])
-    _write(rows, '<>>>', file)
+        row = [label] + [fmt(record[f]) for f in fields]
+        row.append(str(record['occurrence']))
+        if label == _timer_tree.OUTSIDE:  # no forward: blank its cells
+            row[1] = row[2] = row[-1] = ''
+        rows.append(row)
+    _write(rows, '<' + '>' * (len(titles)), file)
 
 
 def tree_labels(keys):

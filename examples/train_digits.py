@@ -143,7 +143,7 @@ def main(argv=None):
     # Per-link forward and backward time, reported every epoch into the
     # observation (time/main/predictor/l1 ...) and printed as a tree.
     timed = chainer_hookext.TimedLinks(
-        print_report=True)
+        print_report=True, backward=args.backward)
     trainer.extend(timed, trigger=(1, 'epoch'))
 
     # DumpGraph turns keep_graph_on_report on for its first iteration: the

@@ -14,6 +14,10 @@ self._idle``) nothing is pushed and a pop leaves the idle record in place.
 A forward that raises leaves its records on the stack; the slow path finds
 them when the next call misses, compares the stack with the
 ``Link.__call__`` frames still running and ends the stale ones.
+
+With backward timing, a :class:`~._backward_timer.BackwardTimer` reads
+``self._top`` to tag function nodes; nothing here changes for it but the
+GPU switch, the resolution of events and the retirement of records.
 """
 
 import sys
@@ -22,6 +26,7 @@ import time
 import chainer
 
 from chainer_hookext import _modes
+from chainer_hookext.link_hooks import _backward_timer
 from chainer_hookext.link_hooks import _cuda_timing
 from chainer_hookext.link_hooks import _timer_tree
 from chainer_hookext.link_hooks import scoped_link_hook
@@ -46,9 +51,14 @@ class _NoChildren(dict):
 
 
 class TimerStack(scoped_link_hook.ScopedLinkHook):
-    """Base of :class:`~chainer_hookext.TimerHook`: timing, no reporting."""
+    """Base of :class:`~chainer_hookext.TimerHook`: timing, no reporting.
 
-    def __init__(self):
+    Args:
+        backward_name (str): Times backward steps too, with a function hook
+            registered under this name; ``None`` times forward only.
+    """
+
+    def __init__(self, backward_name=None):
         self._idle = _Record()
         self._idle.parent = self._idle
         self._idle.children = _NoChildren()
@@ -61,6 +71,12 @@ class TimerStack(scoped_link_hook.ScopedLinkHook):
         self._gpu = False
         self._last_event = None
         self._pending = []  # (record, start event, stop event)
+        # Backward of nodes created outside timed links: [eval, train].
+        self._outside = [_Record(), _Record()]
+        self._backward = None
+        if backward_name is not None:
+            self._backward = _backward_timer.BackwardTimer(
+                self, backward_name)
 
     # -- hot path: keep it short, it runs twice per link call --------------
     def forward_preprocess(self, args):
@@ -163,6 +179,8 @@ class TimerStack(scoped_link_hook.ScopedLinkHook):
         else:
             del self.forward_preprocess
             del self.forward_postprocess
+        if self._backward is not None:
+            self._backward.use_gpu(gpu)
 
     def _chain(self):
         chain = []
@@ -206,7 +224,10 @@ class TimerStack(scoped_link_hook.ScopedLinkHook):
             rec.count += 1
 
     def _resolve(self, n=None):
+        # The first n (all) forward events; with n=None, backward ones too.
         pending = self._pending
+        if n is None and self._backward is not None:
+            self._backward.resolve()
         n = len(pending) if n is None else n
         for rec, start, stop in pending[:n]:
             rec.elapsed += max(_cuda_timing.elapsed(start, stop), 0.0)
@@ -219,8 +240,12 @@ class TimerStack(scoped_link_hook.ScopedLinkHook):
         self._top = self._idle
         self._resolve()
         for train in (True, False):
-            if keep_state:
-                _timer_tree.merge(self._live[train], self._base[train])
+            # Retired records stay reachable from the tags of function
+            # nodes still alive: they drop their links and pass later
+            # backward charges on to the records they are merged into.
+            _timer_tree.merge(
+                self._live[train],
+                self._base[train] if keep_state else _Record(), retire=True)
             self._live[train] = _Record()
         if not keep_paths:
             self._paths.clear()

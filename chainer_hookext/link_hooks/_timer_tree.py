@@ -7,16 +7,19 @@ longer refers to links (state of a finished registration, or loaded from a
 snapshot) is kept in trees keyed by labels ``(name, path, class name)``.
 :func:`merge` folds one tree into another by labels, so memory is bounded by
 the number of distinct call paths, never by the number of calls.
+
+Backward steps are charged to records too (``Record.backward``, self time
+only; see :mod:`~chainer_hookext.link_hooks._backward_timer`); inclusive
+backward times are sums over sub-trees, computed when a summary is asked
+for.
 """
 
 import collections
-import json
-
-import numpy
 
 
-_MODES = ((True, 'train'), (False, 'eval'))
 KEYS = {'name': 0, 'path': 1, 'class': 2}
+#: Summary key of the backward steps of nodes created outside timed links.
+OUTSIDE = '(outside)'
 
 
 class Record(object):
@@ -34,10 +37,17 @@ class Record(object):
         labels (tuple): ``(name, path, class name)``; ``None`` for the root.
         hidden (bool): A link out of the hook's scope, timed only to keep
             the stack balanced: its time is its parent's self time.
+        backward (float): Seconds of the backward steps of the function
+            nodes created in the link's own forward (its backward self
+            time).
+        sink (Record): The record that backward steps of nodes tagged with
+            this one are charged to: itself, the nearest timed ancestor of a
+            hidden record, or, once the record is retired, the record it was
+            merged into.
     """
 
     __slots__ = ('link', 'start', 'elapsed', 'count', 'parent', 'children',
-                 'labels', 'hidden')
+                 'labels', 'hidden', 'backward', 'sink')
 
     def __init__(self, link=None, parent=None, labels=None, hidden=False):
         self.link = link
@@ -48,28 +58,43 @@ class Record(object):
         self.children = {}
         self.labels = labels
         self.hidden = hidden
+        self.backward = 0.0
+        self.sink = parent.sink if hidden else self
 
 
-def merge(src, dst):
+def merge(src, dst, retire=False):
     """Adds the tree under ``src`` to the label-keyed tree under ``dst``.
 
     Hidden nodes of ``src`` are left out and their children lifted to the
     nearest timed ancestor.
+
+    Args:
+        retire (bool): ``src`` is dropped afterwards: its records let go of
+            their links and children, and their backward charges go on to
+            the records of ``dst`` (function nodes of a graph built before
+            may still be tagged with them).
     """
     todo = [(src, dst)]
     while todo:
         src, dst = todo.pop()
         for child in src.children.values():
             if child.hidden:
-                todo.append((child, dst))
-                continue
-            node = dst.children.get(child.labels)
-            if node is None:
-                node = dst.children[child.labels] = Record(
-                    labels=child.labels)
-            node.elapsed += child.elapsed
-            node.count += child.count
+                node = dst
+                node.backward += child.backward
+            else:
+                node = dst.children.get(child.labels)
+                if node is None:
+                    node = dst.children[child.labels] = Record(
+                        labels=child.labels)
+                node.elapsed += child.elapsed
+                node.count += child.count
+                node.backward += child.backward
             todo.append((child, node))
+            if retire:
+                child.sink = node
+        if retire:
+            src.link = src.parent = None
+            src.children = {}
 
 
 def walk(root, postorder=False):
@@ -93,13 +118,25 @@ def walk(root, postorder=False):
                      for child in reversed(list(node.children.values())))
 
 
+def backward_totals(root):
+    """Returns ``{node: inclusive backward seconds}`` of a merged tree."""
+    totals = {}
+    for _, node, _ in walk(root, postorder=True):
+        totals[node] = node.backward + sum(
+            totals[child] for child in node.children.values())
+    return totals
+
+
 def summarize(root, by):
     """Returns ``{key: {'elapsed_time', 'self_time', 'occurrence'}}``.
 
     Keys are names, paths or class names (``by``), in order of first call,
     or for classes in order of first return as Chainer's ``TimerHook``.
+    Names and paths also have ``'backward_time'`` (inclusive) and
+    ``'backward_self_time'``.
     """
     index = KEYS[by]
+    inclusive = None if by == 'class' else backward_totals(root)
     summary = collections.OrderedDict()
     for _, node, self_time in walk(root, postorder=(by == 'class')):
         key = node.labels[index]
@@ -107,66 +144,12 @@ def summarize(root, by):
         if entry is None:
             entry = summary[key] = {
                 'elapsed_time': 0.0, 'self_time': 0.0, 'occurrence': 0}
+            if inclusive is not None:
+                entry['backward_time'] = entry['backward_self_time'] = 0.0
         entry['elapsed_time'] += node.elapsed
         entry['self_time'] += self_time
         entry['occurrence'] += node.count
+        if inclusive is not None:
+            entry['backward_time'] += inclusive[node]
+            entry['backward_self_time'] += node.backward
     return summary
-
-
-def to_arrays(roots):
-    """Flattens ``[eval root, train root]`` to three arrays for serializers.
-
-    Returns:
-        tuple: ``labels`` (UTF-8 JSON of ``[mode, depth, name, path,
-        class]`` rows as ``uint8``), ``elapsed`` (``float64``) and
-        ``count`` (``int64``), rows in pre-order.
-    """
-    rows, elapsed, count = [], [], []
-    for train, mode in _MODES:
-        for depth, node, _ in walk(roots[train]):
-            rows.append([mode, depth] + list(node.labels))
-            elapsed.append(node.elapsed)
-            count.append(node.count)
-    return (encode_json(rows), numpy.asarray(elapsed, numpy.float64),
-            numpy.asarray(count, numpy.int64))
-
-
-def from_arrays(labels, elapsed, count):
-    """Inverse of :func:`to_arrays`: ``[eval root, train root]``."""
-    rows = decode_json(labels)
-    elapsed = numpy.asarray(elapsed, numpy.float64).ravel()
-    count = numpy.asarray(count, numpy.int64).ravel()
-    if not len(rows) == len(elapsed) == len(count):
-        raise ValueError(
-            'TimerHook.serialize: the state is inconsistent ({} labels, {} '
-            'times, {} counts).'.format(len(rows), len(elapsed), len(count)))
-    roots = [Record(), Record()]
-    modes = dict((mode, train) for train, mode in _MODES)
-    path, current = [], None
-    for (mode, depth, *labels), seconds, calls in zip(rows, elapsed, count):
-        if mode != current:
-            path, current = [], mode
-        if mode not in modes or not 0 <= depth <= len(path):
-            raise ValueError(
-                'TimerHook.serialize: bad row {!r} in the state.'.format(
-                    [mode, depth] + labels))
-        del path[depth:]
-        parent = path[-1] if path else roots[modes[mode]]
-        labels = tuple(labels)
-        node = parent.children[labels] = Record(labels=labels)
-        node.elapsed = float(seconds)
-        node.count = int(calls)
-        path.append(node)
-    return roots
-
-
-def encode_json(obj):
-    """Returns ``obj`` as UTF-8 JSON in a ``uint8`` array (npz and hdf5)."""
-    data = json.dumps(obj).encode('utf-8')
-    return numpy.frombuffer(data, numpy.uint8).copy()
-
-
-def decode_json(array):
-    """Inverse of :func:`encode_json`."""
-    return json.loads(numpy.asarray(array, numpy.uint8).tobytes().decode(
-        'utf-8'))

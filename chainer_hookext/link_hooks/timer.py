@@ -1,11 +1,11 @@
 import sys
 
 import chainer
-from chainer import serializer as serializer_module
 
 from chainer_hookext import _timing_table
 from chainer_hookext import _units
 from chainer_hookext.link_hooks import _timer_stack
+from chainer_hookext.link_hooks import _timer_state
 from chainer_hookext.link_hooks import _timer_tree
 
 
@@ -37,6 +37,16 @@ class TimerHook(_timer_stack.TimerStack):
       :meth:`summary`), and :meth:`set_scope` restricts timing to some links
       and modes, as :class:`~chainer_hookext.TimedLinks` does.
     * :meth:`serialize` saves and restores all accumulated state.
+    * With ``backward=True``, backward time per link: a function hook,
+      registered and unregistered with this hook, tags each function node
+      created in a timed link's forward with the innermost timed call, and
+      charges the node's backward step to it.  ``summary(by='path')`` then
+      has ``backward_self_time`` (the link's own nodes) and
+      ``backward_time`` (its sub-tree's), the tree table has their columns,
+      and backward steps of nodes created outside every timed link (e.g. a
+      loss computed outside the model) are summarized under the key
+      ``'(outside)'`` rather than lost.  The self times add up to
+      :meth:`total_backward_time`.
 
     Paths come from ``namedlinks()`` of the outermost link timed (the root of
     each call), or of the links given to :meth:`add_root`.  A link called
@@ -55,6 +65,9 @@ class TimerHook(_timer_stack.TimerStack):
 
     Args:
         name (str): Name of the hook; ``'TimerHook'`` by default.
+        backward (bool): Also time backward per link.  Off by default, so
+            that the hook costs what Chainer's does, and nothing in function
+            calls; :class:`~chainer_hookext.TimedLinks` turns it on.
 
     .. admonition:: Example
 
@@ -74,22 +87,50 @@ class TimerHook(_timer_stack.TimerStack):
           predictor     406.38us  106.09us           1
             l1          228.93us  228.93us           1
             l2           71.37us   71.37us           1
+
+        Backward too:
+
+        >>> hook = TimerHook(backward=True)
+        >>> with hook:
+        ...     model(x, t).backward()
+        >>> summary = hook.summary(by='path')
+        >>> sorted(summary['/predictor'])
+        ['backward_self_time', 'backward_time', 'elapsed_time', \
+'occurrence', 'self_time']
+        >>> total = sum(e['backward_self_time'] for e in summary.values())
+        >>> total == hook.total_backward_time() > 0
+        True
     """
 
     name = 'TimerHook'
     table = dict(_units.FACTORS)
 
-    def __init__(self, *, name=None):
+    def __init__(self, *, name=None, backward=False):
         if name is not None:
             if not isinstance(name, str) or not name:
                 raise TypeError(
                     '`TimerHook(name={!r})` needs a non-empty string, e.g. '
                     "'TimerHook'.".format(name))
             self.name = name
-        super().__init__()
+        if not isinstance(backward, bool):
+            raise TypeError(
+                '`TimerHook(backward={!r})` needs True or False.'.format(
+                    backward))
+        self.backward = backward
+        super().__init__(self.name + '_backward' if backward else None)
+
+    def added(self, link):
+        """Registers the backward timer (``backward=True``) in the thread."""
+        if self._backward is not None:
+            self._backward.register()
 
     def deleted(self, link):
-        """Keeps the state, and lets go of every link it referred to."""
+        """Keeps the state, and lets go of every link it referred to.
+
+        The backward timer is unregistered with the hook.
+        """
+        if self._backward is not None:
+            self._backward.unregister()
         self._retire()
 
     def set_scope(self, link_names=None, train=True, eval=True):
@@ -135,6 +176,20 @@ class TimerHook(_timer_stack.TimerStack):
         root = self._merged(_trains('TimerHook.total_time', mode))
         return sum(node.elapsed for node in root.children.values())
 
+    def total_backward_time(self, mode=None):
+        """Returns the seconds of the backward steps timed.
+
+        The sum of every backward self time, ``'(outside)'`` included; 0
+        without ``backward=True``.
+
+        Args:
+            mode (str): ``'train'``, ``'eval'`` or ``None`` (both).
+        """
+        trains = _trains('TimerHook.total_backward_time', mode)
+        root = self._merged(trains)
+        return sum(node.backward for _, node, _ in _timer_tree.walk(root)) + (
+            sum(self._outside[train].backward for train in trains))
+
     def total_calls(self, mode=None):
         """Returns the number of outermost timed calls (see total_time)."""
         root = self._merged(_trains('TimerHook.total_calls', mode))
@@ -155,13 +210,23 @@ class TimerHook(_timer_stack.TimerStack):
             'self_time': seconds, 'occurrence': calls}}``; empty when
             nothing was timed.  Classes come in the order Chainer's hook
             gives (first return), paths and names in order of first call.
+            Paths and names also have ``'backward_time'`` and
+            ``'backward_self_time'`` (0 without ``backward=True``), and
+            the last key is ``'(outside)'`` when backward steps of nodes
+            created outside the timed links were timed.
         """
         if by not in _timer_tree.KEYS:
             raise ValueError(
                 "`TimerHook.summary(by={!r})` is not supported: use 'class', "
                 "'path' or 'name'.".format(by))
-        root = self._merged(_trains('TimerHook.summary', mode))
-        return _timer_tree.summarize(root, by)
+        trains = _trains('TimerHook.summary', mode)
+        summary = _timer_tree.summarize(self._merged(trains), by)
+        outside = sum(self._outside[train].backward for train in trains)
+        if by != 'class' and outside > 0:
+            summary[_timer_tree.OUTSIDE] = {
+                'elapsed_time': 0.0, 'self_time': 0.0, 'occurrence': 0,
+                'backward_time': outside, 'backward_self_time': outside}
+        return summary
 
     def print_report(self, unit='auto', file=None, *, by='class', mode=None):
         """Prints the summary as a table (see :meth:`summary`).
@@ -172,7 +237,8 @@ class TimerHook(_timer_stack.TimerStack):
                 ``'auto_foreach'`` (a unit for each time).
             file: Stream to write to; ``sys.stdout`` by default.
             by (str): ``'class'`` prints Chainer's table; ``'path'`` and
-                ``'name'`` print an indented tree with self times.
+                ``'name'`` print an indented tree with self times, and
+                backward times with ``backward=True``.
             mode (str): ``'train'``, ``'eval'`` or ``None`` (both).
         """
         _units.check_unit('TimerHook.print_report', unit)
@@ -182,28 +248,25 @@ class TimerHook(_timer_stack.TimerStack):
             _timing_table.print_class_table(summary, unit, file)
         else:
             header = 'LinkPath' if by == 'path' else 'LinkName'
-            _timing_table.print_tree_table(summary, unit, file, header)
+            _timing_table.print_tree_table(
+                summary, unit, file, header, backward=self.backward)
 
     def serialize(self, serializer):
         """Saves or restores all accumulated times and counts.
 
         Loading replaces the hook's state.
         """
-        if not isinstance(serializer, serializer_module.Deserializer):
+        if not _timer_state.is_loading(serializer):
             roots = [self._merged((train,)) for train in (False, True)]
-            labels, elapsed, count = _timer_tree.to_arrays(roots)
-            serializer('labels', labels)
-            serializer('elapsed_time', elapsed)
-            serializer('occurrence', count)
+            _timer_state.save(serializer, roots, self._outside)
             return
-        labels = serializer('labels', None)
-        if labels is None:  # a non-strict deserializer without our state
+        state = _timer_state.load(serializer)
+        if state is None:  # a non-strict deserializer without our state
             return
-        base = _timer_tree.from_arrays(
-            labels, serializer('elapsed_time', None),
-            serializer('occurrence', None))
         self._retire(keep_state=False, keep_paths=True)
-        self._base = base
+        self._base, outside = state
+        for rec, seconds in zip(self._outside, outside):
+            rec.backward = seconds
 
 
 def _trains(call, mode):

@@ -20,7 +20,8 @@ def _tables(output):
         assert lines[0].endswith('seconds per training iteration over 2 '
                                  'workers')
         assert lines[1].split() == [
-            'LinkName', 'Mean', 'Min', 'Max', 'SlowestRank', 'SelfMean']
+            'LinkName', 'Mean', 'Min', 'Max', 'SlowestRank', 'SelfMean',
+            'BackwardMean', 'BackwardSelfMean']
         tables[iteration] = {line.split()[0]: line.split()[1:]
                              for line in lines[2:7]}
     return tables

@@ -6,6 +6,10 @@ import pytest
 DELAY = 0.005
 LINKS = ['main', 'main/predictor', 'main/predictor/l1', 'main/predictor/l2']
 SUFFIXES = ['', '/self']
+# TimedLinks times backward too: training keys only (no backward in eval).
+BACKWARD = ['time/' + link + suffix for link in LINKS
+            for suffix in ('/backward', '/backward/self')] + [
+    'time/(outside)/backward']
 SPREAD = ['', '/max', '/min', '/slowest_rank']
 
 
@@ -14,10 +18,11 @@ def test_rank0_reports_spread_and_names_the_slow_rank(mpirun, local_report):
     results = mpirun('timed_links_mn.py', local_report, DELAY)
     rank0, rank1 = results
     assert rank0['iterations'] == rank1['iterations'] == [4, 8]
-    expected = sorted(
+    expected = sorted([
         prefix + 'time/' + link + suffix + spread
         for prefix in ('', 'validation/') for link in LINKS
-        for suffix in SUFFIXES for spread in SPREAD)
+        for suffix in SUFFIXES for spread in SPREAD] + [
+        key + spread for key in BACKWARD for spread in SPREAD])
     for entry in rank0['log']:
         assert sorted(entry) == expected
         l2 = 'time/main/predictor/l2'
@@ -41,9 +46,10 @@ def test_rank0_reports_spread_and_names_the_slow_rank(mpirun, local_report):
     assert printed[header + 4].split()[4] == '1'
     if local_report:
         for entry in rank1['log']:
-            assert sorted(entry) == sorted(
+            assert sorted(entry) == sorted([
                 prefix + 'time/' + link + suffix for prefix in
-                ('', 'validation/') for link in LINKS for suffix in SUFFIXES)
+                ('', 'validation/') for link in LINKS
+                for suffix in SUFFIXES] + BACKWARD)
             assert entry['time/main/predictor/l2'] >= DELAY
         assert 'seconds per training iteration, averaged over 4' in (
             rank1['printed'])

@@ -37,7 +37,7 @@ def read_log(out):
         return json.load(f)
 
 
-def time_keys(backward=False):  # True once TimedLinks times backward
+def time_keys(backward=True):
     keys = []
     for link in LINKS:
         keys += ['time/' + link, 'time/' + link + '/self']

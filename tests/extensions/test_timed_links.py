@@ -11,19 +11,27 @@ from tests.conftest import registered_hooks
 
 
 NAMES = ['main', 'main/predictor', 'main/predictor/l1', 'main/predictor/l2']
-KEYS = sorted(['time/' + n for n in NAMES] +
-              ['time/' + n + '/self' for n in NAMES])
+FORWARD_KEYS = sorted(['time/' + n for n in NAMES] +
+                      ['time/' + n + '/self' for n in NAMES])
+KEYS = sorted(FORWARD_KEYS + ['time/' + n + '/backward' for n in NAMES] +
+              ['time/' + n + '/backward/self' for n in NAMES] +
+              ['time/(outside)/backward'])
 
 
 def recorder(records, ext):
-    """Keeps, after each report, the reported times and the hook's totals."""
+    """Keeps, after each report, the reported times and the hook's totals.
+
+    ``records[iteration]``: (times, total forward time, total backward
+    time), totals of training mode.
+    """
     @training.make_extension(trigger=(1, 'iteration'),
                              priority=training.PRIORITY_READER)
     def record(trainer):
         times = {k: v for k, v in trainer.observation.items() if 'time/' in k}
         if times:
             records[trainer.updater.iteration] = (
-                times, ext.hook.total_time('train'))
+                times, ext.hook.total_time('train'),
+                ext.hook.total_backward_time('train'))
     return record
 
 
@@ -53,10 +61,15 @@ def test_keys_for_log_print_and_plot_report(trainer_factory, tmp_path):
     assert [entry['epoch'] for entry in log] == [1, 2]
     for entry in log:
         assert sorted(k for k in entry if 'time/' in k) == KEYS
-        assert all(entry[k] > 0 for k in KEYS)
-        selves = sum(entry['time/' + n + '/self'] for n in NAMES)
-        assert selves == pytest.approx(entry['time/main'], rel=1e-9)
-        assert entry['time/main/predictor'] < entry['time/main']
+        # The loss is computed in the Classifier: nothing outside.
+        assert entry.pop('time/(outside)/backward') == 0
+        assert all(entry[k] > 0 for k in KEYS if k in entry)
+        for kind in ('', '/backward'):
+            selves = sum(entry['time/' + n + kind + '/self'] for n in NAMES)
+            assert selves == pytest.approx(
+                entry['time/main' + kind], rel=1e-9)
+            assert entry['time/main/predictor' + kind] < entry[
+                'time/main' + kind]
     assert (tmp_path / 'result' / 'time.png').exists()
     model = trainer.updater.get_optimizer('main').target
     assert registered_hooks(model) == []
@@ -70,12 +83,14 @@ def test_values_are_averages_per_iteration(trainer_factory):
     trainer.extend(recorder(records, ext))
     trainer.run()
     assert sorted(records) == [2, 4, 6]
-    previous = 0.0
+    previous = (0.0, 0.0)
     for iteration in (2, 4, 6):
-        times, total = records[iteration]
+        times, total, backward = records[iteration]
         assert times['time/main'] * 2 == pytest.approx(
-            total - previous, rel=1e-9)
-        previous = total
+            total - previous[0], rel=1e-9)
+        assert times['time/main/backward'] * 2 == pytest.approx(
+            backward - previous[1], rel=1e-9)
+        previous = total, backward
     assert occurrences(ext.summary()) == {
         '/': 6, '/predictor': 6, '/predictor/l1': 6, '/predictor/l2': 6}
 
@@ -102,12 +117,13 @@ def test_validation_reported_apart(trainer_factory):
     assert ext.hook.total_calls('eval') == 4
     assert occurrences(ext.summary())['/'] == 8
     assert sorted(records) == [4, 8]
-    for times, _ in records.values():
+    for times, _, _ in records.values():
         assert sorted(k for k in times if k.startswith('time/')) == KEYS
+        # No backward in evaluation: forward keys only.
         assert sorted(k[len('validation/'):] for k in times
-                      if k.startswith('validation/')) == KEYS
+                      if k.startswith('validation/')) == FORWARD_KEYS
     per_call = sum(times['validation/time/main'] * 2
-                   for times, _ in records.values())
+                   for times, _, _ in records.values())
     assert per_call == pytest.approx(ext.hook.total_time('eval'), rel=1e-9)
 
 
@@ -119,9 +135,11 @@ def test_print_report(trainer_factory, capsys):
     assert lines[0] == ('TimedLinks at iteration 4: seconds per training '
                         'iteration, averaged over 4 iterations')
     assert lines[1].split() == [
-        'LinkName', 'ElapsedTime', 'SelfTime', 'Occurrence']
+        'LinkName', 'ElapsedTime', 'SelfTime', 'BackwardTime', 'BackwardSelf',
+        'Occurrence']
     assert [line.split()[0] for line in lines[2:]] == [
         'main', 'predictor', 'l1', 'l2']
+    assert all(len(line.split()) == 6 for line in lines[2:])
     assert lines[3].startswith('  predictor') and lines[3].endswith(' 4')
     assert 'us' in lines[2]
 
@@ -152,7 +170,7 @@ def test_resume_is_exact(trainer_factory, tmp_path, snapshot_at):
     records.update({i: r for i, r in first_records.items() if i not in
                     records})
     assert sorted(records) == sorted(whole_records) == [2, 4, 6]
-    for iteration, (times, _) in whole_records.items():
+    for iteration, (times, _, _) in whole_records.items():
         assert sorted(records[iteration][0]) == sorted(times)
     for by in ('class', 'path', 'name'):
         for mode in ('train', 'eval'):
@@ -161,9 +179,15 @@ def test_resume_is_exact(trainer_factory, tmp_path, snapshot_at):
     # The first report after resuming averages since the report before the
     # snapshot, restored from it.
     before = max(i for i in first_records if i <= snapshot_at)
-    times, total = records[before + 2]
+    times, total, backward = records[before + 2]
     assert times['time/main'] * 2 == pytest.approx(
         total - first_records[before][1], rel=1e-9)
+    assert times['time/main/backward'] * 2 == pytest.approx(
+        backward - first_records[before][2], rel=1e-9)
+    for by in ('path', 'name'):
+        assert sorted(ext.summary(by)) == sorted(whole_ext.summary(by))
+        assert ext.summary(by)['/' if by == 'path' else 'main'][
+            'backward_time'] > 0
 
 
 # Chainer's IntervalTrigger of the new extension also finds no state.
@@ -194,9 +218,14 @@ def test_links_sub_tree(trainer_factory):
     trainer.extend(ext, trigger=(2, 'iteration'))
     trainer.extend(recorder(records, ext))
     trainer.run()
+    # Backward of the nodes created outside l1 (relu, l2, the loss).
     assert sorted(records[2][0]) == [
-        'time/main/predictor/l1', 'time/main/predictor/l1/self']
-    assert occurrences(ext.summary()) == {'/predictor/l1': 2}
+        'time/(outside)/backward', 'time/main/predictor/l1',
+        'time/main/predictor/l1/backward',
+        'time/main/predictor/l1/backward/self',
+        'time/main/predictor/l1/self']
+    assert records[2][0]['time/(outside)/backward'] > 0
+    assert occurrences(ext.summary()) == {'/predictor/l1': 2, '(outside)': 0}
 
 
 class SelfNamed(chainer.Chain):

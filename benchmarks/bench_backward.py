@@ -1,0 +1,354 @@
+#!/usr/bin/env python
+"""Cost of per-link backward timing (``TimerHook(backward=True)``).
+
+1. Per function call: one link whose forward applies 100 cheap functions
+   (``F.identity``) to a Variable, then backward through them; every node is
+   created inside the timed link, so every one is tagged in forward and
+   timed in backward.  All variants time the link's forward
+   (``TimerHook(backward=False)``); on top of it: nothing, an empty
+   :class:`chainer.FunctionHook`, Chainer's
+   ``chainer.function_hooks.TimerHook`` (times every function, keeps a
+   record per call) and our backward timing.  Each extra cost per function
+   call is printed as a ratio of the empty function hook's.
+   ``--instructions`` counts the same in instructions under valgrind's
+   cachegrind, free of the timing noise of a shared machine.
+2. Whole training iteration (forward, backward, SGD update) of the MLP
+   classifiers of ``bench_timer.py``: no hook, forward timing only and
+   forward and backward timing, both set up as
+   :class:`~chainer_hookext.TimedLinks` sets them up (reporter names, paths
+   from the model, training mode only), and empty link and function hooks.
+
+Variants alternate (shuffled order in each round, best of ``--rounds``, or
+the median over rounds of each variant's time divided by the no-hook time
+of the same round); times are the thread's CPU time.
+
+Run: ``python benchmarks/bench_backward.py [--instructions]``
+"""
+
+import argparse
+import collections
+import gc
+import os
+import random
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+
+# One BLAS thread, as bench_timer.py (imported below) sets it.
+for _var in ('OMP_NUM_THREADS', 'OPENBLAS_NUM_THREADS', 'MKL_NUM_THREADS'):
+    os.environ.setdefault(_var, '1')
+
+import chainer  # NOQA: E402 (after the BLAS settings)
+import chainer.functions as F  # NOQA: E402
+import chainer.links as L  # NOQA: E402
+import numpy  # NOQA: E402
+from chainer.function_hooks import timer as chainer_function_timer  # NOQA
+
+import bench_timer  # NOQA: E402 (benchmarks/, beside this script)
+import chainer_hookext  # NOQA: E402
+
+
+FUNCTIONS = 100
+
+
+class Functions(chainer.Link):
+    """A link applying ``FUNCTIONS`` identity functions."""
+
+    def forward(self, x):
+        for _ in range(FUNCTIONS):
+            x = F.identity(x)
+        return x
+
+
+class EmptyFunctionHook(chainer.FunctionHook):
+    name = 'EmptyFunctionHook'
+
+
+class Hooks(object):
+    """Registers several hooks for the length of a ``with`` block."""
+
+    def __init__(self, *hooks):
+        self.hooks = hooks
+
+    def __enter__(self):
+        for hook in self.hooks:
+            hook.__enter__()
+
+    def __exit__(self, *args):
+        for hook in reversed(self.hooks):
+            hook.__exit__(*args)
+
+
+def timed_links_hook(model, backward):
+    """Our hook configured as ``TimedLinks(backward=...)`` configures it."""
+    hook = chainer_hookext.TimerHook(name='TimedLinks', backward=backward)
+    names = {id(link): 'main' if path == '/' else 'main' + path
+             for path, link in model.namedlinks()}
+    hook.set_scope(names, train=True, eval=False)
+    hook.add_root(model)
+    return hook
+
+
+PER_CALL = ('forward timing only', 'empty FunctionHook',
+            'Chainer function TimerHook', 'ours, backward timing',
+            'forward timing only, again')
+
+
+def per_call_hooks(variant, model):
+    forward_only = timed_links_hook(model, backward=False)
+    return {
+        'forward timing only': forward_only,
+        'empty FunctionHook': Hooks(forward_only, EmptyFunctionHook()),
+        'Chainer function TimerHook': Hooks(
+            forward_only, chainer_function_timer.TimerHook()),
+        'ours, backward timing': timed_links_hook(model, backward=True),
+        'forward timing only, again': forward_only,
+    }[variant]
+
+
+def per_call_step():
+    """Returns the model and one step: forward and backward through it."""
+    model = Functions()
+    x = chainer.Variable(numpy.zeros(1, numpy.float32))
+    ones = numpy.ones(1, numpy.float32)
+
+    def step():
+        y = model(x)
+        y.grad = ones
+        y.backward()
+    return model, step
+
+
+def per_call_table(rounds):
+    model, step = per_call_step()
+    hooks = {key: per_call_hooks(key, model) for key in PER_CALL}
+    # Chainer's function TimerHook keeps a record per call: a fresh one
+    # for each batch.
+    times = {key: [] for key in hooks}
+    for _ in range(rounds):
+        hooks['Chainer function TimerHook'] = per_call_hooks(
+            'Chainer function TimerHook', model)
+        for key, values in bench_timer.batch_times(
+                step, hooks, 1, 20).items():
+            times[key] += values
+    bare = times['forward timing only']
+    best = {key: min(values) for key, values in times.items()}
+    # Extra time: the median over rounds of the difference to the
+    # baseline's batch of the same round (pairs cancel drifts).
+    extra = {key: statistics.median(v - b for v, b in zip(values, bare))
+             for key, values in times.items()}
+    print('\nPer function call: forward and backward of {} identity '
+          'functions in one timed link, {} rounds (thread CPU time; extra: '
+          'median of paired differences)'.format(FUNCTIONS, rounds))
+    print_ratios(best, extra, 'ns / function call', 1e9 / FUNCTIONS)
+
+
+def print_ratios(figures, extra, unit, scale):
+    empty = extra['empty FunctionHook']
+    print('| hook | {} | extra | extra vs empty FunctionHook |'.format(unit))
+    print('|---|---:|---:|---:|')
+    for key, value in figures.items():
+        ratio = '-' if key == 'forward timing only' else '{:.2f}x'.format(
+            extra[key] / empty)
+        if key.endswith('again'):
+            ratio += ' (noise)'
+        print('| {} | {:.0f} | {:.0f} | {} |'.format(
+            key, value * scale, extra[key] * scale, ratio))
+
+
+class Replay(chainer.Link):
+    """Calls function hooks in forward as ``FunctionNode.apply`` does."""
+
+    def forward(self, hooks, nodes, in_data):
+        for node in nodes:
+            for hook in hooks:
+                hook.forward_preprocess(node, in_data)
+            for hook in hooks:
+                hook.forward_postprocess(node, in_data)
+
+
+def replay_backward(hooks, nodes, in_data, out_grad):
+    """Calls function hooks on each node as Chainer's backward does."""
+    for node in reversed(nodes):
+        for hook in hooks:
+            hook.backward_preprocess(node, tuple(in_data), tuple(out_grad))
+        for hook in hooks:
+            hook.backward_postprocess(node, tuple(in_data), tuple(out_grad))
+
+
+def dispatch_table(rounds, number=20):
+    """Per function call, the hook calls of Chainer replayed, nothing else.
+
+    The extra cost of a function hook per call is these calls (and the
+    tuples Chainer builds for the backward ones); replaying them on fresh
+    nodes measures it without the ~20 us of Chainer's own work per
+    function, whose noise hides a few hundred nanoseconds.
+    """
+    link = Replay()
+    timer = timed_links_hook(link, backward=True)
+    chainer_timer = chainer_function_timer.TimerHook()
+    # Chainer iterates the values of the thread's OrderedDict of hooks.
+    variants = {key: collections.OrderedDict(
+        (hook.name, hook) for hook in hooks).values() for key, hooks in (
+        ('no function hook', ()),
+        ('empty FunctionHook', (EmptyFunctionHook(),)),
+        ('Chainer function TimerHook', (chainer_timer,)),
+        ('ours, backward timing', (timer._backward,)),
+        ('no function hook, again', ()))}
+    data = (numpy.zeros(1, numpy.float32),)
+    times = {key: [] for key in variants}
+    order = list(variants)
+    for _ in range(rounds):
+        random.shuffle(order)
+        for key in order:
+            hooks = variants[key]
+            total = 0.0
+            for _ in range(number):
+                x = chainer.Variable(data[0])
+                nodes = []
+                for _ in range(FUNCTIONS):  # fresh nodes, no hook
+                    x = F.identity(x)
+                    nodes.append(x.creator)
+                chainer_timer.call_history = []
+                with timer:  # the link hook: the nodes are tagged in link
+                    gc.disable()
+                    start = bench_timer.time.perf_counter()
+                    link(hooks, nodes, data)
+                    replay_backward(hooks, nodes, data, data)
+                    total += bench_timer.time.perf_counter() - start
+                    gc.enable()
+            times[key].append(total / number / FUNCTIONS)
+    bare = times['no function hook']
+    best = {key: min(values) for key, values in times.items()}
+    extra = {key: statistics.median(v - b for v, b in zip(values, bare))
+             for key, values in times.items()}
+    print('\nPer function call, hook calls only: Chainer\'s four function '
+          'hook calls (forward pre/post, backward pre/post) replayed on {} '
+          'fresh nodes in a timed link, {} rounds (extra: median of paired '
+          'differences)'.format(FUNCTIONS, rounds))
+    print('| function hook | ns / function call | extra | extra vs empty '
+          'FunctionHook |')
+    print('|---|---:|---:|---:|')
+    empty = extra['empty FunctionHook']
+    for key in variants:
+        ratio = '-' if key == 'no function hook' else '{:.2f}x'.format(
+            extra[key] / empty)
+        if key.endswith('again'):
+            ratio += ' (noise)'
+        print('| {} | {:.0f} | {:.0f} | {} |'.format(
+            key, best[key] * 1e9, extra[key] * 1e9, ratio))
+
+
+def run_steps(variant, steps):
+    """Runs ``steps`` steps of the per-call model under one variant.
+
+    Between steps it allocates a few objects of random (seeded) sizes:
+    Chainer's backward keeps dicts keyed by objects, whose probing depends
+    on where objects lie; varying that from step to step averages it out
+    (without it, one variant's count moved by 1,600 instructions per
+    function between two runs).
+    """
+    model, step = per_call_step()
+    rng = random.Random(0)
+    keep = []
+    gc.disable()
+    with per_call_hooks(variant, model):
+        for _ in range(steps):
+            keep.append([None] * rng.randint(1, 200))
+            keep.append({rng.random(): None for _ in range(rng.randint(0, 8))})
+            del keep[:-64]
+            step()
+
+
+def instructions_table():
+    valgrind = shutil.which('valgrind')
+    if valgrind is None:
+        print('\n(--instructions: valgrind not found, skipped)')
+        return
+    counts = {}
+    for variant in PER_CALL[:-1]:
+        refs = []
+        for steps in (10, 50):
+            done = subprocess.run(
+                [valgrind, '--tool=cachegrind', '--cache-sim=no',
+                 '--cachegrind-out-file=/dev/null', sys.executable,
+                 os.path.abspath(__file__), '--run-steps', variant,
+                 str(steps)],
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                universal_newlines=True, check=True,
+                env=dict(os.environ, PYTHONHASHSEED='0'))
+            match = re.search(r'I\s+refs:\s+([\d,]+)', done.stderr)
+            refs.append(int(match.group(1).replace(',', '')))
+        counts[variant] = (refs[1] - refs[0]) / 40
+    print('\nInstructions per function call (cachegrind; (50 - 10 steps) / '
+          '40, {} functions per step)'.format(FUNCTIONS))
+    bare = counts['forward timing only']
+    print_ratios(counts, {key: value - bare for key, value in counts.items()},
+                 'instructions / function call', 1 / FUNCTIONS)
+
+
+ITERATION = ('no hook', 'empty LinkHook + FunctionHook',
+             'ours, forward timing (TimedLinks(backward=False))',
+             'ours, forward and backward timing (TimedLinks())',
+             'no hook, again')
+
+
+def iteration_table(n_units, batchsize, rounds, number):
+    model = L.Classifier(bench_timer.MLP(n_units=n_units))
+    optimizer = chainer.optimizers.SGD()
+    optimizer.setup(model)
+    rng = numpy.random.RandomState(0)
+    x = rng.rand(batchsize, 784).astype(numpy.float32)
+    t = rng.randint(0, 10, batchsize).astype(numpy.int32)
+
+    def iteration():
+        optimizer.update(model, x, t)
+
+    hooks = dict(zip(ITERATION, (
+        None, Hooks(bench_timer.EmptyHook(), EmptyFunctionHook()),
+        timed_links_hook(model, backward=False),
+        timed_links_hook(model, backward=True), None)))
+    times = bench_timer.batch_times(iteration, hooks, rounds, number)
+    bare = times['no hook']
+    best = {key: min(values) for key, values in times.items()}
+    paired = {key: statistics.median(v / b for v, b in zip(values, bare))
+              for key, values in times.items()}
+    print('\nWhole training iteration (forward, backward, SGD update), MLP '
+          'classifier 784-{0}-{0}-10, batch {1}, {2} rounds'.format(
+              n_units, batchsize, rounds))
+    print('| hook | us / iteration (best) | vs no hook (best) '
+          '| vs no hook (median of paired rounds) |')
+    print('|---|---:|---:|---:|')
+    for key in hooks:
+        print('| {} | {:.1f} | {:+.2f}% | {:+.2f}% |'.format(
+            key, best[key] * 1e6, (best[key] / best['no hook'] - 1) * 100,
+            (paired[key] - 1) * 100))
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    parser.add_argument('--rounds', type=int, default=100)
+    parser.add_argument('--quick', action='store_true',
+                        help='fewer rounds, for a smoke test')
+    parser.add_argument('--instructions', action='store_true',
+                        help='also count instructions per function call '
+                        'under valgrind (a minute or two)')
+    parser.add_argument('--run-steps', nargs=2, help=argparse.SUPPRESS,
+                        metavar=('VARIANT', 'STEPS'))
+    args = parser.parse_args()
+    if args.run_steps:
+        run_steps(args.run_steps[0], int(args.run_steps[1]))
+        return
+    rounds = 3 if args.quick else args.rounds
+    dispatch_table(rounds)
+    per_call_table(rounds)
+    iteration_table(100, 32, rounds * 2, 5)
+    iteration_table(1000, 100, max(rounds // 2, 1), 2)
+    if args.instructions:
+        instructions_table()
+
+
+if __name__ == '__main__':
+    main()
