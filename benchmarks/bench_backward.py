@@ -1,26 +1,36 @@
 #!/usr/bin/env python
 """Cost of per-link backward timing (``TimerHook(backward=True)``).
 
-1. Per function call: one link whose forward applies 100 cheap functions
-   (``F.identity``) to a Variable, then backward through them; every node is
-   created inside the timed link, so every one is tagged in forward and
-   timed in backward.  All variants time the link's forward
-   (``TimerHook(backward=False)``); on top of it: nothing, an empty
-   :class:`chainer.FunctionHook`, Chainer's
-   ``chainer.function_hooks.TimerHook`` (times every function, keeps a
-   record per call) and our backward timing.  Each extra cost per function
-   call is printed as a ratio of the empty function hook's.
-   ``--instructions`` counts the same in instructions under valgrind's
-   cachegrind, free of the timing noise of a shared machine.
-2. Whole training iteration (forward, backward, SGD update) of the MLP
-   classifiers of ``bench_timer.py``: no hook, forward timing only and
-   forward and backward timing, both set up as
-   :class:`~chainer_hookext.TimedLinks` sets them up (reporter names, paths
-   from the model, training mode only), and empty link and function hooks.
+A function hook's extra cost per function call is the four calls Chainer
+makes to it (forward pre/post in ``FunctionNode.apply``, backward pre/post
+in the backward loop, each backward call with two tuples built for it) and
+what the hook does in them.  Compared, per function call, with an empty
+:class:`chainer.FunctionHook` and Chainer's
+``chainer.function_hooks.TimerHook`` (which times every function and keeps
+a record per call):
 
-Variants alternate (shuffled order in each round, best of ``--rounds``, or
-the median over rounds of each variant's time divided by the no-hook time
-of the same round); times are the thread's CPU time.
+1. Hook calls only: Chainer's calls replayed as Chainer makes them (over
+   the values of an ``OrderedDict`` of hooks) on 100 fresh
+   ``F.identity`` nodes, forward inside a timed link so that each node is
+   tagged.  Without Chainer's own ~20 us per function around them, the
+   few hundred nanoseconds at stake are measurable.  A hook that only
+   reads the clock around each backward step shows the floor of any
+   per-step timing.
+2. The real thing: a link applying 100 ``F.identity``, forward and
+   backward, with the link's forward timed in every variant; extra time
+   over forward timing alone.  ``--instructions`` counts the same in
+   instructions under valgrind's cachegrind, free of the timing noise of a
+   shared machine.
+3. Whole training iteration (forward, backward, SGD update) of the MLP
+   classifiers of ``bench_timer.py``: no hook, empty link and function
+   hooks, and our forward timing without and with backward timing, set up
+   as :class:`~chainer_hookext.TimedLinks` sets them up (reporter names,
+   paths from the model, training mode only).
+
+Variants alternate (shuffled order in each round); tables give the best of
+``--rounds``, or the median over rounds of the difference (ratio) to the
+baseline's batch of the same round.  Times are the thread's CPU time, but
+for the replay (``time.perf_counter`` around a short, gc-free section).
 
 Run: ``python benchmarks/bench_backward.py [--instructions]``
 """
@@ -35,6 +45,7 @@ import shutil
 import statistics
 import subprocess
 import sys
+import time
 
 # One BLAS thread, as bench_timer.py (imported below) sets it.
 for _var in ('OMP_NUM_THREADS', 'OPENBLAS_NUM_THREADS', 'MKL_NUM_THREADS'):
@@ -51,6 +62,7 @@ import chainer_hookext  # NOQA: E402
 
 
 FUNCTIONS = 100
+_perf_counter = time.perf_counter
 
 
 class Functions(chainer.Link):
@@ -64,6 +76,18 @@ class Functions(chainer.Link):
 
 class EmptyFunctionHook(chainer.FunctionHook):
     name = 'EmptyFunctionHook'
+
+
+class ClockReads(chainer.FunctionHook):
+    """Only reads the clock around each backward step: the floor of timing."""
+
+    name = 'ClockReads'
+
+    def backward_preprocess(self, function, in_data, out_grad):
+        self.start = _perf_counter()
+
+    def backward_postprocess(self, function, in_data, out_grad):
+        self.stop = _perf_counter()
 
 
 class Hooks(object):
@@ -189,21 +213,19 @@ def dispatch_table(rounds, number=20):
     link = Replay()
     timer = timed_links_hook(link, backward=True)
     chainer_timer = chainer_function_timer.TimerHook()
-    # Chainer iterates the values of the thread's OrderedDict of hooks.
-    variants = {key: collections.OrderedDict(
-        (hook.name, hook) for hook in hooks).values() for key, hooks in (
-        ('no function hook', ()),
-        ('empty FunctionHook', (EmptyFunctionHook(),)),
-        ('Chainer function TimerHook', (chainer_timer,)),
-        ('ours, backward timing', (timer._backward,)),
-        ('no function hook, again', ()))}
+    variants = {
+        'no function hook': (),
+        'empty FunctionHook': (EmptyFunctionHook(),),
+        'Chainer function TimerHook': (chainer_timer,),
+        'two clock reads per step, nothing else': (ClockReads(),),
+        'ours, backward timing': None,  # the timer's, while registered
+        'no function hook, again': ()}
     data = (numpy.zeros(1, numpy.float32),)
     times = {key: [] for key in variants}
     order = list(variants)
     for _ in range(rounds):
         random.shuffle(order)
         for key in order:
-            hooks = variants[key]
             total = 0.0
             for _ in range(number):
                 x = chainer.Variable(data[0])
@@ -213,21 +235,27 @@ def dispatch_table(rounds, number=20):
                     nodes.append(x.creator)
                 chainer_timer.call_history = []
                 with timer:  # the link hook: the nodes are tagged in link
+                    hooks = variants[key]
+                    if hooks is None:
+                        hooks = (timer._backward,)
+                    # Chainer iterates the values of the thread's
+                    # OrderedDict of function hooks.
+                    hooks = collections.OrderedDict(
+                        (hook.name, hook) for hook in hooks).values()
                     gc.disable()
-                    start = bench_timer.time.perf_counter()
+                    start = _perf_counter()
                     link(hooks, nodes, data)
                     replay_backward(hooks, nodes, data, data)
-                    total += bench_timer.time.perf_counter() - start
+                    total += _perf_counter() - start
                     gc.enable()
             times[key].append(total / number / FUNCTIONS)
-    bare = times['no function hook']
     best = {key: min(values) for key, values in times.items()}
-    extra = {key: statistics.median(v - b for v, b in zip(values, bare))
-             for key, values in times.items()}
+    extra = {key: value - best['no function hook']
+             for key, value in best.items()}
     print('\nPer function call, hook calls only: Chainer\'s four function '
           'hook calls (forward pre/post, backward pre/post) replayed on {} '
-          'fresh nodes in a timed link, {} rounds (extra: median of paired '
-          'differences)'.format(FUNCTIONS, rounds))
+          'fresh nodes in a timed link, best of {} rounds'.format(
+              FUNCTIONS, rounds))
     print('| function hook | ns / function call | extra | extra vs empty '
           'FunctionHook |')
     print('|---|---:|---:|---:|')

@@ -46,8 +46,9 @@ class LinkHookExtension(extension.Extension):
     scoped links costs about half the per-call overhead of ``add_hook`` on
     every link (``Link.__call__`` copies an ``OrderedDict`` for links with
     local hooks): about +600 ns against +1,170 ns per link call on the
-    project's machine (``benchmarks/bench_registration.py``).  A :class:`~chainer_hookext.link_hooks.ScopedLinkHook`
-    filters by itself and is registered directly; any other
+    project's machine (``benchmarks/bench_registration.py``).  A
+    :class:`~chainer_hookext.link_hooks.ScopedLinkHook` filters by itself
+    and is registered directly; any other
     :class:`chainer.LinkHook` (Chainer's ``TimerHook`` included) is registered
     behind a small filtering proxy.
 

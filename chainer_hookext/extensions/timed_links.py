@@ -275,7 +275,8 @@ class TimedLinks(link_hook_extension.LinkHookExtension):
             return
         self._last_iteration = None if last < 0 else last
         # Rows of 3 come from states saved before backward timing.
-        values = values.reshape(len(labels), -1)
+        values = values.reshape(len(labels), values.size // max(
+            len(labels), 1))
         self._baseline = {
             (bool(train), name): (float(row[0]), float(row[1]), int(row[2]),
                                   float(_get(row, 3)), float(_get(row, 4)))

@@ -26,14 +26,14 @@ is made almost free by CPython's compact attribute layout, shared by the
 instances of a class, which takes only a few new names once the class has
 many instances (any further name makes each tagged node build a dict: about
 twice the hook's whole cost).  So registered timers share a small set of
-names, ``_chainer_hookext_record_0`` first: a timer takes the lowest free
-one when it is registered and frees it when it is unregistered, and two
-names are in use only while two timers are registered at once.  The
-methods that touch the tag are compiled for their name
-(:func:`_tag_class`): a plain attribute access costs a third of
-``getattr`` / ``setattr`` with a name held in a variable.  (A graph built
-under one timer and backpropagated under another timer that took the same
-name is charged to the former: the latter misses those steps.)
+names, ``_chainer_hookext_record_0`` first: :func:`register` makes a
+hook for one registration, with the lowest free name, freed when it is
+unregistered, so two names are in use only while two timers are
+registered at once.  The methods that touch the tag are compiled for
+their name: a plain attribute access costs a third of ``getattr`` /
+``setattr`` with a name held in a variable.  (A graph built under one
+registration and backpropagated under another that took the same name is
+charged to the records of the former: the latter misses those steps.)
 
 On a GPU (the timer's ``_use_gpu``) steps are timed with CUDA events,
 resolved when the timer resolves its own.
@@ -87,16 +87,37 @@ def tag_of(self, function):
 '''
 
 
-def _tag_class(slot):
-    # The subclass of BackwardTimer whose methods use the slot's tag name.
+def register(timer, name):
+    """Registers a new :class:`BackwardTimer` for ``timer`` in the thread.
+
+    Its tag name is the lowest that no registered one has; it is freed by
+    the hook's last :meth:`~BackwardTimer.unregister`, after which the hook
+    is spent (the timer makes a new one for its next registration).
+
+    Args:
+        timer (~chainer_hookext.link_hooks._timer_stack.TimerStack): The
+            timer whose running record tags the nodes; its ``_outside``
+            records take the steps of untagged nodes.
+        name (str): Base of the key under which the hook is registered.
+
+    Returns:
+        BackwardTimer: The registered hook.
+    """
+    slot = 0
+    while slot in _slots_in_use:
+        slot += 1
     cls = _classes.get(slot)
-    if cls is None:
-        tag = '_chainer_hookext_record_{}'.format(slot)
+    if cls is None:  # the methods that touch the tag, for its name
         namespace = {}
-        exec(_TAG_METHODS.format(tag=tag), globals(), namespace)
+        exec(_TAG_METHODS.format(tag='_chainer_hookext_record_{}'.format(
+            slot)), globals(), namespace)
         cls = _classes[slot] = type(
             'BackwardTimer{}'.format(slot), (BackwardTimer,), namespace)
-    return cls
+    hook = cls(timer, name)
+    _slots_in_use.add(slot)
+    hook._slot = slot
+    hook.register()
+    return hook
 
 
 class BackwardTimer(_node_links.NodeTagger):
@@ -104,15 +125,9 @@ class BackwardTimer(_node_links.NodeTagger):
 
     Reuses :class:`~chainer_hookext._node_links.NodeTagger`'s counted
     :meth:`register` / :meth:`unregister`; its tags are records, not link
-    names.  Registering takes a tag name and turns the instance into the
-    subclass compiled for it (its ``forward_preprocess``,
-    ``backward_postprocess`` and ``tag_of``).
-
-    Args:
-        timer (~chainer_hookext.link_hooks._timer_stack.TimerStack): The
-            timer whose running record tags the nodes; its ``_outside``
-            records take the steps of untagged nodes.
-        name (str): Base of the key under which the hook is registered.
+    names.  Made by :func:`register`, as a subclass with the methods that
+    touch its tag: ``forward_preprocess``, ``backward_postprocess`` and
+    ``tag_of``.
     """
 
     def __init__(self, timer, name):
@@ -123,19 +138,21 @@ class BackwardTimer(_node_links.NodeTagger):
         self._mark = 0.0  # start of the running step: a time or an event
         self.pending = []  # (record, start event, stop event)
 
+    @property
+    def registered(self):
+        """Whether the hook is in the thread's function hooks."""
+        return self._registered is not None
+
     def register(self):
-        """Registers the hook, under a free tag name on the first call."""
-        if self._registered is None:
-            slot = 0
-            while slot in _slots_in_use:
-                slot += 1
-            _slots_in_use.add(slot)
-            self._slot = slot
-            self.__class__ = _tag_class(slot)
+        """Registers the hook once more (counted); refused once spent."""
+        if self._slot is None:
+            raise RuntimeError(
+                'BackwardTimer.register: this hook was unregistered and its '
+                'tag name freed; make a new one with register(timer, name).')
         super().register()
 
     def unregister(self):
-        """Unregisters the hook; frees the tag name on the last call."""
+        """Unregisters the hook; the last call frees its tag name."""
         super().unregister()
         if self._registered is None and self._slot is not None:
             _slots_in_use.discard(self._slot)
@@ -175,8 +192,11 @@ class BackwardTimer(_node_links.NodeTagger):
             self.backward_preprocess = self._gpu_backward_preprocess
             self.backward_postprocess = self._gpu_backward_postprocess
         else:
-            self.__dict__.pop('backward_preprocess', None)
-            self.__dict__.pop('backward_postprocess', None)
+            try:  # back to the class's methods
+                del self.backward_preprocess
+                del self.backward_postprocess
+            except AttributeError:  # never switched
+                pass
 
     def resolve(self, n=None):
         """Charges the first ``n`` (all) pending event pairs' times."""

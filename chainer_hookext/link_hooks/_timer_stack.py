@@ -54,8 +54,8 @@ class TimerStack(scoped_link_hook.ScopedLinkHook):
     """Base of :class:`~chainer_hookext.TimerHook`: timing, no reporting.
 
     Args:
-        backward_name (str): Times backward steps too, with a function hook
-            registered under this name; ``None`` times forward only.
+        backward_name (str): Name under which :meth:`_add_backward`
+            registers the function hook timing backward steps.
     """
 
     def __init__(self, backward_name=None):
@@ -73,10 +73,8 @@ class TimerStack(scoped_link_hook.ScopedLinkHook):
         self._pending = []  # (record, start event, stop event)
         # Backward of nodes created outside timed links: [eval, train].
         self._outside = [_Record(), _Record()]
-        self._backward = None
-        if backward_name is not None:
-            self._backward = _backward_timer.BackwardTimer(
-                self, backward_name)
+        self._backward_name = backward_name
+        self._backward = None  # the BackwardTimer while registered
 
     # -- hot path: keep it short, it runs twice per link call --------------
     def forward_preprocess(self, args):
@@ -117,6 +115,27 @@ class TimerStack(scoped_link_hook.ScopedLinkHook):
         self._top = rec.parent
         if len(self._pending) >= _MAX_PENDING:
             self._resolve(_MAX_PENDING // 2)
+
+    # -- backward timing (TimerHook.added / deleted) -------------------------
+    def _add_backward(self):
+        # One more registration of the backward timer.
+        if self._backward is None:
+            self._backward = _backward_timer.register(
+                self, self._backward_name)
+            if self._gpu:
+                self._backward.use_gpu(True)
+        else:
+            self._backward.register()
+
+    def _remove_backward(self):
+        # Answers one _add_backward; the last one resolves and drops it.
+        backward = self._backward
+        if backward is None:
+            return
+        backward.unregister()
+        if not backward.registered:
+            backward.resolve()
+            self._backward = None
 
     # -- slow path ---------------------------------------------------------
     def _enter(self, link):

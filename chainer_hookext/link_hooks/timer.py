@@ -117,20 +117,19 @@ class TimerHook(_timer_stack.TimerStack):
                 '`TimerHook(backward={!r})` needs True or False.'.format(
                     backward))
         self.backward = backward
-        super().__init__(self.name + '_backward' if backward else None)
+        super().__init__(self.name + '_backward')
 
     def added(self, link):
         """Registers the backward timer (``backward=True``) in the thread."""
-        if self._backward is not None:
-            self._backward.register()
+        if self.backward:
+            self._add_backward()
 
     def deleted(self, link):
         """Keeps the state, and lets go of every link it referred to.
 
         The backward timer is unregistered with the hook.
         """
-        if self._backward is not None:
-            self._backward.unregister()
+        self._remove_backward()
         self._retire()
 
     def set_scope(self, link_names=None, train=True, eval=True):

@@ -190,6 +190,29 @@ def test_resume_is_exact(trainer_factory, tmp_path, snapshot_at):
             'backward_time'] > 0
 
 
+def test_resume_from_a_snapshot_before_the_first_report(
+        trainer_factory, tmp_path):
+    def make(stop):
+        trainer = trainer_factory(stop=(stop, 'iteration'))
+        ext = TimedLinks()
+        records = {}
+        trainer.extend(ext, trigger=(4, 'iteration'))
+        trainer.extend(recorder(records, ext))
+        return trainer, ext, records
+
+    first, _, _ = make(2)
+    first.extend(extensions.snapshot(), trigger=(2, 'iteration'))
+    first.run()
+    resumed, ext, records = make(4)
+    chainer.serializers.load_npz(
+        str(tmp_path / 'result' / 'snapshot_iter_2'), resumed)
+    resumed.run()
+    times, total, backward = records[4]
+    assert times['time/main'] * 4 == pytest.approx(total, rel=1e-9)
+    assert times['time/main/backward'] * 4 == pytest.approx(
+        backward, rel=1e-9)
+
+
 # Chainer's IntervalTrigger of the new extension also finds no state.
 @pytest.mark.filterwarnings('ignore:The previous value of')
 def test_snapshot_without_its_state(trainer_factory, tmp_path):

@@ -461,11 +461,33 @@ def test_cuda_events_resolved_lazily(fake_cuda, monkeypatch):
         model(x, t).backward()  # 6 pending: the oldest 3 are resolved
         assert len(fake_cuda) == 3 and len(hook._backward.pending) == 5
         F.sum(model.predictor(x)).backward()  # 1 + 3 steps
+        backward = hook._backward
+    # Unregistering resolves every event, backward (12) and forward (11).
+    assert backward.pending == [] and len(fake_cuda) == 12 + 11
+    assert hook._backward is None
     summary = hook.summary(by='path')
-    assert hook._backward.pending == [] and len(fake_cuda) == 11 + 12
     assert field(summary, 'backward_self_time') == {
         '/': 2, '/predictor': 3, '/predictor/l1': 3, '/predictor/l2': 3,
         '(outside)': 1}
+
+
+def test_switch_between_gpu_and_cpu(fake_cuda, monkeypatch):
+    hook = TimerHook(backward=True)
+    model = L.Classifier(MLP())
+    x, t = data()
+    with hook:
+        model(x, t).backward()  # events
+        monkeypatch.setattr(_cuda_timing, 'is_gpu', lambda link: False)
+        model(x, t).backward()  # the CPU clock
+        assert len(fake_cuda) == 4  # the backward events, at the switch
+        assert 'backward_postprocess' not in vars(hook._backward)
+        monkeypatch.setattr(_cuda_timing, 'is_gpu', lambda link: True)
+        model(x, t).backward()  # events again
+    with hook:  # a new registration starts on the GPU: events
+        model(x, t).backward()
+        assert len(hook._backward.pending) == 4
+    assert field(hook.summary(by='path'), 'backward_self_time') == (
+        dict.fromkeys(PATHS, 4))
 
 
 def test_bad_arguments():
