@@ -13,7 +13,6 @@ from chainer.backends import cuda
 from chainer.link_hooks import timer as chainer_timer
 
 from chainer_hookext import TimerHook
-from chainer_hookext.link_hooks import _cuda_timing
 from chainer_hookext.link_hooks import _timer_stack
 from tests.conftest import MLP
 
@@ -35,28 +34,6 @@ def clock(monkeypatch):
     monkeypatch.setattr(_timer_stack, '_perf_counter', read)
     monkeypatch.setattr(chainer_timer, '_get_time', read)
     return reset
-
-
-class FakeEvent(object):
-
-    def __init__(self, seconds):
-        self.seconds = seconds
-
-
-@pytest.fixture
-def fake_cuda(monkeypatch, clock):
-    """Drives the CUDA-event code path on the CPU with the fake clock."""
-    resolved = []
-
-    def elapsed(start, stop):
-        resolved.append((start, stop))
-        return stop.seconds - start.seconds
-
-    monkeypatch.setattr(_cuda_timing, 'is_gpu', lambda link: True)
-    monkeypatch.setattr(_cuda_timing, 'record_event',
-                        lambda: FakeEvent(_timer_stack._perf_counter()))
-    monkeypatch.setattr(_cuda_timing, 'elapsed', elapsed)
-    return resolved
 
 
 class Boom(Exception):

@@ -35,28 +35,6 @@ def clock(monkeypatch):
     monkeypatch.setattr(_backward_timer, '_perf_counter', read)
 
 
-class FakeEvent(object):
-
-    def __init__(self, seconds):
-        self.seconds = seconds
-
-
-@pytest.fixture
-def fake_cuda(monkeypatch, clock):
-    """Drives the CUDA-event code paths on the CPU with the fake clock."""
-    resolved = []
-
-    def elapsed(start, stop):
-        resolved.append((start, stop))
-        return stop.seconds - start.seconds
-
-    monkeypatch.setattr(_cuda_timing, 'is_gpu', lambda link: True)
-    monkeypatch.setattr(_cuda_timing, 'record_event',
-                        lambda: FakeEvent(_timer_stack._perf_counter()))
-    monkeypatch.setattr(_cuda_timing, 'elapsed', elapsed)
-    return resolved
-
-
 def data(xp=numpy, n=2):
     return xp.zeros((n, 4), numpy.float32), xp.zeros(n, numpy.int32)
 
