@@ -1,3 +1,5 @@
+import time
+
 import chainer
 import chainer.functions as F
 import chainer.links as L
@@ -33,6 +35,20 @@ class MLP(chainer.Chain):
 
     def forward(self, x):
         return self.l2(F.relu(self.l1(x)))
+
+
+class SleepBackward(chainer.FunctionNode):
+    """Identity whose backward sleeps ``seconds``: a known backward cost."""
+
+    def __init__(self, seconds):
+        self.seconds = seconds
+
+    def forward(self, inputs):
+        return inputs
+
+    def backward(self, indexes, grad_outputs):
+        time.sleep(self.seconds)
+        return grad_outputs
 
 
 def make_dataset(n=32, n_in=4, n_out=3, seed=0):

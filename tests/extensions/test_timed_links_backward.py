@@ -1,7 +1,5 @@
 """TimedLinks(backward=...): per-link backward time in a trainer."""
 
-import time
-
 import chainer
 import chainer.functions as F
 import chainer.links as L
@@ -11,20 +9,7 @@ from chainer.training import extensions
 
 from chainer_hookext import TimedLinks
 from tests.conftest import registered_hooks
-
-
-class SleepBackward(chainer.FunctionNode):
-    """Identity whose backward sleeps ``seconds``."""
-
-    def __init__(self, seconds):
-        self.seconds = seconds
-
-    def forward(self, inputs):
-        return inputs
-
-    def backward(self, indexes, grad_outputs):
-        time.sleep(self.seconds)
-        return grad_outputs
+from tests.conftest import SleepBackward
 
 
 class SlowBackwardMLP(chainer.Chain):

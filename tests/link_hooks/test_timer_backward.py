@@ -20,6 +20,7 @@ from chainer_hookext.link_hooks import _backward_timer
 from chainer_hookext.link_hooks import _cuda_timing
 from chainer_hookext.link_hooks import _timer_stack
 from tests.conftest import MLP
+from tests.conftest import SleepBackward
 
 
 TICK = 2 ** -10  # exact in binary: sums of ticks compare exactly
@@ -60,20 +61,6 @@ def train(hook, model, iterations=1, xp=numpy, outside=False):
 
 
 # -- a model whose backward costs are known --------------------------------
-
-class SleepBackward(chainer.FunctionNode):
-    """Identity whose backward sleeps ``seconds``."""
-
-    def __init__(self, seconds):
-        self.seconds = seconds
-
-    def forward(self, inputs):
-        return inputs
-
-    def backward(self, indexes, grad_outputs):
-        time.sleep(self.seconds)
-        return grad_outputs
-
 
 def sleep_backward(x, seconds):
     return SleepBackward(seconds).apply((x,))[0]
