@@ -18,7 +18,7 @@ import timeit
 import chainer
 import numpy
 
-from chainer_hookext.link_hooks import _scope_filter
+from chainer_hookext.extensions import _scope_filter
 
 
 class Identity(chainer.Link):

@@ -24,19 +24,20 @@ def link_name(prefix, path):
 def model_link_names(trainer):
     """Maps ``id(link)`` to its name for every link of the trainer's models.
 
+    Names are the ones ``Trainer`` gives the reporter's observers: for each
+    optimizer in the updater's order, each link of its target in
+    :meth:`~chainer.Link.namedlinks` order, and a link reachable under two
+    names keeps the last, as in the reporter.
+
     Args:
         trainer (~chainer.training.Trainer): Trainer whose updater's
             optimizers own the models.
 
     Returns:
-        dict: ``{id(link): (name, link)}`` for each link of each optimizer's
-        target, in optimizer-name order then :meth:`~chainer.Link.namedlinks`
-        order.  A link shared by two models keeps its first name.
+        dict: ``{id(link): (name, link)}``.
     """
     names = {}
-    optimizers = trainer.updater.get_all_optimizers()
-    for prefix in sorted(optimizers):
-        target = optimizers[prefix].target
-        for path, link in target.namedlinks():
-            names.setdefault(id(link), (link_name(prefix, path), link))
+    for prefix, optimizer in trainer.updater.get_all_optimizers().items():
+        for path, link in optimizer.target.namedlinks():
+            names[id(link)] = (link_name(prefix, path), link)
     return names

@@ -1,3 +1,4 @@
+import itertools
 import time
 
 import chainer
@@ -93,3 +94,86 @@ def trainer_factory(tmp_path):
         kwargs.setdefault('out', tmp_path / 'result')
         return make_trainer(**kwargs)
     return factory
+
+
+#: The fake clock's tick: exact in binary, so sums of ticks compare exactly.
+TICK = 2 ** -10
+
+
+@pytest.fixture
+def clock(monkeypatch):
+    """Fakes the timers' clocks: each read advances one :data:`TICK`.
+
+    Patches the forward and backward clocks of
+    :class:`~chainer_hookext.TimerHook` and Chainer's own ``TimerHook``'s.
+    Returns a function that restarts the clock at 0.
+    """
+    from chainer.link_hooks import timer as chainer_timer
+    from chainer_hookext.link_hooks._timer import backward
+    from chainer_hookext.link_hooks._timer import call_stack
+
+    state = {}
+
+    def reset():
+        ticks = itertools.count()
+        state['read'] = lambda: next(ticks) * TICK
+    reset()
+
+    def read():
+        return state['read']()
+    for module, name in ((call_stack, '_perf_counter'),
+                         (backward, '_perf_counter'),
+                         (chainer_timer, '_get_time')):
+        monkeypatch.setattr(module, name, read)
+    return reset
+
+
+class Boom(Exception):
+    """The exception the tests raise on purpose."""
+
+
+def raise_boom(*args, **kwargs):
+    """Raises :class:`Boom`; stands in for any function or method."""
+    raise Boom('boom')
+
+
+class FailingInit(training.Extension):
+    """Extension whose ``initialize`` raises :class:`Boom`.
+
+    ``Trainer.run`` calls ``initialize`` outside its ``try``: the way out
+    that skips ``on_error`` and ``finalize``.
+    """
+
+    def initialize(self, trainer):
+        raise Boom('initialize')
+
+    def __call__(self, trainer):
+        pass
+
+
+def occurrences(summary):
+    """``{key: occurrence}`` of a ``TimerHook`` or ``TimedLinks`` summary."""
+    return {key: entry['occurrence'] for key, entry in summary.items()}
+
+
+class FakeComm:
+    """One rank of a ChainerMN communicator, in one process, without MPI.
+
+    The other ranks "sent" ``others`` (one object each, in rank order):
+    :meth:`gather_obj` on the root returns them with this rank's object at
+    its place.  ``gathered`` keeps what this rank gave.
+    """
+
+    def __init__(self, rank, others):
+        self.rank = rank
+        self.size = len(others) + 1
+        self.others = others
+        self.gathered = []
+
+    def gather_obj(self, obj, root=0):
+        self.gathered.append(obj)
+        if self.rank != root:
+            return None
+        per_rank = list(self.others)
+        per_rank.insert(self.rank, obj)
+        return per_rank

@@ -9,7 +9,7 @@ from chainer_hookext import _loop_entry
 from chainer_hookext import _modes
 from chainer_hookext import _paths
 from chainer_hookext import _registry
-from chainer_hookext.link_hooks import _scope_filter
+from chainer_hookext.extensions import _scope_filter
 from chainer_hookext.link_hooks import scoped_link_hook
 
 

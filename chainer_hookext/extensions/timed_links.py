@@ -1,23 +1,18 @@
+import collections
 import sys
 import warnings
 
 import chainer
-import numpy
-from chainer import serializer as serializer_module
 from chainer.training import extension
 
-from chainer_hookext import _comm_figures
-from chainer_hookext import _timing_table
-from chainer_hookext import _units
+from chainer_hookext.extensions import _gathered_figures
 from chainer_hookext.extensions import link_hook_extension
-from chainer_hookext.link_hooks import _timer_state
-from chainer_hookext.link_hooks import _timer_tree
 from chainer_hookext.link_hooks import timer
-
-
-# Fields of a summary entry kept in totals and baselines, in this order.
-_FIELDS = ('elapsed_time', 'self_time', 'occurrence', 'backward_time',
-           'backward_self_time')
+from chainer_hookext.link_hooks._timer import call_tree
+from chainer_hookext.link_hooks._timer import keys
+from chainer_hookext.link_hooks._timer import state
+from chainer_hookext.link_hooks._timer import table
+from chainer_hookext.link_hooks._timer import units
 
 
 class TimedLinks(link_hook_extension.LinkHookExtension):
@@ -110,9 +105,9 @@ class TimedLinks(link_hook_extension.LinkHookExtension):
                 raise TypeError(
                     '`TimedLinks({}={!r})` needs True or False.'.format(
                         arg, value))
-        _units.check_unit('TimedLinks', unit)
+        units.check_unit('TimedLinks', unit)
         if comm is not None:
-            _comm_figures.check_comm('TimedLinks', comm)
+            _gathered_figures.check_comm('TimedLinks', comm)
         elif local_report:
             raise ValueError(
                 '`TimedLinks(local_report=True)` needs `comm=`: without a '
@@ -128,111 +123,104 @@ class TimedLinks(link_hook_extension.LinkHookExtension):
         self.local_report = local_report
         self._names = []
         self._last_iteration = None
-        self._baseline = {}
-        self._base_calls = [0, 0]
+        self._baseline = {}  # {mode: {key: Entry}}, cumulative
+
+    @property
+    def _modes(self):
+        return ('train', 'eval') if self.validation else ('train',)
 
     def initialize(self, trainer):
         names = self.scope_link_names(trainer)
-        for name in names.values():
-            if name.endswith('/self'):
-                raise ValueError(
-                    'TimedLinks: the link {!r} is named `self`, so its key '
-                    '`time/{}` would collide with the self time of its '
-                    'parent; rename the link or leave it out with '
-                    '`links=`.'.format(name, name))
-            if self.backward and name.endswith('/backward'):
-                raise ValueError(
-                    'TimedLinks: the link {!r} is named `backward`, so its '
-                    'key `time/{}` would collide with the backward time of '
-                    'its parent; rename the link, leave it out with '
-                    '`links=`, or pass `backward=False`.'.format(name, name))
+        keys.check_link_names('TimedLinks', names.values(), self.backward,
+                              spread=self.comm is not None)
         super().initialize(trainer)
         optimizers = trainer.updater.get_all_optimizers()
-        # Paths from each optimizer's target; the first name wins, as in
-        # the reporter's names.
-        for key in sorted(optimizers, reverse=True):
-            self.hook.add_root(optimizers[key].target)
+        # Paths from each optimizer's target, under the optimizer's name
+        # when there are several; a link under two, the last (as Chainer's
+        # reporter names it).
+        for name, optimizer in optimizers.items():
+            self.hook.add_root(
+                optimizer.target, '/' if len(optimizers) == 1 else '/' + name)
         self._names = list(names.values())
-        if self._last_iteration is None:
-            self._last_iteration = trainer.updater.iteration
-            self._baseline, self._base_calls = self._totals()
+        last = self._last_iteration
+        if last is None or trainer.updater.iteration < last:  # a new run
+            self._start(trainer)
+
+    def _start(self, trainer):
+        self._last_iteration = trainer.updater.iteration
+        self._baseline = self._totals()
+
+    def _totals(self):
+        # One merge per mode: {mode: {key: Entry}}, cumulative.
+        return {mode: collections.OrderedDict(
+            (e.key, e) for e in self.hook.entries('name', mode))
+            for mode in self._modes}
 
     def __call__(self, trainer):
         iteration = trainer.updater.iteration
-        totals, calls = self._totals()
-        iterations = iteration - self._last_iteration
-        evaluations = calls[0] - self._base_calls[0]
-        tables = []
-        if iterations > 0:
-            tables.append(self._averages(
-                totals, True, iterations, 'time/',
-                'TimedLinks at iteration {}: seconds per training iteration, '
-                'averaged over {} iterations'.format(iteration, iterations)))
-        if self.validation and evaluations > 0:
-            tables.append(self._averages(
-                totals, False, evaluations, 'validation/time/',
-                'TimedLinks at iteration {}: seconds per evaluation call of '
-                'the model, averaged over {} calls'.format(
-                    iteration, evaluations)))
-        observation = {}
-        for _, values, _, _ in tables:
-            observation.update(values)
-        # With a communicator every rank gathers; rank 0 reports the summary,
-        # the other ranks their own figures only with local_report=True.
-        local = self.comm is None
-        if not local:
-            gathered = _comm_figures.report_gathered(
-                self.comm, observation, iteration,
-                self.unit if self.print_report else None,
-                backward=self.backward)
-            local = self.local_report and not gathered
-        if local:
-            chainer.report(observation)
-            if self.print_report:
-                for title, _, table, backward in tables:
-                    print(title, file=sys.stdout)
-                    _timing_table.print_tree_table(
-                        table, self.unit, sys.stdout, header='LinkName',
-                        backward=backward)
-        self._baseline, self._base_calls = totals, calls
+        totals = self._totals()
+        rows = {}
+        for mode in self._modes:
+            per = self._per(mode, totals[mode], iteration)
+            if per is not None:
+                rows[mode] = per
+        self._baseline = totals
         self._last_iteration = iteration
+        if self.comm is not None:
+            gathered = _gathered_figures.gather(
+                self.comm, {mode: entries for mode, (_, entries)
+                            in rows.items()}, self.backward)
+            if gathered is not None:
+                self._report_gathered(gathered, iteration)
+                return
+            if not self.local_report:
+                return
+        observation = {}
+        for mode, (_, entries) in rows.items():
+            for entry in entries:
+                observation.update(keys.figures(
+                    mode, entry, self.backward and mode == 'train'))
+        chainer.report(observation)
+        if self.print_report:
+            for mode, (n, entries) in rows.items():
+                print(_title(mode, iteration, n), file=sys.stdout)
+                table.print_tree_table(
+                    [e for e in entries if e.key != keys.OUTSIDE
+                     or e.backward_time > 0], self.unit, sys.stdout,
+                    header='LinkName',
+                    backward=self.backward and mode == 'train')
 
-    def _totals(self):
-        # ({(train, name): (elapsed, self, count, backward, backward self)},
-        #  [eval calls, train calls]); '(outside)' is a name here.
-        totals = {}
-        calls = []
-        for train, mode in ((False, 'eval'), (True, 'train')):
-            for name, entry in self.hook.summary('name', mode).items():
-                totals[train, name] = tuple(entry[field] for field in _FIELDS)
-            calls.append(self.hook.total_calls(mode))
-        return totals, calls
+    def _per(self, mode, now, iteration):
+        # (n, [Entry per iteration or per model call]) since the baseline,
+        # or None when nothing ran in the mode.
+        then = self._baseline.get(mode, {})
+        if mode == 'train':
+            n = iteration - self._last_iteration
+        else:
+            n = _model_calls(now) - _model_calls(then)
+        if n <= 0:
+            return None
+        names = list(self._names)
+        if mode == 'train' and self.backward:
+            names.append(keys.OUTSIDE)
+        entries = []
+        for key in names:
+            entries.append(_difference(key, now.get(key), then.get(key), n))
+        return n, entries
 
-    def _averages(self, totals, train, n, prefix, title):
-        # Figures per iteration (per call in evaluation) since the baseline.
-        backward = train and self.backward
-        values = {}
-        table = {}
-        zero = (0.0, 0.0, 0, 0.0, 0.0)
-        for name in self._names + [_timer_tree.OUTSIDE] * backward:
-            now = totals.get((train, name), zero)
-            then = self._baseline.get((train, name), zero)
-            entry = {field: max(a - b, 0) / n
-                     for field, a, b in zip(_FIELDS, now, then)}
-            entry['occurrence'] = now[2] - then[2]
-            key = prefix + name
-            if name == _timer_tree.OUTSIDE:
-                values[key + '/backward'] = entry['backward_time']
-                if entry['backward_time'] > 0:
-                    table[name] = entry
-                continue
-            values[key] = entry['elapsed_time']
-            values[key + '/self'] = entry['self_time']
-            if backward:
-                values[key + '/backward'] = entry['backward_time']
-                values[key + '/backward/self'] = entry['backward_self_time']
-            table[name] = entry
-        return title, values, table, backward
+    def _report_gathered(self, gathered, iteration):
+        observation = {}
+        for mode, rows in gathered.items():
+            for row in rows:
+                observation.update(_gathered_figures.figures(mode, row))
+        chainer.report(observation)
+        if self.print_report:
+            for mode, rows in gathered.items():
+                print(_title(mode, iteration, None, self.comm.size),
+                      file=sys.stdout)
+                table.print_spread_table(
+                    rows, self.unit, sys.stdout, header='LinkName',
+                    backward=self.backward and mode == 'train')
 
     def summary(self, by='path', mode='train'):
         """Returns the cumulative summary of the run, resumed parts included.
@@ -244,45 +232,68 @@ class TimedLinks(link_hook_extension.LinkHookExtension):
         return self.hook.summary(by=by, mode=mode)
 
     def serialize(self, serializer):
-        """Saves or restores the hook's state and the last report's baseline.
+        """Saves or restores the hook's figures and the last report's.
         """
-        if not isinstance(serializer, serializer_module.Deserializer):
-            self.hook.serialize(serializer['hook'])
-            keys = sorted(self._baseline)
-            serializer('last_iteration', -1 if self._last_iteration is None
-                       else self._last_iteration)
-            serializer('baseline_labels', _timer_state.encode_json(
-                [[train, name] for train, name in keys]))
-            serializer('baseline', numpy.asarray(
-                [self._baseline[key] for key in keys],
-                numpy.float64).reshape(-1, len(_FIELDS)))
-            serializer('baseline_calls', numpy.asarray(
-                self._base_calls, numpy.int64))
-            return
         try:
             self.hook.serialize(serializer['hook'])
-            last = int(serializer('last_iteration', None))
-            labels = _timer_state.decode_json(
-                serializer('baseline_labels', None))
-            values = numpy.asarray(serializer('baseline', None))
-            calls = serializer('baseline_calls', None)
+            self._serialize_baseline(serializer)
         except KeyError as e:
             warnings.warn(
                 '{}: the snapshot has no state for it ({}); it was probably '
                 'taken before this extension was added.  Timing starts '
                 'afresh.'.format(self.name or self.default_name, e),
                 RuntimeWarning)
+
+    def _serialize_baseline(self, serializer):
+        if not state.is_loading(serializer):
+            last = self._last_iteration
+            serializer('last_iteration', -1 if last is None else last)
+            rows = [e for totals in self._baseline.values()
+                    for e in totals.values()]
+            state.save_rows(serializer['baseline'], [
+                [mode, e.key, e.parent]
+                for mode, totals in self._baseline.items()
+                for e in totals.values()],
+                {f: [getattr(e, f) for e in rows]
+                 for f in call_tree.FIELDS})
+            return
+        last = int(serializer('last_iteration', -1))
+        rows = state.load_rows(serializer['baseline'], call_tree.FIELDS)
+        if rows is None:  # a non-strict deserializer
             return
         self._last_iteration = None if last < 0 else last
-        # Rows of 3 come from states saved before backward timing.
-        values = values.reshape(len(labels), values.size // max(
-            len(labels), 1))
-        self._baseline = {
-            (bool(train), name): (float(row[0]), float(row[1]), int(row[2]),
-                                  float(_get(row, 3)), float(_get(row, 4)))
-            for (train, name), row in zip(labels, values)}
-        self._base_calls = [int(c) for c in calls]
+        self._baseline = {}
+        for (mode, key, parent), values in rows:
+            values['occurrence'] = int(values['occurrence'])
+            self._baseline.setdefault(mode, collections.OrderedDict())[
+                key] = call_tree.Entry(key, parent, **values)
 
 
-def _get(row, i):
-    return row[i] if i < len(row) else 0.0
+def _model_calls(totals):
+    # Outermost calls: the top entries' calls.
+    return sum(e.occurrence for e in totals.values()
+               if e.parent is None and e.key != keys.OUTSIDE)
+
+
+def _difference(key, now, then, n):
+    # The entry of the calls since ``then``, its times divided by ``n``.
+    if now is None:
+        return call_tree.Entry(key, None, 0.0, 0.0, 0, 0.0, 0.0)
+    values = {}
+    for field in call_tree.FIELDS:
+        delta = getattr(now, field) - (0 if then is None else getattr(
+            then, field))
+        values[field] = delta if field == 'occurrence' else max(
+            delta, 0.0) / n
+    return call_tree.Entry(key, now.parent, **values)
+
+
+def _title(mode, iteration, n, workers=None):
+    what = ('seconds per training iteration' if mode == 'train' else
+            'seconds per evaluation call of the model')
+    if workers is not None:
+        return 'TimedLinks at iteration {}: {} over {} workers'.format(
+            iteration, what, workers)
+    count = 'iterations' if mode == 'train' else 'calls'
+    return 'TimedLinks at iteration {}: {}, averaged over {} {}'.format(
+        iteration, what, n, count)

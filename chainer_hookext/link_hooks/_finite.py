@@ -4,14 +4,14 @@
 NaN, 2 for Inf, 3 for both: a Python ``int`` for NumPy (checked at once), a
 0-dim ``int32`` device array for CuPy (one reduction kernel, no
 synchronisation), to be read later with
-:func:`chainer_hookext.link_hooks._output_hook.to_host`.
+:func:`chainer_hookext._arrays.to_host`.
 """
 
 import chainer
 import numpy
 from chainer import backend
 
-from chainer_hookext.link_hooks import _output_hook
+from chainer_hookext import _arrays
 
 
 KINDS = {1: 'NaN', 2: 'Inf', 3: 'NaN and Inf'}
@@ -48,7 +48,7 @@ def input_hint(args):
     """
     inputs = (('args', args.args), ('kwargs', args.kwargs))
     for prefix, value in inputs:
-        for keys, array in _output_hook.walk(value):
+        for keys, array in _arrays.walk(value):
             if (array.dtype.kind == 'f' and array.size
                     and int(code(array))):
                 return ('its input {}{} was already non-finite: look before '

@@ -3,6 +3,7 @@ import math
 import numpy
 from chainer import backend
 
+from chainer_hookext import _arrays
 from chainer_hookext.link_hooks import _output_hook
 
 
@@ -59,7 +60,7 @@ class ActivationStatisticsHook(_output_hook.OutputHook):
         self._acc = {}  # {key: [element count, [rows]]}
 
     def process(self, name, args):
-        for keys, array in _output_hook.walk(args.out):
+        for keys, array in _arrays.walk(args.out):
             if array.dtype.kind != 'f' or array.size == 0:
                 continue
             key = name + '/out'
@@ -81,7 +82,7 @@ class ActivationStatisticsHook(_output_hook.OutputHook):
             dict: ``{key: float}``, one device-to-host copy per device.
         """
         keys = list(self._acc)
-        rows = _output_hook.to_host([_fold(self._acc[k][1]) for k in keys])
+        rows = _arrays.to_host([_fold(self._acc[k][1]) for k in keys])
         values = {}
         for key, row in zip(keys, rows):
             total = self._acc[key][0]

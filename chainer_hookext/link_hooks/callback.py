@@ -1,9 +1,7 @@
-import chainer
-
-from chainer_hookext import _modes
+from chainer_hookext.link_hooks import scoped_link_hook
 
 
-class CallbackHook(chainer.LinkHook):
+class CallbackHook(scoped_link_hook.ScopedLinkHook):
     """Link hook built from two plain callables.
 
     For users who want a hook without subclassing :class:`chainer.LinkHook`.
@@ -11,6 +9,12 @@ class CallbackHook(chainer.LinkHook):
     :meth:`Link.forward() <chainer.Link.forward>` and
     ``posthook(link, args, kwargs, out)`` after it, where ``args`` and
     ``kwargs`` are the arguments of the forward call and ``out`` its result.
+
+    A :class:`~chainer_hookext.link_hooks.ScopedLinkHook`:
+    :class:`~chainer_hookext.LinkHookExtension` registers it directly and
+    scopes it to the model; its ``train`` / ``eval`` then narrow this hook's
+    own, never widen them (``CallbackHook(f, eval=False)`` never fires in
+    evaluation, whatever the extension's modes).
 
     Args:
         prehook (callable): Called before each forward, or ``None``.
@@ -49,20 +53,16 @@ class CallbackHook(chainer.LinkHook):
                 raise TypeError(
                     '`CallbackHook({}={!r})` is not callable: pass a '
                     'function or None.'.format(arg, value))
-        _modes.check_modes('CallbackHook', train, eval)
+        super().__init__(train=train, eval=eval)
         if name is not None:
             self.name = name
         self.prehook = prehook
         self.posthook = posthook
-        # None: fire in both modes; otherwise the mode to fire in.
-        self._mode = None if (train and eval) else bool(train)
 
     def forward_preprocess(self, args):
-        if self.prehook is not None and (
-                self._mode is None or self._mode == _modes.is_train()):
+        if self.prehook is not None and self.in_scope(args.link):
             self.prehook(args.link, args.args, args.kwargs)
 
     def forward_postprocess(self, args):
-        if self.posthook is not None and (
-                self._mode is None or self._mode == _modes.is_train()):
+        if self.posthook is not None and self.in_scope(args.link):
             self.posthook(args.link, args.args, args.kwargs, args.out)

@@ -3,9 +3,10 @@ import weakref
 
 import numpy
 
+from chainer_hookext import _arrays
 from chainer_hookext import _modes
-from chainer_hookext import _node_links
 from chainer_hookext.link_hooks import _finite
+from chainer_hookext.link_hooks import _node_tags
 from chainer_hookext.link_hooks import _output_hook
 from chainer_hookext.link_hooks import non_finite_error
 
@@ -93,17 +94,24 @@ class NonFiniteHook(_output_hook.OutputHook):
         self.counts = {}
         self._places = set()
         self._pending = []
-        self._grads = _GradientCheck(self) if backward else None
+        self._grads = None  # the gradient check, while registered
 
     def added(self, link):
         self.active.reset()
-        if self._grads is not None:
+        if not self.backward:
+            return
+        if self._grads is None:
+            self._grads = _node_tags.new_tagger(_GradientCheck, self)
+        else:
             self._grads.register()
 
     def deleted(self, link):
-        if self._grads is not None:
-            self._grads.unregister()
-            self._grads.prev = None
+        grads = self._grads
+        if grads is not None:
+            grads.unregister()
+            grads.prev = None
+            if not grads.registered:
+                self._grads = None
         self.active.reset()
         action, self.action = self.action, 'report'
         try:
@@ -116,7 +124,7 @@ class NonFiniteHook(_output_hook.OutputHook):
                           RuntimeWarning)
 
     def process(self, name, args):
-        for keys, array in _output_hook.walk(args.out):
+        for keys, array in _arrays.walk(args.out):
             if array.dtype.kind == 'f':
                 self._check(array, 'forward', name, (keys, args))
 
@@ -132,7 +140,7 @@ class NonFiniteHook(_output_hook.OutputHook):
             self._grads.prev = None
         found = []
         for code, record in zip(
-                _output_hook.to_host([c for c, _ in pending]), pending):
+                _arrays.to_host([c for c, _ in pending]), pending):
             if code:
                 found.append(self._found(int(code), record[1]))
         return found
@@ -173,7 +181,8 @@ class NonFiniteHook(_output_hook.OutputHook):
         prev = None if prev is None else prev()
         if prev is None:
             return name, iteration, phase, what, ''
-        links = self._grads.links_of(prev)
+        grads = self._grads
+        links = (None if grads is None else grads.tag_of(prev)) or ()
         hint = ('it was computed by the backward of the functions using '
                 'that output; the previous backward step was {} ({})'.format(
                     prev.label, 'link {!r}'.format(links[-1]) if links
@@ -198,17 +207,23 @@ class NonFiniteHook(_output_hook.OutputHook):
         return error
 
 
-class _GradientCheck(_node_links.NodeTagger):
-    # Tags nodes in forward; checks the gradients flowing into tagged nodes.
+class _GradientCheck(_node_tags.NodeTagger):
+    # Tags nodes with the running links' names; checks the gradients
+    # flowing into tagged nodes.
 
     def __init__(self, hook):
-        super().__init__(hook.active, name=hook.name)
+        super().__init__(hook.name)
         self.hook = hook
         self.prev = None  # weakref to the node of the last backward step
 
+    def forward_preprocess(self, function, in_data):
+        names = self.hook.active.names
+        if names:
+            function._chainer_hookext_tag = names
+
     def backward_preprocess(self, function, in_data, out_grad):
         prev, self.prev = self.prev, weakref.ref(function)
-        links = self.links_of(function)
+        links = self.tag_of(function) or ()
         if not links:
             return
         for i, grad in enumerate(out_grad):

@@ -14,32 +14,89 @@ class ScopedLinkHook(chainer.LinkHook):
     :class:`~chainer_hookext.LinkHookExtension` registers it directly instead
     of behind a filtering proxy (one Python call less per link call).
 
+    Modes come from two places: the hook's own ``train`` / ``eval`` (its
+    constructor's, both true by default) and the scope's (given to
+    :meth:`set_scope`; :class:`~chainer_hookext.LinkHookExtension` passes its
+    own ``train`` / ``eval``).  The rule: the hook acts only in the modes
+    that both allow; a scope narrows the hook's own choice, never widens it.
+    :meth:`set_scope` raises ``ValueError`` when the two share no mode.
+
     Subclasses read :attr:`link_names` (``None``: every link) and
     :attr:`mode` (``None``: both modes; ``True``: training only; ``False``:
-    evaluation only) in their hot path.
+    evaluation only) in their hot path, or call :meth:`in_scope`.
+
+    Args:
+        train (bool): Act while ``chainer.config.train`` is true.
+        eval (bool): Act while ``chainer.config.train`` is false.
 
     Attributes:
         link_names (dict): ``{id(link): name}`` of the links in scope, or
             ``None`` for every link.
-        mode: ``None``, ``True`` or ``False`` as above.
+        mode: ``None``, ``True`` or ``False`` as above: the modes the hook
+            acts in, its own and the scope's combined by the rule.
+        own_modes (Modes): The hook's own ``(train, eval)``.
+        scope_modes (Modes): The ``(train, eval)`` of the last
+            :meth:`set_scope`; both true before any.
+
+    .. admonition:: Example
+
+        >>> from chainer_hookext import CallbackHook
+        >>> hook = CallbackHook(print, train=False)  # evaluation only
+        >>> hook.set_scope(None, train=True, eval=True)
+        >>> hook.mode  # still evaluation only
+        False
+        >>> hook.set_scope(None, train=True, eval=False)
+        Traceback (most recent call last):
+        ...
+        ValueError: `CallbackHook.set_scope(train=True, eval=False)` leaves \
+no mode to act in: ...
     """
 
     name = 'ScopedLinkHook'
     link_names = None
     mode = None
+    own_modes = _modes.Modes(True, True)
+    scope_modes = _modes.Modes(True, True)
+
+    def __init__(self, *, train=True, eval=True):
+        _modes.check_modes(type(self).__name__, train, eval)
+        self.own_modes = _modes.Modes(bool(train), bool(eval))
+        self.mode = _combined_mode(self.own_modes, self.scope_modes)
 
     def set_scope(self, link_names=None, train=True, eval=True):
         """Sets the links and modes this hook acts on.
 
+        The modes narrow the hook's own (see the class); the hook keeps its
+        own modes, so a later call may widen the scope back up to them.
+
         Args:
             link_names (dict): ``{id(link): name}`` of the links to act on,
                 or ``None`` for every link.
-            train (bool): Act while ``chainer.config.train`` is true.
-            eval (bool): Act while ``chainer.config.train`` is false.
+            train (bool): Allow acting while ``chainer.config.train`` is
+                true.
+            eval (bool): Allow acting while ``chainer.config.train`` is
+                false.
+
+        Raises:
+            ValueError: When ``train`` and ``eval`` are both false, or allow
+                no mode of the hook's own.
         """
-        _modes.check_modes(type(self).__name__ + '.set_scope', train, eval)
+        call = type(self).__name__ + '.set_scope'
+        _modes.check_modes(call, train, eval)
+        scope = _modes.Modes(bool(train), bool(eval))
+        mode = _combined_mode(self.own_modes, scope)
+        if mode is _NO_MODE:
+            own = self.own_modes
+            raise ValueError(
+                '`{}(train={!r}, eval={!r})` leaves no mode to act in: the '
+                'hook itself acts only with train={!r}, eval={!r}, and a '
+                'scope narrows those modes, never widens them.  Allow a mode '
+                'the hook allows (e.g. in LinkHookExtension), or make the '
+                'hook with the modes wanted.'.format(
+                    call, train, eval, own.train, own.eval))
         self.link_names = None if link_names is None else dict(link_names)
-        self.mode = None if (train and eval) else bool(train)
+        self.scope_modes = scope
+        self.mode = mode
 
     def in_scope(self, link):
         """Returns whether ``link`` is in scope in the current mode."""
@@ -48,3 +105,17 @@ class ScopedLinkHook(chainer.LinkHook):
             return False
         mode = self.mode
         return mode is None or mode == _modes.is_train()
+
+
+_NO_MODE = object()
+
+
+def _combined_mode(own, scope):
+    # The rule of the class docstring, as the value of ``mode``.
+    train = own.train and scope.train
+    eval = own.eval and scope.eval
+    if train and eval:
+        return None
+    if train or eval:
+        return train
+    return _NO_MODE

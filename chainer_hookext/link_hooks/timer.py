@@ -1,15 +1,25 @@
+import collections
 import sys
+import threading
 
 import chainer
 
-from chainer_hookext import _timing_table
-from chainer_hookext import _units
-from chainer_hookext.link_hooks import _timer_stack
-from chainer_hookext.link_hooks import _timer_state
-from chainer_hookext.link_hooks import _timer_tree
+from chainer_hookext.link_hooks import _node_tags
+from chainer_hookext.link_hooks import scoped_link_hook
+from chainer_hookext.link_hooks._timer import backward as backward_module
+from chainer_hookext.link_hooks._timer import call_stack
+from chainer_hookext.link_hooks._timer import call_tree
+from chainer_hookext.link_hooks._timer import keys
+from chainer_hookext.link_hooks._timer import state
+from chainer_hookext.link_hooks._timer import table
+from chainer_hookext.link_hooks._timer import units
 
 
-class TimerHook(_timer_stack.TimerStack):
+_BY = {'path': 'path', 'name': 'name', 'class': 'class_name'}
+_MODES = {None: ('train', 'eval'), 'train': ('train',), 'eval': ('eval',)}
+
+
+class TimerHook(scoped_link_hook.ScopedLinkHook):
     """Link hook timing :meth:`Link.forward() <chainer.Link.forward>` per link.
 
     A drop-in for :class:`chainer.link_hooks.TimerHook`: ``name``,
@@ -21,53 +31,35 @@ class TimerHook(_timer_stack.TimerStack):
       :meth:`Link.namedlinks() <chainer.Link.namedlinks>` spells it
       (``'/'``, ``'/predictor'``, ``'/predictor/l1'``) and adds
       ``self_time``: time in the link minus time in its child links, so that
-      self times add up to :meth:`total_time`.  ``print_report(by='path')``
-      prints it as an indented tree.
-    * Memory is bounded by the number of call paths (one record per link
-      and caller), never by the number of calls: nothing is appended per
-      call.
+      self times add up to :meth:`total_time`.  Distinct links have
+      distinct paths: a second root is ``'/#2'``.  A link that calls itself
+      counts its outermost call in inclusive times.
+    * Memory is bounded by the number of call paths, never by the number of
+      calls; links created inside a forward are not kept.
     * Links on a GPU are timed with CUDA events resolved when a summary is
       asked for; no device synchronisation per link call.
-    * Exception safe: Chainer calls no ``forward_postprocess`` for a
-      forward that raises.  The hook ends such calls at the next call made
-      from outside them (it checks the ``Link.__call__`` frames still
-      running), or at the next report, and counts each with the time up to
+    * Exception safe: a forward that raises is counted with the time up to
       its last timed event; later calls are timed as if nothing happened.
-    * Training and evaluation calls are kept apart (``mode=`` of
-      :meth:`summary`), and :meth:`set_scope` restricts timing to some links
-      and modes, as :class:`~chainer_hookext.TimedLinks` does.
+    * Training and evaluation calls are kept apart (``mode=``), and
+      :meth:`set_scope` restricts timing to some links and modes.
     * :meth:`serialize` saves and restores all accumulated state.
-    * With ``backward=True``, backward time per link: a function hook,
-      registered and unregistered with this hook, tags each function node
-      created in a timed link's forward with the innermost timed call, and
-      charges the node's backward step to it.  ``summary(by='path')`` then
-      has ``backward_self_time`` (the link's own nodes) and
-      ``backward_time`` (its sub-tree's), the tree table has their columns,
-      and backward steps of nodes created outside every timed link (e.g. a
-      loss computed outside the model) are summarized under the key
-      ``'(outside)'`` rather than lost.  The self times add up to
-      :meth:`total_backward_time`.
+    * With ``backward=True``, backward time per link: each function node
+      created in a timed link's forward is charged its backward step.
+      Summaries by path or name then have ``backward_self_time`` and
+      ``backward_time`` (the sub-tree's), and steps of nodes created
+      outside every timed link are summarized under ``'(outside)'``.  The
+      forward that ``F.forget`` repeats in backward is backward time of the
+      link that called ``F.forget``, not forward time.
 
-    Paths come from ``namedlinks()`` of the outermost link timed (the root of
-    each call), or of the links given to :meth:`add_root`.  A link called
-    inside another but not its descendant gets a path under its caller,
-    e.g. ``'/predictor/<Linear>'``.  Between registrations the hook keeps no
-    reference to any link.
-
-    .. note::
-
-       The training mode is read once per outermost timed call, so a
-       ``using_config('train', ...)`` inside a model's forward does not
-       split its calls.  After a forward raised, a call of one of the
-       raising link's own children made before any other call (e.g.
-       ``model.predictor.l1(x)`` right after ``predictor`` itself raised)
-       is still taken as part of the failed call.
+    Reading figures (:meth:`summary`, :meth:`print_report` ...) from another
+    thread while the timed thread runs is safe: it gives the calls ended so
+    far (on a GPU, those resolved so far).
 
     Args:
         name (str): Name of the hook; ``'TimerHook'`` by default.
         backward (bool): Also time backward per link.  Off by default, so
-            that the hook costs what Chainer's does, and nothing in function
-            calls; :class:`~chainer_hookext.TimedLinks` turns it on.
+            that the hook costs nothing in function calls;
+            :class:`~chainer_hookext.TimedLinks` turns it on.
 
     .. admonition:: Example
 
@@ -103,7 +95,7 @@ class TimerHook(_timer_stack.TimerStack):
     """
 
     name = 'TimerHook'
-    table = dict(_units.FACTORS)
+    table = dict(units.FACTORS)
 
     def __init__(self, *, name=None, backward=False):
         if name is not None:
@@ -117,54 +109,102 @@ class TimerHook(_timer_stack.TimerStack):
                 '`TimerHook(backward={!r})` needs True or False.'.format(
                     backward))
         self.backward = backward
-        super().__init__(self.name + '_backward')
+        self._calls = call_stack.CallStack(self)
+        self._calls.on_device_change = self._device_changed
+        self._stored = {mode: call_tree.CallRecord() for mode in _MODES[None]}
+        self._backward_timer = None
 
+    # -- registration --------------------------------------------------------
     def added(self, link):
-        """Registers the backward timer (``backward=True``) in the thread."""
-        if self.backward:
-            self._add_backward()
+        """Starts timing in the calling thread (and backward, if asked)."""
+        self._calls.thread = threading.get_ident()
+        if not self.backward:
+            return
+        if self._backward_timer is None:
+            self._backward_timer = _node_tags.new_tagger(
+                backward_module.BackwardTimer, self._calls,
+                self.name + '_backward')
+            if self._calls.gpu:
+                self._backward_timer.use_gpu(True)
+        else:
+            self._backward_timer.register()
 
     def deleted(self, link):
-        """Keeps the state, and lets go of every link it referred to.
-
-        The backward timer is unregistered with the hook.
-        """
-        self._remove_backward()
-        self._retire()
+        """Keeps the figures, and lets go of every link it referred to."""
+        timer = self._backward_timer
+        if timer is not None:
+            timer.unregister()
+            if not timer.registered:
+                timer.resolve()
+                self._backward_timer = None
+        self._calls.store(self._stored)
+        self._calls.thread = None
 
     def set_scope(self, link_names=None, train=True, eval=True):
         """Sets the links and modes to time, as in :class:`ScopedLinkHook`.
 
-        The state timed so far is kept; later calls are named by the new
-        scope.
+        The figures so far are kept; later calls are named by the new scope.
         """
-        self._retire(keep_paths=True)
+        self._calls.store(self._stored, forget_paths=False)
         super().set_scope(link_names, train=train, eval=eval)
+        self._calls.link_names = self.link_names
+        self._calls.mode = self.mode
 
-    def add_root(self, link):
+    def add_root(self, link, path='/'):
         """Takes the paths of ``link`` and its descendants from ``link``.
 
-        By default a path is taken from the outermost link of the first call
-        that reaches the link; call this before timing to measure paths from
-        a given root instead (:class:`~chainer_hookext.TimedLinks` passes
-        the optimizers' targets).  The hook refers to ``link`` until it is
-        next unregistered.
+        By default paths are taken from the outermost link of each call;
+        call this before timing to give a root and its path instead
+        (:class:`~chainer_hookext.TimedLinks` passes the optimizers'
+        targets).  The hook refers to ``link`` until it is next removed.
 
         Args:
-            link (~chainer.Link): Root of the paths, spelled ``'/'``.
+            link (~chainer.Link): The root.
+            path (str): Its path, ``'/'`` by default; made unique
+                (``'/#2'``) when another root has it.
         """
         if not isinstance(link, chainer.Link):
             raise TypeError(
                 '`TimerHook.add_root(link={!r})` needs a chainer.Link, e.g. '
                 'the model.'.format(link))
-        self._index(link, '', override=True)
+        if not isinstance(path, str) or not path.startswith('/'):
+            raise ValueError(
+                "`TimerHook.add_root(path={!r})` needs a path starting with "
+                "'/', e.g. '/' or '/gen'.".format(path))
+        self._calls.paths.add_root(link, path)
 
+    def _device_changed(self, gpu):
+        if self._backward_timer is not None:
+            self._backward_timer.use_gpu(gpu)
+
+    # -- figures -------------------------------------------------------------
     def flush(self):
         """Ends the calls left open by exceptions and resolves CUDA events.
 
-        :meth:`summary` and the other reports call it.
+        The figures call it; from another thread than the timed one it does
+        nothing.
         """
-        self._merged(())
+        calls = self._calls
+        if calls.thread not in (None, threading.get_ident()):
+            return
+        calls.flush()
+        if self._backward_timer is not None:
+            self._backward_timer.resolve()
+
+    def _merged(self, call, mode):
+        if mode not in _MODES:
+            raise ValueError(
+                "`{}(mode={!r})` is not a mode: use 'train', 'eval' or None "
+                '(both).'.format(call, mode))
+        self.flush()
+        root = call_tree.CallRecord()
+        for m in _MODES[mode]:
+            call_tree.merge(self._stored[m], root)
+            call_tree.merge(self._calls.trees[m], root)
+        return root
+
+    def _outside(self, mode):
+        return sum(self._calls.outside[m].backward for m in _MODES[mode])
 
     def total_time(self, mode=None):
         """Returns the seconds spent in outermost timed calls.
@@ -172,59 +212,72 @@ class TimerHook(_timer_stack.TimerStack):
         Args:
             mode (str): ``'train'``, ``'eval'`` or ``None`` (both).
         """
-        root = self._merged(_trains('TimerHook.total_time', mode))
-        return sum(node.elapsed for node in root.children.values())
+        root = self._merged('TimerHook.total_time', mode)
+        return sum(r.elapsed for r in root.children.values())
+
+    def total_calls(self, mode=None):
+        """Returns the number of outermost timed calls (see total_time)."""
+        root = self._merged('TimerHook.total_calls', mode)
+        return sum(r.count for r in root.children.values())
 
     def total_backward_time(self, mode=None):
         """Returns the seconds of the backward steps timed.
 
-        The sum of every backward self time, ``'(outside)'`` included; 0
-        without ``backward=True``.
-
-        Args:
-            mode (str): ``'train'``, ``'eval'`` or ``None`` (both).
+        Every backward self time, ``'(outside)'`` included; 0 without
+        ``backward=True``.
         """
-        trains = _trains('TimerHook.total_backward_time', mode)
-        root = self._merged(trains)
-        return sum(node.backward for _, node, _ in _timer_tree.walk(root)) + (
-            sum(self._outside[train].backward for train in trains))
+        root = self._merged('TimerHook.total_backward_time', mode)
+        return sum(r.backward for _, r in call_tree.walk(root)) + (
+            self._outside(mode))
 
-    def total_calls(self, mode=None):
-        """Returns the number of outermost timed calls (see total_time)."""
-        root = self._merged(_trains('TimerHook.total_calls', mode))
-        return sum(node.count for node in root.children.values())
+    def entries(self, by='path', mode=None):
+        """Returns the summary as :class:`~.call_tree.Entry` rows.
+
+        The structured form of :meth:`summary`: named tuples with ``key``,
+        ``parent`` (the key of the first caller), ``elapsed_time``,
+        ``self_time``, ``occurrence``, ``backward_time`` and
+        ``backward_self_time``.
+        """
+        if by not in _BY:
+            raise ValueError(
+                "`TimerHook.summary(by={!r})` is not supported: use 'class', "
+                "'path' or 'name'.".format(by))
+        root = self._merged('TimerHook.summary', mode)
+        if by == 'class':
+            return call_tree.class_entries(root)
+        rows = call_tree.entries(root, _BY[by])
+        outside = self._outside(mode)
+        if outside > 0:
+            rows.append(call_tree.Entry(
+                keys.OUTSIDE, None, 0.0, 0.0, 0, outside, outside))
+        return rows
 
     def summary(self, by='class', mode=None):
         """Returns a summary of the times of links.
 
         Args:
-            by (str): ``'class'`` (keys are class names, as Chainer's
-                ``TimerHook``), ``'path'`` (link paths, parents first) or
-                ``'name'`` (the names given by :meth:`set_scope`, e.g.
-                ``'main/predictor/l1'``; paths when there is no scope).
+            by (str): ``'class'`` (class names, as Chainer's ``TimerHook``),
+                ``'path'`` (link paths) or ``'name'`` (the names given by
+                :meth:`set_scope`, e.g. ``'main/predictor/l1'``; paths when
+                there is no scope).
             mode (str): ``'train'``, ``'eval'`` or ``None`` (both).
 
         Returns:
             collections.OrderedDict: ``{key: {'elapsed_time': seconds,
-            'self_time': seconds, 'occurrence': calls}}``; empty when
-            nothing was timed.  Classes come in the order Chainer's hook
-            gives (first return), paths and names in order of first call.
-            Paths and names also have ``'backward_time'`` and
-            ``'backward_self_time'`` (0 without ``backward=True``), and
-            the last key is ``'(outside)'`` when backward steps of nodes
-            created outside the timed links were timed.
+            'self_time': seconds, 'occurrence': calls}}``, classes in order
+            of first return as Chainer's hook gives them, paths and names
+            in order of first call, with ``'backward_time'`` and
+            ``'backward_self_time'`` too; the last key is ``'(outside)'``
+            when backward steps of nodes created outside the timed links
+            were timed.
         """
-        if by not in _timer_tree.KEYS:
-            raise ValueError(
-                "`TimerHook.summary(by={!r})` is not supported: use 'class', "
-                "'path' or 'name'.".format(by))
-        trains = _trains('TimerHook.summary', mode)
-        summary = _timer_tree.summarize(self._merged(trains), by)
-        outside = sum(self._outside[train].backward for train in trains)
-        if by != 'class' and outside > 0:
-            summary[_timer_tree.OUTSIDE] = {
-                'elapsed_time': 0.0, 'self_time': 0.0, 'occurrence': 0,
-                'backward_time': outside, 'backward_self_time': outside}
+        summary = collections.OrderedDict()
+        for entry in self.entries(by, mode):
+            fields = entry._asdict()
+            del fields['key'], fields['parent']
+            if by == 'class':
+                del fields['backward_time'], fields['backward_self_time']
+            summary[entry.key] = fields
         return summary
 
     def print_report(self, unit='auto', file=None, *, by='class', mode=None):
@@ -236,43 +289,69 @@ class TimerHook(_timer_stack.TimerStack):
                 ``'auto_foreach'`` (a unit for each time).
             file: Stream to write to; ``sys.stdout`` by default.
             by (str): ``'class'`` prints Chainer's table; ``'path'`` and
-                ``'name'`` print an indented tree with self times, and
-                backward times with ``backward=True``.
+                ``'name'`` an indented tree with self times, and backward
+                times with ``backward=True``.
             mode (str): ``'train'``, ``'eval'`` or ``None`` (both).
         """
-        _units.check_unit('TimerHook.print_report', unit)
-        summary = self.summary(by=by, mode=mode)
+        units.check_unit('TimerHook.print_report', unit)
+        entries = self.entries(by=by, mode=mode)
         file = sys.stdout if file is None else file
         if by == 'class':
-            _timing_table.print_class_table(summary, unit, file)
+            table.print_class_table(entries, unit, file)
         else:
             header = 'LinkPath' if by == 'path' else 'LinkName'
-            _timing_table.print_tree_table(
-                summary, unit, file, header, backward=self.backward)
+            table.print_tree_table(
+                entries, unit, file, header, backward=self.backward)
 
+    # -- snapshots -----------------------------------------------------------
     def serialize(self, serializer):
         """Saves or restores all accumulated times and counts.
 
-        Loading replaces the hook's state.
+        Loading replaces the hook's figures.
         """
-        if not _timer_state.is_loading(serializer):
-            roots = [self._merged((train,)) for train in (False, True)]
-            _timer_state.save(serializer, roots, self._outside)
+        fields = ('elapsed_time', 'occurrence', 'backward_time')
+        if not state.is_loading(serializer):
+            labels, columns = [], {f: [] for f in fields}
+            for mode in _MODES[None]:
+                for depth, rec in call_tree.walk(self._merged(None, mode)):
+                    labels.append([mode, depth] + list(rec.labels))
+                    for field, value in zip(fields, (
+                            rec.elapsed, rec.count, rec.backward)):
+                        columns[field].append(value)
+            state.save_rows(serializer['calls'], labels, columns)
+            state.save_rows(serializer['outside'], list(_MODES[None]), {
+                'backward_time': [self._outside(m) for m in _MODES[None]]})
             return
-        state = _timer_state.load(serializer)
-        if state is None:  # a non-strict deserializer without our state
+        calls = state.load_rows(serializer['calls'], fields)
+        outside = state.load_rows(serializer['outside'], ('backward_time',))
+        if calls is None or outside is None:  # a non-strict deserializer
             return
-        self._retire(keep_state=False, keep_paths=True)
-        self._base, outside = state
-        for rec, seconds in zip(self._outside, outside):
-            rec.backward = seconds
+        self._calls.store(
+            {m: call_tree.CallRecord() for m in _MODES[None]},
+            forget_paths=False)
+        self._stored = _trees_from_rows(calls)
+        for mode, values in outside:
+            self._calls.outside[mode].backward = values['backward_time']
 
 
-def _trains(call, mode):
-    if mode is None:
-        return False, True
-    if mode in ('train', 'eval'):
-        return (mode == 'train',)
-    raise ValueError(
-        "`{}(mode={!r})` is not a mode: use 'train', 'eval' or None "
-        '(both).'.format(call, mode))
+def _trees_from_rows(rows):
+    # Inverse of the pre-order rows that serialize saves.
+    roots = {mode: call_tree.CallRecord() for mode in _MODES[None]}
+    stack, current = [], None
+    for (mode, depth, *labels), values in rows:
+        if mode != current:
+            stack, current = [], mode
+        if mode not in roots or not 0 <= depth <= len(stack):
+            raise ValueError(
+                'TimerHook.serialize: bad row {!r} in the saved state.'.format(
+                    [mode, depth] + labels))
+        del stack[depth:]
+        parent = stack[-1] if stack else roots[mode]
+        labels = call_tree.Labels(*labels)
+        rec = parent.children[labels] = call_tree.CallRecord(
+            labels, labels=labels)
+        rec.elapsed = values['elapsed_time']
+        rec.count = int(values['occurrence'])
+        rec.backward = values['backward_time']
+        stack.append(rec)
+    return roots

@@ -17,6 +17,9 @@ import pytest
 
 
 WORKERS = os.path.join(os.path.dirname(__file__), 'workers')
+# The worker scripts run under mpiexec, never in the test process: importing
+# them (as --doctest-modules would) installs their fake clock here.
+collect_ignore = ['workers']
 # Seconds one mpiexec run may take before the test fails (a collective that
 # never completes would otherwise hang the suite).
 TIMEOUT = 120
@@ -42,26 +45,17 @@ def _launcher():
     return command
 
 
-def check_mpi(missing, environ):
-    """Skips, or fails when the user asked for MPI, if anything is missing.
-
-    Args:
-        missing (list of str): What :func:`_missing` found missing.
-        environ (dict): The environment; ``CHAINER_HOOKEXT_REQUIRE_MPI=1``
-            asks for the MPI tests.
-    """
-    if not missing:
-        return
-    reason = 'MPI is needed: missing ' + ' and '.join(missing)
-    if environ.get('CHAINER_HOOKEXT_REQUIRE_MPI') == '1':
-        pytest.fail(reason + ' (CHAINER_HOOKEXT_REQUIRE_MPI=1 asks for the '
-                    'MPI tests; `make mpi` installs both)', pytrace=False)
-    pytest.skip(reason + ' (`make mpi` installs both)')
-
-
 @pytest.fixture(scope='session')
 def mpi_launcher():
-    check_mpi(_missing(), os.environ)
+    """The ``mpiexec`` command; without MPI, skips or fails (see above)."""
+    missing = _missing()
+    if missing:
+        reason = 'MPI is needed: missing ' + ' and '.join(missing)
+        if os.environ.get('CHAINER_HOOKEXT_REQUIRE_MPI') == '1':
+            pytest.fail(reason + ' (CHAINER_HOOKEXT_REQUIRE_MPI=1 asks for '
+                        'the MPI tests; `make mpi` installs both)',
+                        pytrace=False)
+        pytest.skip(reason + ' (`make mpi` installs both)')
     return _launcher()
 
 

@@ -76,12 +76,6 @@ def test_forward_only(tmp_path):
     assert summary['/']['occurrence'] == 3
 
 
-def test_bad_dataset_is_refused(tmp_path):
-    proc = run(tmp_path, '--dataset', 'cifar')
-    assert proc.returncode == 2
-    assert "invalid choice: 'cifar'" in proc.stderr
-
-
 @pytest.mark.slow
 def test_killed_run_resumes_where_it_stopped(tmp_path):
     out = tmp_path / 'killed'

@@ -9,8 +9,13 @@ from chainer.link_hooks import TimerHook
 from chainer.training import extensions
 
 from chainer_hookext import CallbackHook
+from chainer_hookext import CaptureOutputsHook
 from chainer_hookext import LinkHookExtension
+from tests.conftest import Boom
+from tests.conftest import FailingInit
 from tests.conftest import MLP
+from tests.conftest import make_dataset
+from tests.conftest import raise_boom
 from tests.conftest import registered_hooks
 
 
@@ -162,14 +167,6 @@ def test_user_global_hook_with_same_name_is_kept(trainer_factory):
     assert_released(hook, trainer)
 
 
-class Boom(Exception):
-    pass
-
-
-def raise_boom(*args, **kwargs):
-    raise Boom('boom')
-
-
 def test_release_on_forward_exception(trainer_factory):
     trainer = trainer_factory()
     hook = RecordingHook()
@@ -223,14 +220,6 @@ def test_release_on_keyboard_interrupt(trainer_factory):
 def test_release_when_other_initialize_raises(trainer_factory, priority):
     trainer = trainer_factory()
     hook = RecordingHook()
-
-    class FailingInit(training.Extension):
-        def initialize(self, trainer):
-            raise Boom('initialize')
-
-        def __call__(self, trainer):
-            pass
-
     trainer.extend(LinkHookExtension(hook))
     trainer.extend(FailingInit(), priority=priority)
     with pytest.raises(Boom):
@@ -428,3 +417,89 @@ def test_callback_hook_in_extension(trainer_factory):
         trainer.updater.get_optimizer('main').target.predictor.l2,)))
     trainer.run()
     assert seen == [('l2', (8, 3))] * 4
+
+
+# -- hooks that filter by themselves (ScopedLinkHook) ----------------------
+
+def test_scoped_hook_is_registered_itself(trainer_factory):
+    trainer = trainer_factory()
+    hook = CallbackHook(lambda link, args, kwargs: None)
+    ext = LinkHookExtension(hook)
+    registered = []
+
+    @training.make_extension(trigger=(1, 'iteration'))
+    def look(trainer):
+        registered.append((ext.registered_name,
+                           list(chainer._get_link_hooks().values())))
+
+    trainer.extend(ext)
+    trainer.extend(look)
+    trainer.run()
+    assert registered == [('CallbackHook', [hook])] * 4
+    assert ext.registered_name is None
+    assert chainer._get_link_hooks() == {}
+
+
+def test_plain_hook_is_registered_behind_a_proxy(trainer_factory):
+    trainer = trainer_factory()
+    hook = RecordingHook()
+    ext = LinkHookExtension(hook)
+    registered = []
+
+    @training.make_extension(trigger=(1, 'iteration'))
+    def look(trainer):
+        registered.extend(chainer._get_link_hooks().items())
+
+    trainer.extend(ext)
+    trainer.extend(look)
+    trainer.run()
+    assert [name for name, _ in registered] == ['RecordingHook'] * 4
+    assert all(proxy is not hook for _, proxy in registered)
+    assert len(hook.calls) == 16
+
+
+@pytest.mark.parametrize('own,scope,expected', [
+    ((True, True), (True, False), {True}),
+    ((True, True), (False, True), {False}),
+    ((True, False), (True, True), {True}),
+    ((False, True), (True, True), {False}),
+    ((False, True), (False, True), {False}),
+])
+def test_extension_modes_narrow_the_hooks_own(
+        trainer_factory, own, scope, expected):
+    trainer = trainer_factory(evaluator=True)
+    modes = set()
+    hook = CallbackHook(
+        prehook=lambda link, args, kwargs: modes.add(chainer.config.train),
+        train=own[0], eval=own[1])
+    trainer.extend(LinkHookExtension(hook, train=scope[0], eval=scope[1]))
+    trainer.run()
+    assert modes == expected
+
+
+def test_no_mode_in_common_is_refused(trainer_factory):
+    trainer = trainer_factory()
+    hook = CallbackHook(print, train=False)
+    trainer.extend(LinkHookExtension(hook, eval=False))
+    with pytest.raises(ValueError, match=re.escape(
+            '`CallbackHook.set_scope(train=True, eval=False)` leaves no '
+            'mode')):
+        trainer.run()
+    assert registered_hooks(trainer.updater.get_optimizer('main').target) \
+        == []
+
+
+def test_debug_hook_keeps_its_own_modes(trainer_factory):
+    # CaptureOutputsHook captures in training mode only by default; the
+    # extension's default (both modes) does not widen that.
+    trainer = trainer_factory()
+    model = trainer.updater.get_optimizer('main').target
+    hook = CaptureOutputsHook()
+    trainer.extend(LinkHookExtension(hook, links=model.predictor.l2))
+    eval_batches = chainer.iterators.SerialIterator(
+        make_dataset(5), 5, repeat=False, shuffle=False)
+    trainer.extend(extensions.Evaluator(eval_batches, model),
+                   trigger=(4, 'iteration'))
+    trainer.run()
+    # The training batches hold 8 examples, the evaluation batch 5.
+    assert hook.outputs['main/predictor/l2'].shape == (8, 3)

@@ -265,7 +265,8 @@ class SelfNamed(chainer.Chain):
 def test_link_named_self_is_refused(trainer_factory):
     trainer = trainer_factory(model=L.Classifier(SelfNamed()))
     trainer.extend(TimedLinks())
-    with pytest.raises(ValueError, match="'main/predictor/self' is named"):
+    with pytest.raises(ValueError, match="'main/predictor/self' would report "
+                       "`time/main/predictor/self`, the self time"):
         trainer.run()
 
 

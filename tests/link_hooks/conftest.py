@@ -1,7 +1,7 @@
 import pytest
 
-from chainer_hookext.link_hooks import _cuda_timing
-from chainer_hookext.link_hooks import _timer_stack
+from chainer_hookext.link_hooks._timer import call_stack
+from chainer_hookext.link_hooks._timer import cuda_events
 
 
 class FakeEvent(object):
@@ -15,9 +15,7 @@ class FakeEvent(object):
 def fake_cuda(monkeypatch, clock):
     """Drives the CUDA-event code paths on the CPU with the fake clock.
 
-    Each test module defines its own ``clock`` fixture (which clocks it
-    fakes); the events are recorded at its time.  Returns the list of the
-    ``(start, stop)`` pairs resolved so far.
+    Returns the list of the ``(start, stop)`` pairs resolved so far.
     """
     resolved = []
 
@@ -25,8 +23,8 @@ def fake_cuda(monkeypatch, clock):
         resolved.append((start, stop))
         return stop.seconds - start.seconds
 
-    monkeypatch.setattr(_cuda_timing, 'is_gpu', lambda link: True)
-    monkeypatch.setattr(_cuda_timing, 'record_event',
-                        lambda: FakeEvent(_timer_stack._perf_counter()))
-    monkeypatch.setattr(_cuda_timing, 'elapsed', elapsed)
+    monkeypatch.setattr(cuda_events, 'is_gpu', lambda link: True)
+    monkeypatch.setattr(cuda_events, 'record_event',
+                        lambda: FakeEvent(call_stack._perf_counter()))
+    monkeypatch.setattr(cuda_events, 'elapsed', elapsed)
     return resolved

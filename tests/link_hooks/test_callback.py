@@ -4,6 +4,8 @@ import numpy
 import pytest
 
 from chainer_hookext import CallbackHook
+from chainer_hookext import ScopedLinkHook
+from tests.conftest import MLP
 
 
 def call(link, train=True):
@@ -23,16 +25,20 @@ def test_prehook_and_posthook_get_link_args_and_out():
     assert out.shape == (2, 4)
 
 
+@pytest.mark.parametrize('scoped', [False, True])
 @pytest.mark.parametrize('train,eval,fired', [
     (True, True, [True, False]),
     (True, False, [True]),
     (False, True, [False]),
 ])
-def test_mode_gating(train, eval, fired):
+def test_mode_gating(train, eval, fired, scoped):
     modes = []
     hook = CallbackHook(
         prehook=lambda lk, a, k: modes.append(chainer.config.train),
         train=train, eval=eval)
+    if scoped:
+        # A scope in both modes narrows the hook's own, never widens them.
+        hook.set_scope(None, train=True, eval=True)
     link = L.Linear(3, 4)
     with hook:
         call(link, train=True)
@@ -63,5 +69,16 @@ def test_needs_a_callable():
         CallbackHook(print, train=False, eval=False)
 
 
-def test_is_a_link_hook():
-    assert isinstance(CallbackHook(print), chainer.LinkHook)
+def test_is_a_scoped_link_hook():
+    assert isinstance(CallbackHook(print), ScopedLinkHook)
+
+
+def test_scope_limits_the_links():
+    model = MLP()
+    names = []
+    hook = CallbackHook(posthook=lambda lk, a, k, o: names.append(lk.name))
+    hook.set_scope({id(model.l1): 'net/l1'})
+    with hook:
+        model(numpy.ones((2, 4), numpy.float32))
+    assert names == ['l1']
+

@@ -2,7 +2,6 @@
 
 import gc
 import io
-import itertools
 import time
 import tracemalloc
 import weakref
@@ -16,24 +15,14 @@ from chainer.backends import cuda
 from chainer.function_hooks import timer as chainer_function_timer
 
 from chainer_hookext import TimerHook
-from chainer_hookext.link_hooks import _backward_timer
-from chainer_hookext.link_hooks import _cuda_timing
-from chainer_hookext.link_hooks import _timer_stack
+from chainer_hookext.link_hooks._timer import backward as backward_timer
+from chainer_hookext.link_hooks._timer import cuda_events
 from tests.conftest import MLP
+from tests.conftest import TICK
 from tests.conftest import SleepBackward
 
 
-TICK = 2 ** -10  # exact in binary: sums of ticks compare exactly
 PATHS = ['/', '/predictor', '/predictor/l1', '/predictor/l2']
-
-
-@pytest.fixture
-def clock(monkeypatch):
-    """Makes the forward and backward clocks advance one tick per read."""
-    ticks = itertools.count()
-    read = lambda: next(ticks) * TICK  # NOQA
-    monkeypatch.setattr(_timer_stack, '_perf_counter', read)
-    monkeypatch.setattr(_backward_timer, '_perf_counter', read)
 
 
 def data(xp=numpy, n=2):
@@ -265,20 +254,19 @@ def test_two_hooks_time_the_same_backward(clock):
             dict.fromkeys(PATHS, 2))
 
 
-def test_tag_names_are_taken_while_registered():
-    # Few tag names keep nodes' attributes compact (see _backward_timer).
+def test_two_timers_at_once_both_time_backward(clock):
+    # Each registered timer tags nodes under its own attribute.
+    model = L.Classifier(MLP())
     first = TimerHook(backward=True)
     second = TimerHook(name='second', backward=True)
+    x, t = data()
     with first:
         with second:
-            assert _backward_timer._slots_in_use == {0, 1}
-            assert (first._backward._slot, second._backward._slot) == (0, 1)
-        assert _backward_timer._slots_in_use == {0}
-    assert _backward_timer._slots_in_use == set()
-    with second:
-        assert second._backward._slot == 0
-        y = F.identity(chainer.Variable(data()[0]))
-        assert getattr(y.creator, '_chainer_hookext_record_0') is None
+            model(x, t).backward()
+    for hook in (first, second):
+        summary = hook.summary(by='path')
+        assert all(e['backward_self_time'] > 0 for e in summary.values())
+    assert list(chainer.get_function_hooks()) == []
 
 
 def test_backward_after_the_hook_was_re_registered(clock):
@@ -378,17 +366,6 @@ def test_serialize_round_trip(tmp_path, fmt, clock):
         '(outside)': 1}
 
 
-def test_state_without_backward_times_loads(clock):
-    hook = TimerHook()
-    train(hook, L.Classifier(MLP()))
-    target = {}
-    hook.serialize(chainer.serializers.DictionarySerializer(target))
-    del target['backward_time'], target['outside_backward_time']
-    restored = TimerHook(backward=True)
-    restored.serialize(chainer.serializers.NpzDeserializer(target))
-    assert restored.summary(by='path') == hook.summary(by='path')
-
-
 # -- CUDA events -------------------------------------------------------------
 
 def check_backward_timing(xp):
@@ -416,20 +393,18 @@ def test_backward_timing_gpu():
 
 
 def test_cuda_events_resolved_lazily(fake_cuda, monkeypatch):
-    monkeypatch.setattr(_backward_timer, '_MAX_PENDING', 6)
+    monkeypatch.setattr(backward_timer, 'MAX_PENDING', 6)
     hook = TimerHook(backward=True)
     model = L.Classifier(MLP())
     x, t = data()
     with hook:
         model(x, t).backward()
-        assert fake_cuda == [] and len(hook._backward.pending) == 4
+        assert fake_cuda == []
         model(x, t).backward()  # 6 pending: the oldest 3 are resolved
-        assert len(fake_cuda) == 3 and len(hook._backward.pending) == 5
+        assert len(fake_cuda) == 3
         F.sum(model.predictor(x)).backward()  # 1 + 3 steps
-        backward = hook._backward
     # Unregistering resolves every event, backward (12) and forward (11).
-    assert backward.pending == [] and len(fake_cuda) == 12 + 11
-    assert hook._backward is None
+    assert len(fake_cuda) == 12 + 11
     summary = hook.summary(by='path')
     assert field(summary, 'backward_self_time') == {
         '/': 2, '/predictor': 3, '/predictor/l1': 3, '/predictor/l2': 3,
@@ -442,15 +417,15 @@ def test_switch_between_gpu_and_cpu(fake_cuda, monkeypatch):
     x, t = data()
     with hook:
         model(x, t).backward()  # events
-        monkeypatch.setattr(_cuda_timing, 'is_gpu', lambda link: False)
+        monkeypatch.setattr(cuda_events, 'is_gpu', lambda link: False)
         model(x, t).backward()  # the CPU clock
         assert len(fake_cuda) == 4  # the backward events, at the switch
-        assert 'backward_postprocess' not in vars(hook._backward)
-        monkeypatch.setattr(_cuda_timing, 'is_gpu', lambda link: True)
+        monkeypatch.setattr(cuda_events, 'is_gpu', lambda link: True)
         model(x, t).backward()  # events again
     with hook:  # a new registration starts on the GPU: events
+        resolved = len(fake_cuda)
         model(x, t).backward()
-        assert len(hook._backward.pending) == 4
+        assert len(fake_cuda) == resolved
     assert field(hook.summary(by='path'), 'backward_self_time') == (
         dict.fromkeys(PATHS, 4))
 

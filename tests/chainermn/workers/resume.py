@@ -3,7 +3,8 @@
 argv: out mode delay.  ``mode`` is ``each`` (``multi_node_snapshot`` with one
 replica set per rank: every rank saves and resumes its own state) or ``root``
 (one replica set: rank 0 saves, every rank resumes rank 0's state).  Rank 1's
-``l2`` sleeps ``delay`` seconds per call.
+``l2`` takes ``delay`` seconds per call, everything else no time
+(``_common.CLOCK``).
 
 Runs 8 iterations (2 epochs) uninterrupted, then 4 iterations with a
 snapshot and, resumed from it, up to iteration 8.  Saves for each run the

@@ -1,9 +1,9 @@
 """TimedLinks(comm=...) in ChainerMN's example layout.
 
 argv: out local_report delay.  8 iterations (2 epochs of 4) on 2 ranks;
-rank 1's ``predictor/l2`` sleeps ``delay`` seconds per call.  Every rank has
-a ``LogReport`` to show what it reported; stdout is kept to show what it
-printed.
+rank 1's ``predictor/l2`` takes ``delay`` seconds per call, everything else
+no time (``_common.CLOCK``).  Every rank has a ``LogReport`` to show what it
+reported; stdout is kept to show what it printed.
 """
 
 import contextlib

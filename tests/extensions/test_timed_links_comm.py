@@ -1,31 +1,15 @@
 """TimedLinks(comm=...) in one process, with a stand-in communicator.
 
-The real thing runs under mpiexec in test_timed_links_mn.py; these tests
-check the arguments and what each rank reports, without MPI.
+The real thing runs under mpiexec in tests/chainermn/test_timed_links_mn.py;
+these tests check the arguments and what each rank reports, without MPI.
 """
 
 import pytest
 from chainer.training import extensions
 
 import chainer_hookext
-
-
-class FakeComm:
-    """One rank of a communicator whose other ranks sent ``others``."""
-
-    def __init__(self, rank, others):
-        self.rank = rank
-        self.size = len(others) + 1
-        self.others = others
-        self.gathered = []
-
-    def gather_obj(self, obj, root=0):
-        self.gathered.append(obj)
-        if self.rank != root:
-            return None
-        per_rank = list(self.others)
-        per_rank.insert(self.rank, obj)
-        return per_rank
+from chainer_hookext.link_hooks._timer import keys
+from tests.conftest import FakeComm
 
 
 def test_comm_must_be_a_communicator():
@@ -53,12 +37,13 @@ def _run(trainer_factory, comm, local_report=False, print_report=False):
 
 
 def test_rank0_reports_the_summary(trainer_factory, capsys):
-    slow = {'time/main/predictor/l2': 1.0}
+    slow = {'train': [('main/predictor/l2', 'main/predictor',
+                       {'elapsed_time': 1.0})]}
     comm = FakeComm(0, [slow])
     log = _run(trainer_factory, comm, print_report=True)
     assert len(comm.gathered) == 2
-    local = comm.gathered[0]
-    assert 'time/main/predictor/l1/self' in local
+    local = {key: fields for key, _, fields in comm.gathered[0]['train']}
+    assert 'self_time' in local['main/predictor/l1']
     for entry in log:
         assert entry['time/main/predictor/l2/max'] == 1.0
         assert entry['time/main/predictor/l2/slowest_rank'] == 1
@@ -79,7 +64,10 @@ def test_other_ranks_report_locally_only_if_asked(
     assert len(comm.gathered) == 2
     out = capsys.readouterr().out
     if local_report:
-        assert [sorted(e) for e in log] == [sorted(g) for g in comm.gathered]
+        for entry, sent in zip(log, comm.gathered):
+            assert sorted(entry) == sorted(
+                keys.figure_key('train', key, field)
+                for key, _, fields in sent['train'] for field in fields)
         assert 'averaged over 1 iterations' in out
     else:
         assert log == [{}, {}]

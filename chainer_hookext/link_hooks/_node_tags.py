@@ -1,0 +1,143 @@
+"""Which link's forward created a function node: one tag per node.
+
+A link hook sees links; a function hook sees :class:`~chainer.FunctionNode`
+objects, in forward and again in backward.  A :class:`NodeTagger` joins the
+two: in its ``forward_preprocess`` it stores on each new node what its link
+hook says is running (``function._chainer_hookext_tag = ...``), and in
+backward it reads the tag back.  The tag is an attribute of the node, so it
+lives and dies with the node: the tagger keeps nothing per node.
+
+Both users write the tag as a plain attribute named :data:`TAG`:
+:class:`~chainer_hookext.link_hooks._timer.backward.BackwardTimer` (the
+timer's running call record) and
+:class:`~chainer_hookext.link_hooks.non_finite.NonFiniteHook`'s gradient
+check (the names of the running links).
+
+Several taggers registered at once in a thread need several attribute names.
+:func:`new_tagger` gives each the lowest free *slot*: slot 0 runs the class
+as written; slot ``k`` runs a copy of the class whose methods' code objects
+name ``_chainer_hookext_tag_k`` instead of :data:`TAG`.  Why not
+``setattr(function, self.name, ...)``: a plain attribute store costs a third
+of ``setattr`` / ``getattr`` with the name in a variable, and
+``function.__dict__[name]`` makes CPython build a dict for every tagged
+node; either takes backward timing past its cost target
+(``benchmarks/README.md``, "Backward timing").  Few slots, because
+CPython's shared per-class attribute layout takes only a few new names.
+"""
+
+import types
+
+import chainer
+
+from chainer_hookext import _registry
+
+
+#: The attribute holding a node's tag, as written in the taggers' methods.
+TAG = '_chainer_hookext_tag'
+
+_slots_in_use = set()
+_classes = {}  # {(class, slot): class whose methods name the slot's tag}
+
+
+def new_tagger(cls, *args, **kwargs):
+    """Returns a registered ``cls(*args, **kwargs)`` with a free tag slot.
+
+    Args:
+        cls (type): A :class:`NodeTagger` subclass.
+
+    Returns:
+        NodeTagger: The tagger, registered once in the thread's function
+        hooks; its last :meth:`~NodeTagger.unregister` frees the slot.
+    """
+    slot = 0
+    while slot in _slots_in_use:
+        slot += 1
+    tagger = _class_for_slot(cls, slot)(*args, **kwargs)
+    tagger.slot = slot
+    _slots_in_use.add(slot)
+    tagger.register()
+    return tagger
+
+
+def _class_for_slot(cls, slot):
+    if slot == 0:
+        return cls
+    made = _classes.get((cls, slot))
+    if made is None:
+        name = '{}_{}'.format(TAG, slot)
+        namespace = {}
+        for klass in reversed(cls.__mro__):
+            for attr, value in vars(klass).items():
+                if (isinstance(value, types.FunctionType)
+                        and TAG in value.__code__.co_names):
+                    namespace[attr] = _renamed(value, name)
+        made = _classes[cls, slot] = type(cls.__name__, (cls,), namespace)
+    return made
+
+
+def _renamed(function, name):
+    code = function.__code__
+    code = code.replace(co_names=tuple(
+        name if n == TAG else n for n in code.co_names))
+    return types.FunctionType(code, function.__globals__, function.__name__,
+                              function.__defaults__, function.__closure__)
+
+
+class NodeTagger(chainer.FunctionHook):
+    """Function hook tagging nodes in forward; made by :func:`new_tagger`.
+
+    Subclasses override ``forward_preprocess`` to store the tag with
+    ``function._chainer_hookext_tag = value`` and read it in backward with
+    :meth:`tag_of` (or the attribute itself, catching ``AttributeError``
+    for a node created before the tagger was registered).
+
+    Registration is counted: each :meth:`register` needs one
+    :meth:`unregister`; the last one removes the hook and frees its slot,
+    after which the tagger is spent.
+
+    Attributes:
+        slot (int): The tag slot, set by :func:`new_tagger`.
+    """
+
+    name = 'NodeTagger'
+
+    def __init__(self, name=None):
+        if name is not None:
+            self.name = name
+        self.slot = None
+        self._count = 0
+        self._handle = None
+
+    @property
+    def registered(self):
+        """Whether the tagger is in the thread's function hooks."""
+        return self._handle is not None
+
+    def tag_of(self, function):
+        """Returns the tag of ``function``, or ``None`` when it has none."""
+        try:
+            return function._chainer_hookext_tag
+        except AttributeError:
+            return None
+
+    def register(self):
+        """Registers the tagger once more (counted)."""
+        if self.slot is None:
+            raise RuntimeError(
+                '{}.register: this tagger was unregistered and its slot '
+                'freed; make a new one with new_tagger().'.format(
+                    type(self).__name__))
+        self._count += 1
+        if self._handle is None:
+            self._handle = _registry.add(chainer.get_function_hooks(), self)
+
+    def unregister(self):
+        """Answers one :meth:`register`; the last one removes the hook."""
+        if self._count > 0:
+            self._count -= 1
+        if self._count or self._handle is None:
+            return
+        handle, self._handle = self._handle, None
+        _slots_in_use.discard(self.slot)
+        self.slot = None
+        _registry.remove(handle, self)

@@ -1,0 +1,13 @@
+"""The internals of :class:`~chainer_hookext.TimerHook`, one concept each.
+
+* :mod:`.call_stack`: where a link call's time is measured (the hook's
+  ``forward_preprocess`` / ``forward_postprocess``);
+* :mod:`.backward`: backward steps charged to the link that created them;
+* :mod:`.call_tree`: records of the call paths, their merge, and the
+  :class:`~.call_tree.Entry` rows every output is made from;
+* :mod:`.link_paths`: the path of each link;
+* :mod:`.keys`: the layout of the reported keys (add a figure there);
+* :mod:`.table`, :mod:`.units`: text tables;
+* :mod:`.state`: saving through Chainer serializers;
+* :mod:`.cuda_events`: GPU timing.
+"""

@@ -1,0 +1,149 @@
+"""Backward time per link: a function hook charging steps to call records.
+
+A link hook sees only ``Link.forward``.  A :class:`BackwardTimer` (a
+:class:`~chainer_hookext.link_hooks._node_tags.NodeTagger`, registered and
+removed with its :class:`~chainer_hookext.TimerHook`) joins backward to the
+links:
+
+* ``forward_preprocess`` tags each new function node with the call stack's
+  running record (:attr:`CallStack.top <.call_stack.CallStack.top>`), or
+  ``None`` when no timed link runs;
+* ``backward_preprocess`` / ``backward_postprocess`` read the clock around
+  each backward step and add the step's time to ``record.owner.backward``:
+  the backward self time of the link whose forward created the node.  Steps
+  of untagged nodes go to the stack's ``outside`` record of the mode, when
+  the mode is in scope.
+
+A step that runs a backward of its own (``F.forget`` recomputes its function
+in backward, links included) is backward work of the link that called
+``F.forget``: the nodes recomputed inside the step take its tag, and the
+step's time before its inner steps is charged to it too.
+
+The tag refers to a record, of which the timer keeps one per call path, so
+nothing is kept per call.  A record moved into the stored trees when the
+hook was removed charges later steps (of nodes still alive) to the stored
+record (:func:`.call_tree.merge`).
+
+On a GPU, steps are timed with CUDA events, resolved with the forward ones.
+"""
+
+import time
+
+from chainer_hookext import _modes
+from chainer_hookext.link_hooks import _node_tags
+from chainer_hookext.link_hooks._timer import cuda_events
+
+
+# Bound once: the hot path pays no module attribute lookup.  Tests replace
+# it with a fake clock.
+_perf_counter = time.perf_counter
+# CUDA event pairs kept before the oldest half is resolved.
+MAX_PENDING = 1 << 14
+
+
+class BackwardTimer(_node_tags.NodeTagger):
+    """Function hook charging backward steps to a call stack's records.
+
+    Make it with ``_node_tags.new_tagger(BackwardTimer, calls, name)``.
+
+    Args:
+        calls (~.call_stack.CallStack): The stack whose running record tags
+            the nodes.
+        name (str): Base of its key in the thread's function hooks.
+    """
+
+    def __init__(self, calls, name):
+        super().__init__(name)
+        self.calls = calls
+        self.idle = calls.idle
+        self.pending = []  # (record, start event, stop event)
+        self._mark = 0.0  # start of the running step: a time or an event
+        self._running = None  # the node whose step runs, between pre / post
+
+    # -- hot path ----------------------------------------------------------
+    def forward_preprocess(self, function, in_data):
+        rec = self.calls.top
+        if rec is self.idle:
+            rec = None if self._running is None else self._recomputed()
+        function._chainer_hookext_tag = rec
+
+    def backward_preprocess(self, function, in_data, out_grad):
+        t = _perf_counter()
+        if self._running is not None:  # inside a step: F.forget
+            self._charge_running(t)
+        self._running = function
+        self._mark = t
+
+    def backward_postprocess(self, function, in_data, out_grad):
+        t = _perf_counter()
+        self._running = None
+        try:
+            rec = function._chainer_hookext_tag
+        except AttributeError:  # created before the hook was registered
+            rec = None
+        if rec is None:
+            rec = self._outside()
+            if rec is None:
+                self._mark = t
+                return
+        rec.owner.backward += t - self._mark
+        self._mark = t
+
+    # -- F.forget ----------------------------------------------------------
+    def _recomputed(self):
+        # The tag of a node created inside a backward step: the step's own
+        # when it recomputes (F.forget); a step left running by an
+        # exception is forgotten.
+        if not _modes.is_recomputing():
+            self._running = None
+            return None
+        return self.tag_of(self._running)
+
+    def _charge_running(self, t):
+        rec = self.tag_of(self._running) or self._outside()
+        if rec is not None:
+            rec.owner.backward += t - self._mark
+
+    def _outside(self):
+        # The bucket of the current mode, or None when out of scope.
+        train = True if _modes.is_train() else False
+        mode = self.calls.mode
+        if mode is not None and mode != train:
+            return None
+        return self.calls.outside['train' if train else 'eval']
+
+    # -- GPU -----------------------------------------------------------------
+    def gpu_backward_preprocess(self, function, in_data, out_grad):
+        self._mark = cuda_events.record_event()
+
+    def gpu_backward_postprocess(self, function, in_data, out_grad):
+        rec = self.tag_of(function) or self._outside()
+        if rec is None:
+            return
+        stop = cuda_events.record_event()
+        self.pending.append((rec, self._mark, stop))
+        self._mark = stop
+        if len(self.pending) >= MAX_PENDING:
+            self.resolve(MAX_PENDING // 2)
+
+    def use_gpu(self, gpu):
+        """Times steps with CUDA events (``True``) or the CPU clock."""
+        self.resolve()
+        self._mark = 0.0
+        self._running = None
+        if gpu:
+            self.backward_preprocess = self.gpu_backward_preprocess
+            self.backward_postprocess = self.gpu_backward_postprocess
+        else:
+            self.__dict__.pop('backward_preprocess', None)
+            self.__dict__.pop('backward_postprocess', None)
+
+    def resolve(self, n=None):
+        """Adds the time of the first ``n`` (all) pending event pairs."""
+        pending = self.pending
+        n = len(pending) if n is None else n
+        for rec, start, stop in pending[:n]:
+            if start is not None and not isinstance(start, float):
+                rec.owner.backward += max(
+                    cuda_events.elapsed(start, stop), 0.0)
+        del pending[:n]

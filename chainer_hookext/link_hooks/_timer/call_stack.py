@@ -1,0 +1,290 @@
+"""Where a link call's time is measured: the timer's call stack.
+
+:class:`CallStack` installs ``forward_preprocess`` / ``forward_postprocess``
+on its :class:`~chainer_hookext.TimerHook`.  The preprocess looks the called
+link up among the children of the running call (:attr:`CallStack.top`) and
+pushes it, reading the clock; the postprocess reads the clock, adds the
+call's time to its record and pops.  Everything else goes to the slow path
+(:meth:`CallStack._enter`), which runs once per outermost call and once per
+new call path: the mode and the scope are checked there, records made
+there, and calls left open by an exception ended there.
+
+Invariant: within a timed call every link call is pushed, in scope or not
+(out of scope ones as hidden records), so the postprocess pops without
+checking which link ends.  Outside a timed call (``top is idle``) nothing is
+pushed and a pop leaves the idle record in place.  A forward that raises
+leaves its records on the stack (Chainer calls no postprocess): the slow
+path compares the stack with the ``Link.__call__`` frames still running and
+ends the stale calls, each with the time up to its last event.
+
+Links on a GPU are timed with CUDA events (:mod:`.cuda_events`), resolved
+when figures are read; the stack switches to the GPU methods when an
+outermost call's link is on a GPU.
+"""
+
+import sys
+import threading
+import time
+
+import chainer
+
+from chainer_hookext import _modes
+from chainer_hookext.link_hooks._timer import call_tree
+from chainer_hookext.link_hooks._timer import cuda_events
+from chainer_hookext.link_hooks._timer import link_paths
+
+
+# Bound once: the hot path pays no module attribute lookup.  Tests replace
+# it with a fake clock.
+_perf_counter = time.perf_counter
+_LINK_CALL = chainer.Link.__call__.__code__
+# CUDA event pairs kept before the oldest half is resolved.
+MAX_PENDING = 1 << 14
+MODES = ('train', 'eval')
+
+
+class _NoChildren(dict):
+    # Children of the idle record: every lookup gives None, so that each
+    # outermost call takes the slow path (a plain subscript, cheaper than
+    # dict.get, serves all other lookups).
+    __slots__ = ()
+
+    def __missing__(self, key):
+        return None
+
+
+class CallStack(object):
+    """The running link calls of one timer, and the live call trees.
+
+    Args:
+        hook (chainer.LinkHook): The hook whose ``forward_preprocess`` and
+            ``forward_postprocess`` the stack provides.
+
+    Attributes:
+        top (CallRecord): The innermost running timed call, or :attr:`idle`.
+        idle (CallRecord): The record meaning "no timed call runs".
+        trees (dict): Live call trees by mode, ``'train'`` and ``'eval'``.
+        outside (dict): By mode, the record of the backward steps of nodes
+            created outside every timed call.
+        paths (LinkPaths): The paths of the links.
+        link_names (dict): ``{id(link): name}`` in scope, or ``None``.
+        mode: ``None`` (both modes), ``True`` (training) or ``False``.
+        gpu (bool): Whether CUDA events time the calls.
+        on_device_change (callable): Called with ``gpu`` when it changes.
+        thread (int): Ident of the thread timing, while registered.
+    """
+
+    def __init__(self, hook):
+        self.idle = call_tree.CallRecord()
+        self.idle.parent = self.idle
+        self.idle.children = _NoChildren()
+        self.top = self.idle
+        self.trees = {mode: call_tree.CallRecord() for mode in MODES}
+        self.outside = {mode: call_tree.CallRecord() for mode in MODES}
+        self.paths = link_paths.LinkPaths()
+        self.link_names = None
+        self.mode = None
+        self.gpu = False
+        self.on_device_change = None
+        self.thread = None
+        self.pending = []  # (record, start event, stop event)
+        self._last_event = None
+        self._hook = hook
+        hook.forward_preprocess = self.forward_preprocess
+        hook.forward_postprocess = self.forward_postprocess
+
+    # -- hot path: keep it short, it runs twice per link call --------------
+    def forward_preprocess(self, args):
+        try:
+            rec = self.top.children[args.link]
+        except KeyError:  # the first call of the link from this caller
+            return self._enter(args.link)
+        if rec is None:  # an outermost call
+            return self._enter(args.link)
+        self.top = rec
+        rec.start = _perf_counter()
+
+    def forward_postprocess(self, args):
+        t = _perf_counter()
+        rec = self.top
+        rec.elapsed += t - rec.start
+        rec.count += 1
+        rec.last_end = t
+        self.top = rec.parent
+
+    def gpu_forward_preprocess(self, args):
+        try:
+            rec = self.top.children[args.link]
+        except KeyError:
+            return self._enter(args.link)
+        if rec is None:
+            return self._enter(args.link)
+        self.top = rec
+        rec.start_event = self._last_event = cuda_events.record_event()
+
+    def gpu_forward_postprocess(self, args):
+        rec = self.top
+        if rec is self.idle:
+            return
+        stop = self._last_event = cuda_events.record_event()
+        self.pending.append((rec, rec.start_event, stop))
+        rec.count += 1
+        self.top = rec.parent
+        if len(self.pending) >= MAX_PENDING:
+            self.resolve(MAX_PENDING // 2)
+
+    # -- slow path ---------------------------------------------------------
+    def _enter(self, link):
+        top = self.top
+        local = link in self.paths or top is self.idle
+        key = link if local else type(link)
+        if top is not self.idle:
+            rec = top.children.get(key)
+            if rec is None:  # a new call path, or a stale stack
+                top = self._prune(skip_current=True)
+        if top is self.idle:
+            # An outermost call: the mode and scope are read here, once.
+            names = self.link_names
+            if names is not None and id(link) not in names:
+                return
+            train = True if _modes.is_train() else False
+            if self.mode is not None and self.mode != train:
+                return
+            if _modes.is_recomputing():  # F.forget: backward's work
+                return
+            gpu = cuda_events.is_gpu(link)
+            if gpu is not self.gpu:
+                self._use_gpu(gpu)
+            tree = self.trees['train' if train else 'eval']
+            self.paths.add_root(link, override=False)
+            key = link
+        else:
+            tree = top
+        rec = tree.children.get(key)
+        if rec is None:
+            rec = tree.children[key] = self._new_record(link, key, top)
+        self.top = rec
+        if self.gpu:
+            rec.start_event = self._last_event = cuda_events.record_event()
+        else:
+            rec.start = _perf_counter()
+
+    def _new_record(self, link, key, top):
+        names = self.link_names
+        if names is not None and id(link) not in names:
+            return call_tree.CallRecord(key, top, hidden=True)
+        path = self.paths.get(link)
+        if path is None:  # not a descendant of a root: under its caller
+            caller = top
+            while caller.hidden:
+                caller = caller.parent
+            path = '{}/<{}>'.format(
+                caller.labels.path.rstrip('/'), type(link).__name__)
+        name = path if names is None else names[id(link)]
+        return call_tree.CallRecord(
+            key, top, call_tree.Labels(name, path, type(link).__name__))
+
+    def _use_gpu(self, gpu):
+        # Only while idle: the stack holds one kind of start.
+        self.gpu = gpu
+        hook = self._hook
+        if gpu:
+            hook.forward_preprocess = self.gpu_forward_preprocess
+            hook.forward_postprocess = self.gpu_forward_postprocess
+        else:
+            hook.forward_preprocess = self.forward_preprocess
+            hook.forward_postprocess = self.forward_postprocess
+        if self.on_device_change is not None:
+            self.on_device_change(gpu)
+
+    # -- calls left open by exceptions -------------------------------------
+    def _chain(self):
+        chain = []
+        rec = self.top
+        while rec is not self.idle:
+            chain.append(rec)
+            rec = rec.parent
+        chain.reverse()
+        return chain
+
+    def _prune(self, skip_current):
+        # Ends the calls on the stack whose Link.__call__ no longer runs.
+        chain = self._chain()
+        live = iter(_running_links(skip_current))
+        keep = 0
+        for rec in chain:
+            if not any(rec.key is link or rec.key is type(link)
+                       for link in live):
+                break
+            keep += 1
+        self._end_stale(chain[keep:])
+        self.top = chain[keep - 1] if keep else self.idle
+        return self.top
+
+    def _end_stale(self, stale):
+        # A stale call counts, with the time up to the last event inside it:
+        # the start of the innermost stale call or the end of its last child.
+        if not stale:
+            return
+        if self.gpu:
+            for rec in stale:
+                self.pending.append((rec, rec.start_event, self._last_event))
+                rec.count += 1
+            return
+        end = max([stale[-1].start] + [
+            child.last_end for child in stale[-1].children.values()])
+        for rec in stale:
+            rec.elapsed += end - rec.start
+            rec.count += 1
+
+    # -- reading -----------------------------------------------------------
+    def flush(self):
+        """Ends the stale calls and resolves the CUDA events.
+
+        Does nothing from a thread other than the timing one: those calls
+        are not its to end, and reading leaves them as they are.
+        """
+        if self.thread is not None and self.thread != threading.get_ident():
+            return
+        if self.top is not self.idle:
+            self._prune(skip_current=False)
+        self.resolve()
+
+    def resolve(self, n=None):
+        """Adds the time of the first ``n`` (all) pending event pairs."""
+        pending = self.pending
+        n = len(pending) if n is None else n
+        for rec, start, stop in pending[:n]:
+            rec.elapsed += max(cuda_events.elapsed(start, stop), 0.0)
+        del pending[:n]
+
+    def store(self, stored, forget_paths=True):
+        """Ends every open call and moves the live trees into ``stored``.
+
+        Args:
+            stored (dict): Stored trees by mode.
+            forget_paths (bool): Also forget the links' paths: afterwards
+                the stack refers to no link.
+        """
+        self._end_stale(self._chain())
+        self.top = self.idle
+        self.resolve()
+        for mode in MODES:
+            call_tree.merge(self.trees[mode], stored[mode], move=True)
+            self.trees[mode] = call_tree.CallRecord()
+        if forget_paths:
+            self.paths.clear()
+
+
+def _running_links(skip_current):
+    # Links whose Link.__call__ is running in this thread, outermost first.
+    links = []
+    frame = sys._getframe(1)
+    while frame is not None:
+        if frame.f_code is _LINK_CALL:
+            links.append(frame.f_locals.get('self'))
+        frame = frame.f_back
+    if skip_current and links:
+        del links[0]
+    links.reverse()
+    return links

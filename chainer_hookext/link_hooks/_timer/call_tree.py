@@ -1,0 +1,183 @@
+"""Call trees: where a timer keeps its figures, one record per call path.
+
+A :class:`CallRecord` is a link called under a given parent call.  While a
+timer is registered, children are keyed by the link itself (the hot path
+looks them up with ``children[link]``), or by the link's class for a link
+outside the model (created inside a forward: no reference to it is kept).
+Figures of ended registrations and of snapshots are kept in *stored* trees,
+whose children are keyed by :class:`Labels`.  :func:`merge` folds a tree
+into a stored tree, so memory is bounded by the number of call paths, never
+by the number of calls.
+
+:func:`entries` turns a stored tree into :class:`Entry` rows, the one shape
+that summaries, tables, reports and saved baselines share.
+"""
+
+import collections
+
+
+#: What names a record: its reporter-style name (``main/predictor/l1``, or
+#: the path without a scope), its path from the root (``/predictor/l1``) and
+#: its class name.
+Labels = collections.namedtuple('Labels', ('name', 'path', 'class_name'))
+
+#: One row of a summary.  ``key`` is a name, path or class name;
+#: ``parent`` the key of its first caller (``None`` at the top); times in
+#: seconds; ``occurrence`` the number of calls.
+Entry = collections.namedtuple('Entry', (
+    'key', 'parent', 'elapsed_time', 'self_time', 'occurrence',
+    'backward_time', 'backward_self_time'))
+
+#: The numeric fields of an :class:`Entry`.
+FIELDS = Entry._fields[2:]
+
+
+class CallRecord(object):
+    """A node of a call tree.
+
+    Attributes:
+        key: The key of the record among its parent's children: the link,
+            the link's class (a link outside the model), or its labels in a
+            stored tree.
+        labels (Labels): ``None`` for a root and for hidden records.
+        parent (CallRecord): Where the stack returns when this call ends.
+        children (dict): Child records by key.
+        start (float): ``time.perf_counter()`` when the running call
+            started.
+        start_event: The CUDA event recorded then, for a link on a GPU.
+        last_end (float): ``time.perf_counter()`` when its last call ended.
+        elapsed (float): Inclusive seconds of the ended calls.
+        count (int): Number of ended calls.
+        backward (float): Seconds of the backward steps of the nodes created
+            in the link's own forward (its backward self time).
+        owner (CallRecord): The record charged for this record's backward
+            steps: itself; the nearest timed ancestor of a hidden record;
+            after :func:`merge` with ``move=True``, the stored record.
+        hidden (bool): A link out of scope, kept on the stack so that it
+            stays balanced: its time is its parent's self time.
+    """
+
+    __slots__ = ('key', 'labels', 'parent', 'children', 'start',
+                 'start_event', 'last_end', 'elapsed', 'count', 'backward',
+                 'owner', 'hidden')
+
+    def __init__(self, key=None, parent=None, labels=None, hidden=False):
+        self.key = key
+        self.labels = labels
+        self.parent = parent
+        self.children = {}
+        self.start = 0.0
+        self.start_event = None
+        self.last_end = 0.0
+        self.elapsed = 0.0
+        self.count = 0
+        self.backward = 0.0
+        self.hidden = hidden
+        self.owner = parent.owner if hidden else self
+
+
+def merge(src, dst, move=False):
+    """Adds the tree under ``src`` to the stored tree under ``dst``.
+
+    Hidden records are left out, their children lifted to the nearest timed
+    ancestor.  Safe while another thread times into ``src``: each dict is
+    copied in one step (atomic under the GIL).
+
+    Args:
+        move (bool): ``src`` is dropped afterwards: its records let go of
+            their keys and children, and charge later backward steps (of
+            nodes still alive) to the stored records.
+    """
+    todo = [(src, dst)]
+    while todo:
+        src, dst = todo.pop()
+        for child in list(src.children.values()):
+            if child.hidden:
+                node = dst
+            else:
+                node = dst.children.get(child.labels)
+                if node is None:
+                    node = dst.children[child.labels] = CallRecord(
+                        child.labels, labels=child.labels)
+                node.elapsed += child.elapsed
+                node.count += child.count
+            node.backward += child.backward
+            todo.append((child, node))
+            if move:
+                child.owner = node
+        if move:
+            src.key = src.parent = None
+            src.children = {}
+
+
+def walk(root):
+    """Yields ``(depth, record)`` for each record under ``root``, pre-order.
+    """
+    stack = [(0, r) for r in reversed(list(root.children.values()))]
+    while stack:
+        depth, record = stack.pop()
+        yield depth, record
+        stack.extend((depth + 1, child)
+                     for child in reversed(list(record.children.values())))
+
+
+def entries(root, by):
+    """Returns the :class:`Entry` rows of a stored tree, one per key.
+
+    Records with the same key (a link called from two places) are summed.
+    A record under an ancestor of the same key (a link calling itself) adds
+    its self times and calls, not its inclusive times, so that inclusive
+    time counts the outermost activation once.
+
+    Args:
+        root (CallRecord): A stored tree.
+        by (str): ``'name'``, ``'path'`` or ``'class_name'``.
+
+    Returns:
+        list of Entry: In order of first call.
+    """
+    rows = collections.OrderedDict()
+
+    def visit(record, parent_key, ancestors):
+        own = record.elapsed - sum(c.elapsed for c in record.children.values())
+        key = getattr(record.labels, by)
+        row = rows.get(key)
+        if row is None:
+            row = rows[key] = [key, parent_key, 0.0, 0.0, 0, 0.0, 0.0]
+        backward = record.backward
+        for child in record.children.values():
+            backward += visit(child, key, ancestors | {key})
+        if key not in ancestors:
+            row[2] += record.elapsed
+            row[5] += backward
+        row[3] += max(own, 0.0)
+        row[4] += record.count
+        row[6] += record.backward
+        return backward
+
+    for child in root.children.values():
+        visit(child, None, frozenset())
+    return [Entry(*row) for row in rows.values()]
+
+
+def class_entries(root):
+    """Returns the :class:`Entry` rows by class name, as Chainer's hook.
+
+    As Chainer's ``TimerHook``: every call's inclusive time summed per
+    class, classes in order of first return.  No backward times.
+    """
+    totals = collections.OrderedDict()
+
+    def visit(record):
+        for child in record.children.values():
+            visit(child)
+        own = record.elapsed - sum(c.elapsed for c in record.children.values())
+        key = record.labels.class_name
+        total = totals.setdefault(key, [key, None, 0.0, 0.0, 0, 0.0, 0.0])
+        total[2] += record.elapsed
+        total[3] += max(own, 0.0)
+        total[4] += record.count
+
+    for child in root.children.values():
+        visit(child)
+    return [Entry(*total) for total in totals.values()]

@@ -1,0 +1,55 @@
+"""The path of each timed link: ``/``, ``/predictor``, ``/predictor/l1``.
+
+Paths come from :meth:`chainer.Link.namedlinks` of a root: the links given
+to :meth:`LinkPaths.add_root`, or the outermost link of a call.  A link
+reachable under two paths takes the last, as Chainer's reporter names it.
+Two different links never share a path: a second root is ``/#2`` (its
+descendants ``/#2/fc``).  A link called inside another but not one of its
+descendants (e.g. created inside a forward) is not indexed: its path is its
+caller's and its class, ``/predictor/<Linear>``.
+"""
+
+
+class LinkPaths(object):
+    """Paths of links, held only while a timer is registered."""
+
+    def __init__(self):
+        self._paths = {}  # {link: path}
+        self._owners = {}  # {root path: root link}
+
+    def __contains__(self, link):
+        return link in self._paths
+
+    def get(self, link):
+        """Returns the path of ``link``, or ``None`` if it is not indexed."""
+        return self._paths.get(link)
+
+    def add_root(self, root, path='/', override=True):
+        """Indexes ``root`` and its descendants, ``root`` at ``path``.
+
+        Args:
+            root (~chainer.Link): The root.
+            path (str): Its path; made unique (``/#2``) if another root has
+                it.
+            override (bool): Re-index links that already have a path.
+
+        Returns:
+            str: The path given to ``root``.
+        """
+        if self._paths.get(root) is not None and not override:
+            return self._paths[root]
+        base, n = path, 1
+        while self._owners.get(path, root) is not root:
+            n += 1
+            path = '{}#{}'.format(base, n)
+        self._owners[path] = root
+        parent = path.rstrip('/')
+        for sub, link in root.namedlinks():
+            if override or link not in self._paths:
+                self._paths[link] = path if sub == '/' else parent + sub
+        return path
+
+    def clear(self):
+        """Forgets every link."""
+        self._paths.clear()
+        self._owners.clear()

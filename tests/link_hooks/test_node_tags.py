@@ -1,0 +1,84 @@
+import gc
+import weakref
+
+import chainer
+import chainer.functions as F
+import numpy
+import pytest
+
+from chainer_hookext.link_hooks import _node_tags
+
+
+class Recorder(_node_tags.NodeTagger):
+    """Tags each node with ``value``; records the tags seen in backward."""
+
+    def __init__(self, value, name='Recorder'):
+        super().__init__(name)
+        self.value = value
+        self.seen = []
+
+    def forward_preprocess(self, function, in_data):
+        function._chainer_hookext_tag = self.value
+
+    def backward_preprocess(self, function, in_data, out_grad):
+        self.seen.append(self.tag_of(function))
+
+
+def x():
+    return chainer.Variable(numpy.ones((2, 3), numpy.float32))
+
+
+def test_tags_are_read_back_in_backward():
+    tagger = _node_tags.new_tagger(Recorder, 'one')
+    try:
+        y = F.sum(F.relu(x()))
+    finally:
+        tagger.unregister()
+    assert tagger.tag_of(y.creator) == 'one'
+    assert tagger.tag_of(F.identity(x()).creator) is None  # not tagged
+
+
+def test_taggers_registered_at_once_keep_their_own_tags():
+    first = _node_tags.new_tagger(Recorder, 'one')
+    second = _node_tags.new_tagger(Recorder, 'two', name='Other')
+    try:
+        assert (first.slot, second.slot) == (0, 1)
+        y = F.sum(x())
+        y.backward()
+    finally:
+        second.unregister()
+        first.unregister()
+    assert first.seen == ['one'] and second.seen == ['two']
+    assert vars(y.creator)[_node_tags.TAG] == 'one'
+    assert vars(y.creator)[_node_tags.TAG + '_1'] == 'two'
+    # Slots are free again: the next tagger takes slot 0.
+    third = _node_tags.new_tagger(Recorder, 'three')
+    third.unregister()
+    assert third.slot is None
+
+
+def test_tags_keep_no_node_alive():
+    tagger = _node_tags.new_tagger(Recorder, 'one')
+    try:
+        node = weakref.ref(F.sum(x()).creator)
+    finally:
+        tagger.unregister()
+    gc.collect()
+    assert node() is None
+
+
+def test_register_is_counted_and_picks_a_free_name():
+    hooks = chainer.get_function_hooks()
+    other = chainer.FunctionHook()
+    other.name = 'Tag'
+    with other:
+        tagger = _node_tags.new_tagger(Recorder, None, name='Tag')
+        tagger.register()
+        assert hooks['Tag_1'] is tagger
+        tagger.unregister()
+        assert hooks['Tag_1'] is tagger
+        tagger.unregister()
+        assert 'Tag_1' not in hooks and not tagger.registered
+        with pytest.raises(RuntimeError, match='new_tagger'):
+            tagger.register()
+    assert list(hooks) == []
