@@ -15,12 +15,16 @@ a record per call):
    tagged.  Without Chainer's own ~20 us per function around them, the
    few hundred nanoseconds at stake are measurable.  A hook that only
    reads the clock around each backward step shows the floor of any
-   per-step timing.
+   per-step timing.  "plain tagging" is the same backward timer storing
+   and reading the tag with ``setattr`` / ``getattr`` and the attribute
+   name in a variable, instead of the attribute compiled into its methods
+   (``chainer_hookext/link_hooks/_node_tags.py``): it shows what that
+   trick saves.
 2. The real thing: a link applying 100 ``F.identity``, forward and
    backward, with the link's forward timed in every variant; extra time
    over forward timing alone.  ``--instructions`` counts the same in
    instructions under valgrind's cachegrind, free of the timing noise of a
-   shared machine.
+   shared machine, with the "plain tagging" variant too.
 3. Whole training iteration (forward, backward, SGD update) of the MLP
    classifiers of ``bench_timer.py``: no hook, empty link and function
    hooks, and our forward timing without and with backward timing, set up
@@ -59,6 +63,8 @@ from chainer.function_hooks import timer as chainer_function_timer  # NOQA
 
 import bench_timer  # NOQA: E402 (benchmarks/, beside this script)
 import chainer_hookext  # NOQA: E402
+from chainer_hookext.link_hooks import _node_tags  # NOQA: E402
+from chainer_hookext.link_hooks._timer import backward  # NOQA: E402
 
 
 FUNCTIONS = 100
@@ -90,6 +96,73 @@ class ClockReads(chainer.FunctionHook):
         self.stop = _perf_counter()
 
 
+class PlainTagTimer(backward.BackwardTimer):
+    """Our backward timer with plain tagging: ``setattr`` / ``getattr``.
+
+    The same hook, but the tag is stored and read with the attribute name
+    in a variable instead of the name compiled into the methods.  The name
+    is the one the compiled timer uses in slot 0, so that only the way of
+    accessing it differs.  Made with ``_node_tags.new_tagger`` as
+    ``TimerHook`` makes its timer, and only in slot 0 (in other slots
+    ``new_tagger``'s class would take the base class's renamed methods).
+    """
+
+    def __init__(self, calls, name):
+        super().__init__(calls, name)
+        self.tag_name = _node_tags.TAG
+
+    def forward_preprocess(self, function, in_data):
+        rec = self.calls.top
+        if rec is self.idle:
+            rec = None if self._running is None else self._recomputed()
+        setattr(function, self.tag_name, rec)
+
+    def backward_postprocess(self, function, in_data, out_grad):
+        t = _perf_counter()
+        self._running = None
+        rec = getattr(function, self.tag_name, None)
+        if rec is None:
+            rec = self._outside()
+            if rec is None:
+                self._mark = t
+                return
+        rec.owner.backward += t - self._mark
+        self._mark = t
+
+    def tag_of(self, function):
+        return getattr(function, self.tag_name, None)
+
+
+def new_plain_tag_timer(link_hook):
+    """Registers a :class:`PlainTagTimer` on ``link_hook``'s call stack.
+
+    ``link_hook`` is a ``TimerHook(backward=False)``, registered: the
+    plain timer takes its place as ``TimerHook.added`` makes its own.
+    """
+    timer = _node_tags.new_tagger(
+        PlainTagTimer, link_hook._calls, link_hook.name + '_backward')
+    if type(timer) is not PlainTagTimer:
+        timer.unregister()
+        raise RuntimeError('the plain tagging timer needs tag slot 0')
+    return timer
+
+
+class PlainTagging(object):
+    """Registers a :class:`PlainTagTimer` for ``link_hook`` in ``with``."""
+
+    def __init__(self, link_hook):
+        self.link_hook = link_hook
+        self.timer = None
+
+    def __enter__(self):
+        self.timer = new_plain_tag_timer(self.link_hook)
+
+    def __exit__(self, *args):
+        self.timer.unregister()
+        self.timer.resolve()
+        self.timer = None
+
+
 class Hooks(object):
     """Registers several hooks for the length of a ``with`` block."""
 
@@ -118,6 +191,10 @@ def timed_links_hook(model, backward):
 PER_CALL = ('forward timing only', 'empty FunctionHook',
             'Chainer function TimerHook', 'ours, backward timing',
             'forward timing only, again')
+PLAIN = 'ours, backward timing, plain tagging (getattr / setattr)'
+# The instruction counts: the real thing's variants but the A/A one, and
+# the plain tagging variant.
+INSTRUCTIONS = PER_CALL[:-1] + (PLAIN,)
 
 
 def per_call_hooks(variant, model):
@@ -129,6 +206,7 @@ def per_call_hooks(variant, model):
             forward_only, chainer_function_timer.TimerHook()),
         'ours, backward timing': timed_links_hook(model, backward=True),
         'forward timing only, again': forward_only,
+        PLAIN: Hooks(forward_only, PlainTagging(forward_only)),
     }[variant]
 
 
@@ -212,6 +290,9 @@ def dispatch_table(rounds, number=20):
     """
     link = Replay()
     timer = timed_links_hook(link, backward=True)
+    # The plain tagging timer runs on a forward-only link hook: the tag
+    # slot 0 is its own.
+    forward_only = timed_links_hook(link, backward=False)
     chainer_timer = chainer_function_timer.TimerHook()
     variants = {
         'no function hook': (),
@@ -219,6 +300,7 @@ def dispatch_table(rounds, number=20):
         'Chainer function TimerHook': (chainer_timer,),
         'two clock reads per step, nothing else': (ClockReads(),),
         'ours, backward timing': None,  # the timer's, while registered
+        PLAIN: None,  # made while its link hook is registered
         'no function hook, again': ()}
     data = (numpy.zeros(1, numpy.float32),)
     times = {key: [] for key in variants}
@@ -234,10 +316,15 @@ def dispatch_table(rounds, number=20):
                     x = F.identity(x)
                     nodes.append(x.creator)
                 chainer_timer.call_history = []
-                with timer:  # the link hook: the nodes are tagged in link
+                link_hook = forward_only if key == PLAIN else timer
+                plain = None
+                with link_hook:  # the nodes are tagged in link
                     hooks = variants[key]
-                    if hooks is None:
-                        hooks = (timer._backward,)
+                    if key == PLAIN:
+                        plain = new_plain_tag_timer(forward_only)
+                        hooks = (plain,)
+                    elif hooks is None:
+                        hooks = (timer._backward_timer,)
                     # Chainer iterates the values of the thread's
                     # OrderedDict of function hooks.
                     hooks = collections.OrderedDict(
@@ -248,6 +335,8 @@ def dispatch_table(rounds, number=20):
                     replay_backward(hooks, nodes, data, data)
                     total += _perf_counter() - start
                     gc.enable()
+                    if plain is not None:
+                        plain.unregister()
             times[key].append(total / number / FUNCTIONS)
     best = {key: min(values) for key, values in times.items()}
     extra = {key: value - best['no function hook']
@@ -296,7 +385,7 @@ def instructions_table():
         print('\n(--instructions: valgrind not found, skipped)')
         return
     counts = {}
-    for variant in PER_CALL[:-1]:
+    for variant in INSTRUCTIONS:
         refs = []
         for steps in (10, 50):
             done = subprocess.run(

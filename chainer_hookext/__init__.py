@@ -4,7 +4,7 @@ Per-link timing, graph release and debugging hooks whose lifetime is exactly
 that of ``Trainer.run``.
 """
 
-from chainer_hookext._priorities import PRIORITY_LAST  # NOQA
+from chainer_hookext.extensions._priorities import PRIORITY_LAST  # NOQA
 from chainer_hookext._version import __version__  # NOQA
 from chainer_hookext.extensions.activation_statistics import ActivationStatistics  # NOQA
 from chainer_hookext.extensions.capture_outputs import CaptureOutputs  # NOQA

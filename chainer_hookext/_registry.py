@@ -3,17 +3,22 @@
 Chainer keeps the global link hooks (``chainer._get_link_hooks()``) and
 function hooks (``chainer.get_function_hooks()``) of each thread in an
 ``OrderedDict`` keyed by hook name, and refuses a second hook of the same
-name.  :func:`add` registers under a free key, so that two hooks with the
-same ``name`` (or a user's own hook) never collide; :func:`remove` takes out
+name.  :func:`add` registers under a free key of this package's own
+(``chainer_hookext.<name>``), so that the plain names stay free for the
+user's hooks (``with chainer.link_hooks.TimerHook():`` inside training) and
+two hooks with the same ``name`` never collide; :func:`remove` takes out
 exactly what :func:`add` put in, and nothing the user registered.
 """
+
+#: What the keys of this package's registrations start with.
+PREFIX = 'chainer_hookext.'
 
 
 def add(registry, hook):
     """Registers ``hook`` in ``registry`` under a free key, then calls added.
 
-    The key is ``hook.name``, or ``hook.name + '_1'``, ``'_2'`` ... when
-    taken.  If ``hook.added(None)`` raises, the hook is taken out again.
+    The key is ``'chainer_hookext.' + hook.name``, followed by ``'_1'``,
+    ``'_2'`` ... when taken.  If ``hook.added(None)`` raises, the hook is taken out again.
 
     Args:
         registry (dict): A registry returned by ``chainer._get_link_hooks()``
@@ -23,11 +28,11 @@ def add(registry, hook):
     Returns:
         tuple: ``(registry, key)``, the handle for :func:`remove`.
     """
-    key = hook.name
+    base = key = PREFIX + hook.name
     n = 0
     while key in registry:
         n += 1
-        key = '{}_{}'.format(hook.name, n)
+        key = '{}_{}'.format(base, n)
     registry[key] = hook
     try:
         hook.added(None)

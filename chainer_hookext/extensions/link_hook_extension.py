@@ -5,9 +5,9 @@ import chainer
 from chainer import serializer as serializer_module
 from chainer.training import extension
 
-from chainer_hookext import _loop_entry
+from chainer_hookext.extensions import _loop_entry
 from chainer_hookext import _modes
-from chainer_hookext import _paths
+from chainer_hookext.extensions import _link_names
 from chainer_hookext import _registry
 from chainer_hookext.extensions import _scope_filter
 from chainer_hookext.link_hooks import scoped_link_hook
@@ -131,7 +131,7 @@ class LinkHookExtension(extension.Extension):
                 ``main`` optimizer, or when a link in ``links`` is not part of
                 any optimizer's target.
         """
-        model = _paths.model_link_names(trainer)
+        model = _link_names.model_link_names(trainer)
         roots = self.links
         if roots is None:
             optimizers = trainer.updater.get_all_optimizers()

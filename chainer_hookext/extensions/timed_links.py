@@ -130,6 +130,16 @@ class TimedLinks(link_hook_extension.LinkHookExtension):
         return ('train', 'eval') if self.validation else ('train',)
 
     def initialize(self, trainer):
+        # Trainer keeps its extensions in ``_extensions`` (no public list).
+        others = [name for name, entry in trainer._extensions.items()
+                  if isinstance(entry.extension, TimedLinks)
+                  and entry.extension is not self]
+        if others:
+            raise ValueError(
+                'TimedLinks: the trainer has another TimedLinks extension '
+                '({}), whose keys this one would overwrite; use one '
+                'TimedLinks, with `links=` naming every link to time.'.format(
+                    ', '.join(repr(n) for n in others)))
         names = self.scope_link_names(trainer)
         keys.check_link_names('TimedLinks', names.values(), self.backward,
                               spread=self.comm is not None)

@@ -4,8 +4,8 @@ from chainer import serializer as serializer_module
 from chainer import variable
 from chainer.training import extension
 
-from chainer_hookext import _loop_entry
-from chainer_hookext import _priorities
+from chainer_hookext.extensions import _loop_entry
+from chainer_hookext.extensions import _priorities
 
 
 # ``chainer.config.keep_graph_on_report`` costs about 500 ns through

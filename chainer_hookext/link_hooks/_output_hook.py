@@ -66,4 +66,3 @@ class OutputHook(scoped_link_hook.ScopedLinkHook):
 
     def process(self, name, args):
         raise NotImplementedError
-

@@ -149,10 +149,30 @@ def test_same_hook_name_registered_twice(trainer_factory):
     trainer.extend(ext2)
     trainer.extend(look)
     trainer.run()
-    assert names[0] == ['RecordingHook', 'RecordingHook_1']
+    assert names[0] == ['chainer_hookext.RecordingHook',
+                        'chainer_hookext.RecordingHook_1']
     assert len(first.calls) == len(second.calls) == 16
     assert_released(first, trainer)
     assert_released(second, trainer)
+
+
+def test_users_plain_hook_name_stays_free(trainer_factory):
+    # The user's own `with TimerHook():` inside training, beside ours.
+    trainer = trainer_factory()
+    ext = LinkHookExtension(chainer.link_hooks.TimerHook())
+    model = trainer.updater.get_optimizer('main').target
+    users = chainer.link_hooks.TimerHook()
+
+    @training.make_extension(trigger=(1, 'iteration'))
+    def time_it_myself(trainer):
+        with users:
+            model.predictor(numpy.zeros((1, 4), numpy.float32))
+
+    trainer.extend(ext)
+    trainer.extend(time_it_myself)
+    trainer.run()
+    assert len(users.call_history) == 4 * 3
+    assert len(ext.hook.call_history) > 0
 
 
 def test_user_global_hook_with_same_name_is_kept(trainer_factory):
@@ -421,41 +441,28 @@ def test_callback_hook_in_extension(trainer_factory):
 
 # -- hooks that filter by themselves (ScopedLinkHook) ----------------------
 
-def test_scoped_hook_is_registered_itself(trainer_factory):
+@pytest.mark.parametrize('make,itself', [
+    (lambda: CallbackHook(lambda link, args, kwargs: None), True),
+    (RecordingHook, False),  # behind the filtering proxy
+])
+def test_scoped_hook_is_registered_itself(trainer_factory, make, itself):
     trainer = trainer_factory()
-    hook = CallbackHook(lambda link, args, kwargs: None)
+    hook = make()
     ext = LinkHookExtension(hook)
     registered = []
 
     @training.make_extension(trigger=(1, 'iteration'))
     def look(trainer):
-        registered.append((ext.registered_name,
-                           list(chainer._get_link_hooks().values())))
+        hooks = chainer._get_link_hooks()
+        registered.append(
+            (list(hooks) == [ext.registered_name],
+             hooks.get(ext.registered_name) is hook))
 
     trainer.extend(ext)
     trainer.extend(look)
     trainer.run()
-    assert registered == [('CallbackHook', [hook])] * 4
+    assert registered == [(True, itself)] * 4
     assert ext.registered_name is None
-    assert chainer._get_link_hooks() == {}
-
-
-def test_plain_hook_is_registered_behind_a_proxy(trainer_factory):
-    trainer = trainer_factory()
-    hook = RecordingHook()
-    ext = LinkHookExtension(hook)
-    registered = []
-
-    @training.make_extension(trigger=(1, 'iteration'))
-    def look(trainer):
-        registered.extend(chainer._get_link_hooks().items())
-
-    trainer.extend(ext)
-    trainer.extend(look)
-    trainer.run()
-    assert [name for name, _ in registered] == ['RecordingHook'] * 4
-    assert all(proxy is not hook for _, proxy in registered)
-    assert len(hook.calls) == 16
 
 
 @pytest.mark.parametrize('own,scope,expected', [

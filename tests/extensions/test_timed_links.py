@@ -7,6 +7,7 @@ from chainer import training
 from chainer.training import extensions
 
 from chainer_hookext import TimedLinks
+from tests.conftest import FakeComm
 from tests.conftest import registered_hooks
 
 
@@ -279,3 +280,47 @@ def test_bad_arguments():
         TimedLinks(unit='min')
     with pytest.raises(TypeError, match='links='):
         TimedLinks(links='main')
+
+
+def test_two_timed_links_in_one_trainer_are_refused(trainer_factory):
+    trainer = trainer_factory()
+    model = trainer.updater.get_optimizer('main').target
+    trainer.extend(TimedLinks(model.predictor.l1))
+    trainer.extend(TimedLinks(model.predictor.l2), name='second')
+    with pytest.raises(ValueError, match=r"another TimedLinks extension "
+                       r"\('.*'\).*one TimedLinks, with `links=`"):
+        trainer.run()
+    assert chainer._get_link_hooks() == {}
+
+
+def test_reused_with_a_new_updater_reports_from_its_start(trainer_factory):
+    timed = TimedLinks()
+    reported = []
+    for _ in range(2):
+        trainer = trainer_factory(stop=(6, 'iteration'))
+        trainer.extend(timed, trigger=(2, 'iteration'))
+        trainer.extend(extensions.LogReport(trigger=(2, 'iteration')))
+        trainer.run()
+        reported.append([e['iteration'] for e in
+                         trainer.get_extension('LogReport').log
+                         if 'time/main' in e])
+    assert reported == [[2, 4, 6], [2, 4, 6]]
+
+
+def test_links_named_like_a_spread_are_refused_before_training(
+        trainer_factory):
+    class Named(chainer.Chain):
+        def __init__(self):
+            super().__init__()
+            with self.init_scope():
+                self.max = L.Linear(4, 3)
+
+        def forward(self, x):
+            return self.max(x)
+
+    trainer = trainer_factory(model=L.Classifier(Named()))
+    comm = FakeComm(0, [])
+    trainer.extend(TimedLinks(comm=comm))
+    with pytest.raises(ValueError, match="'main/predictor/max' would report"):
+        trainer.run()
+    assert comm.gathered == []  # refused before any collective

@@ -66,7 +66,7 @@ def test_function_hook_only_during_training(trainer_factory):
     trainer.extend(TimedLinks())
     trainer.extend(function_hooks_seen(seen))
     trainer.run()
-    assert seen == [['TimedLinks_backward']] * 4
+    assert seen == [['chainer_hookext.TimedLinks_backward']] * 4
     assert chainer.get_function_hooks() == {}
 
 

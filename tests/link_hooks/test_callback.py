@@ -81,4 +81,3 @@ def test_scope_limits_the_links():
     with hook:
         model(numpy.ones((2, 4), numpy.float32))
     assert names == ['l1']
-

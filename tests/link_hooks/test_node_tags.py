@@ -70,15 +70,16 @@ def test_tags_keep_no_node_alive():
 def test_register_is_counted_and_picks_a_free_name():
     hooks = chainer.get_function_hooks()
     other = chainer.FunctionHook()
-    other.name = 'Tag'
+    other.name = 'chainer_hookext.Tag'
     with other:
         tagger = _node_tags.new_tagger(Recorder, None, name='Tag')
         tagger.register()
-        assert hooks['Tag_1'] is tagger
+        assert hooks['chainer_hookext.Tag_1'] is tagger
         tagger.unregister()
-        assert hooks['Tag_1'] is tagger
+        assert hooks['chainer_hookext.Tag_1'] is tagger
         tagger.unregister()
-        assert 'Tag_1' not in hooks and not tagger.registered
+        assert list(hooks) == ['chainer_hookext.Tag']
+        assert not tagger.registered
         with pytest.raises(RuntimeError, match='new_tagger'):
             tagger.register()
     assert list(hooks) == []

@@ -228,7 +228,8 @@ def test_function_hook_lives_with_the_link_hook():
     hook = TimerHook(backward=True)
     assert chainer.get_function_hooks() == {}
     with hook:
-        assert list(chainer.get_function_hooks()) == ['TimerHook_backward']
+        assert list(chainer.get_function_hooks()) == [
+            'chainer_hookext.TimerHook_backward']
         # Chainer's function TimerHook is named 'TimerHook': no clash.
         with chainer_function_timer.TimerHook():
             pass
