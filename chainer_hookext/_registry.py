@@ -18,7 +18,8 @@ def add(registry, hook):
     """Registers ``hook`` in ``registry`` under a free key, then calls added.
 
     The key is ``'chainer_hookext.' + hook.name``, followed by ``'_1'``,
-    ``'_2'`` ... when taken.  If ``hook.added(None)`` raises, the hook is taken out again.
+    ``'_2'`` ... when taken.  If ``hook.added(None)`` raises, the hook is
+    taken out again.
 
     Args:
         registry (dict): A registry returned by ``chainer._get_link_hooks()``

@@ -219,10 +219,12 @@ def test_local_hooks_share_one_function_hook():
     hook = NonFiniteHook(action='report')
     model.l1.add_hook(hook)
     model.l2.add_hook(hook)
-    assert list(chainer.get_function_hooks()) == ['chainer_hookext.NonFiniteHook']
+    assert list(chainer.get_function_hooks()) == [
+        'chainer_hookext.NonFiniteHook']
     model(x)
     model.l1.delete_hook(hook.name)
-    assert list(chainer.get_function_hooks()) == ['chainer_hookext.NonFiniteHook']
+    assert list(chainer.get_function_hooks()) == [
+        'chainer_hookext.NonFiniteHook']
     model.l2.delete_hook(hook.name)
     assert chainer.get_function_hooks() == {}
     assert [e.link for e in hook.findings] == ['l2']
