@@ -52,6 +52,11 @@ class SleepBackward(chainer.FunctionNode):
         return grad_outputs
 
 
+def data(xp=numpy, n=2):
+    """A batch ``(x, t)`` for :class:`MLP` in a classifier, on ``xp``."""
+    return xp.zeros((n, 4), numpy.float32), xp.zeros(n, numpy.int32)
+
+
 def make_dataset(n=32, n_in=4, n_out=3, seed=0):
     rng = numpy.random.RandomState(seed)
     x = rng.randn(n, n_in).astype(numpy.float32)

@@ -35,13 +35,16 @@ class TimedLinks(link_hook_extension.LinkHookExtension):
       itself (outside its child links' forward).  Steps of nodes created
       outside the timed links (e.g. a loss computed outside the model) are
       reported as ``time/(outside)/backward``, so the backward self times
-      and it add up to the whole backward time timed.  A link named
-      ``backward`` is refused then (its key would be its parent's).
+      and it add up to the whole backward time timed.
 
     ``<name>`` is the link's name in the reporter's shape: ``main``,
     ``main/predictor``, ``main/predictor/l1`` for ``L.Classifier(MLP())``
     under the ``main`` optimizer, so ``LogReport``, ``PrintReport`` and
-    ``PlotReport`` take the keys as they are.  The extension runs at
+    ``PlotReport`` take the keys as they are.  Before training,
+    ``initialize`` refuses a link whose key would be another's (a link
+    named ``self``; ``backward`` with backward timing; ``max``, ``min`` or
+    ``slowest_rank`` with ``comm``), and a second ``TimedLinks`` in the
+    same trainer.  The extension runs at
     ``PRIORITY_WRITER``: ``LogReport`` sees the values in the same iteration.
 
     Only training-mode calls are counted, so that

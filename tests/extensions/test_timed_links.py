@@ -8,6 +8,7 @@ from chainer.training import extensions
 
 from chainer_hookext import TimedLinks
 from tests.conftest import FakeComm
+from tests.conftest import occurrences
 from tests.conftest import registered_hooks
 
 
@@ -34,10 +35,6 @@ def recorder(records, ext):
                 times, ext.hook.total_time('train'),
                 ext.hook.total_backward_time('train'))
     return record
-
-
-def occurrences(summary):
-    return {key: entry['occurrence'] for key, entry in summary.items()}
 
 
 def test_class_attributes():

@@ -8,8 +8,10 @@ from chainer import training
 from chainer.training import extensions
 
 from chainer_hookext import TimedLinks
-from tests.conftest import registered_hooks
+from tests.conftest import Boom
 from tests.conftest import SleepBackward
+from tests.conftest import raise_boom
+from tests.conftest import registered_hooks
 
 
 class SlowBackwardMLP(chainer.Chain):
@@ -47,9 +49,10 @@ def test_backward_charged_to_the_right_link(trainer_factory):
     trainer.run()
     entry = trainer.get_extension('LogReport').log[0]
     name = 'time/main/predictor'
-    assert 0.010 <= entry[name + '/l2/backward/self'] < 0.020
-    assert 0.005 <= entry[name + '/backward/self'] < 0.015
-    assert entry[name + '/l1/backward/self'] < 0.005
+    # Lower bounds only: a loaded machine makes real sleeps longer.
+    assert 0.010 <= entry[name + '/l2/backward/self']
+    assert 0.005 <= entry[name + '/backward/self']
+    assert entry[name + '/l1/backward/self'] < entry[name + '/backward/self']
     assert entry[name + '/l2/backward'] == entry[
         name + '/l2/backward/self']
     assert entry[name + '/backward'] == pytest.approx(sum(
@@ -57,7 +60,7 @@ def test_backward_charged_to_the_right_link(trainer_factory):
     assert entry['time/main/backward'] == pytest.approx(
         entry[name + '/backward'] + entry['time/main/backward/self'])
     # Forward is not charged with backward time.
-    assert entry[name + '/l2'] < 0.005
+    assert entry[name + '/l2'] < entry[name + '/l2/backward/self']
 
 
 def test_function_hook_only_during_training(trainer_factory):
@@ -82,14 +85,6 @@ def test_backward_false_registers_no_function_hook(trainer_factory):
     keys = trainer.get_extension('LogReport').log[0]
     assert [k for k in keys if 'backward' in k] == []
     assert ext.hook.total_backward_time() == 0
-
-
-class Boom(Exception):
-    pass
-
-
-def raise_boom(*args, **kwargs):
-    raise Boom('boom')
 
 
 def break_forward(trainer):
