@@ -40,17 +40,18 @@ class LinkHookExtension(extension.Extension):
        hook is in no registry and ``hook.deleted(None)`` has answered
        ``hook.added(None)``.
 
-    The hook is registered as a global (thread-local) hook under a name free
-    in the thread (``hook.name``, else ``hook.name + '_1'`` ...), so two hooks
-    with the same name do not collide.  A global hook that filters on the
-    scoped links costs about half the per-call overhead of ``add_hook`` on
-    every link (``Link.__call__`` copies an ``OrderedDict`` for links with
-    local hooks): about +600 ns against +1,170 ns per link call on the
-    project's machine (``benchmarks/bench_registration.py``).  A
+    The hook is registered as a global (thread-local) hook under a key of
+    this package's own (``chainer_hookext.<name>``, then ``_1`` ...), so
+    that two hooks with the same name do not collide and the plain name
+    stays free for the user's own ``with hook:``.  A global hook that
+    filters on the scoped links costs less per link call than ``add_hook``
+    on every link, for which ``Link.__call__`` copies an ``OrderedDict``
+    (``benchmarks/README.md``).  A
     :class:`~chainer_hookext.link_hooks.ScopedLinkHook` filters by itself
-    and is registered directly; any other
-    :class:`chainer.LinkHook` (Chainer's ``TimerHook`` included) is registered
-    behind a small filtering proxy.
+    and is registered directly; any other :class:`chainer.LinkHook`
+    (Chainer's ``TimerHook`` included) is registered behind a small
+    filtering proxy.  Modes: the hook acts only in the modes that both the
+    extension's ``train`` / ``eval`` and the hook's own allow.
 
     Extensions called before training (``call_before_training=True``) run
     before the loop and are not hooked.

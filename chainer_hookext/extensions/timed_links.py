@@ -76,8 +76,8 @@ class TimedLinks(link_hook_extension.LinkHookExtension):
             gathered on rank 0, which reports per key the mean over workers
             (``time/<name>``) and ``time/<name>/max``, ``.../min`` and
             ``.../slowest_rank``, and prints them.  Every rank must have
-            the extension with the same trigger (the README's ChainerMN
-            section tells how to resume each rank's state).
+            the extension with the same trigger (``docs/chainermn.md``
+            tells how to resume each rank's state).
         local_report (bool): With ``comm``, ranks other than 0 report (and
             print) their own figures too; by default they report nothing.
         backward (bool): Also time backward per link, with a function hook
@@ -232,7 +232,9 @@ class TimedLinks(link_hook_extension.LinkHookExtension):
                 print(_title(mode, iteration, None, self.comm.size),
                       file=sys.stdout)
                 table.print_spread_table(
-                    rows, self.unit, sys.stdout, header='LinkName',
+                    [r for r in rows if r.key != keys.OUTSIDE
+                     or r.spreads['backward_time'].max > 0], self.unit,
+                    sys.stdout, header='LinkName',
                     backward=self.backward and mode == 'train')
 
     def summary(self, by='path', mode='train'):

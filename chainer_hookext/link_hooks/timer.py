@@ -231,9 +231,9 @@ class TimerHook(scoped_link_hook.ScopedLinkHook):
             self._outside(mode))
 
     def entries(self, by='path', mode=None):
-        """Returns the summary as :class:`~.call_tree.Entry` rows.
+        """Returns the summary as rows, the structured form of :meth:`summary`.
 
-        The structured form of :meth:`summary`: named tuples with ``key``,
+        Named tuples with ``key``,
         ``parent`` (the key of the first caller), ``elapsed_time``,
         ``self_time``, ``occurrence``, ``backward_time`` and
         ``backward_self_time``.
