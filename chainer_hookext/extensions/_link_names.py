@@ -9,6 +9,10 @@ hook scopes by the same names, so ``LogReport`` and ``PrintReport`` need
 no glue.
 """
 
+import warnings
+
+import chainer
+
 
 def link_name(prefix, path):
     """Returns the reporter-style name of the link at ``path``.
@@ -41,3 +45,25 @@ def model_link_names(trainer):
         for path, link in optimizer.target.namedlinks():
             names[id(link)] = (link_name(prefix, path), link)
     return names
+
+
+def warn_unhooked(call, named_links):
+    """Warns about links whose calls Chainer runs no link hooks for.
+
+    ``Link.__call__`` runs the link hooks around ``forward``; a link class
+    that overrides ``__call__`` itself (Chainer 1 style) bypasses it, so
+    every hook, ours included, sees nothing of the link.
+
+    Args:
+        call (str): The class to name in the warning.
+        named_links (iterable): ``(name, link)`` pairs in scope.
+    """
+    names = [name for name, link in named_links
+             if type(link).__call__ is not chainer.Link.__call__]
+    if names:
+        warnings.warn(
+            '{}: {} define __call__ instead of forward, so Chainer runs no '
+            'link hook for their calls and they report nothing of their '
+            'own (their child links are still seen); rename their __call__ '
+            'to forward.'.format(call, ', '.join(map(repr, names))),
+            RuntimeWarning)

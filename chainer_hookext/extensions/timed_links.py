@@ -6,6 +6,7 @@ import chainer
 from chainer.training import extension
 
 from chainer_hookext.extensions import _gathered_figures
+from chainer_hookext.extensions import _link_names
 from chainer_hookext.extensions import link_hook_extension
 from chainer_hookext.link_hooks import timer
 from chainer_hookext.link_hooks._timer import call_tree
@@ -144,6 +145,9 @@ class TimedLinks(link_hook_extension.LinkHookExtension):
                 'TimedLinks, with `links=` naming every link to time.'.format(
                     ', '.join(repr(n) for n in others)))
         names = self.scope_link_names(trainer)
+        model = _link_names.model_link_names(trainer)
+        _link_names.warn_unhooked(
+            'TimedLinks', [model[i] for i in names])
         keys.check_link_names('TimedLinks', names.values(), self.backward,
                               spread=self.comm is not None)
         super().initialize(trainer)
@@ -285,9 +289,11 @@ class TimedLinks(link_hook_extension.LinkHookExtension):
 
 
 def _model_calls(totals):
-    # Outermost calls: the top entries' calls.
-    return sum(e.occurrence for e in totals.values()
-               if e.parent is None and e.key != keys.OUTSIDE)
+    # Calls of the model: its outermost timed calls.  When the model is not
+    # hooked (it defines __call__), its timed children are the top entries,
+    # each called once per model call: the largest count, not their sum.
+    return max([e.occurrence for e in totals.values()
+                if e.parent is None and e.key != keys.OUTSIDE], default=0)
 
 
 def _difference(key, now, then, n):

@@ -1,6 +1,7 @@
 import json
 
 import chainer
+import chainer.functions as F
 import chainer.links as L
 import pytest
 from chainer import training
@@ -321,3 +322,32 @@ def test_links_named_like_a_spread_are_refused_before_training(
     with pytest.raises(ValueError, match="'main/predictor/max' would report"):
         trainer.run()
     assert comm.gathered == []  # refused before any collective
+
+
+class OldStyle(chainer.Chain):
+    """Defines ``__call__`` instead of ``forward``: no link hook sees it."""
+
+    def __init__(self):
+        super().__init__()
+        with self.init_scope():
+            self.l1 = L.Linear(4, 8)
+            self.l2 = L.Linear(8, 3)
+
+    def __call__(self, x, t):
+        loss = F.softmax_cross_entropy(self.l2(F.relu(self.l1(x))), t)
+        chainer.report({'loss': loss}, self)
+        return loss
+
+
+def test_model_defining_call_is_named_and_figures_are_per_model_call(
+        trainer_factory, capsys):
+    trainer = trainer_factory(model=OldStyle(), evaluator=True,
+                              stop=(4, 'iteration'))  # one epoch
+    trainer.extend(TimedLinks(validation=True, print_report=True),
+                   trigger=(4, 'iteration'))
+    with pytest.warns(RuntimeWarning, match=r"TimedLinks: 'main' define "
+                      r'__call__ instead of forward.*rename'):
+        trainer.run()
+    out = capsys.readouterr().out
+    # The Evaluator made 2 calls of the model (16 examples, batches of 8).
+    assert 'evaluation call of the model, averaged over 2 calls' in out
