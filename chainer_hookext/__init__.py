@@ -11,6 +11,7 @@ from chainer_hookext.extensions.capture_outputs import CaptureOutputs  # NOQA
 from chainer_hookext.extensions.link_hook_extension import LinkHookExtension  # NOQA
 from chainer_hookext.extensions.non_finite_guard import NonFiniteGuard  # NOQA
 from chainer_hookext.extensions.timed_links import TimedLinks  # NOQA
+from chainer_hookext.extensions.timed_loop import TimedLoop  # NOQA
 from chainer_hookext.extensions.unchain_variables import UnchainVariables  # NOQA
 from chainer_hookext.extensions.unchain_variables import unchain_variables  # NOQA
 from chainer_hookext.link_hooks.activation_statistics import ActivationStatisticsHook  # NOQA
@@ -36,6 +37,7 @@ __all__ = [
     'PRIORITY_LAST',
     'ScopedLinkHook',
     'TimedLinks',
+    'TimedLoop',
     'TimerHook',
     'UnchainVariables',
     'unchain_variables',

@@ -10,7 +10,7 @@ from chainer_hookext.link_hooks._timer import backward as backward_module
 from chainer_hookext.link_hooks._timer import call_stack
 from chainer_hookext.link_hooks._timer import call_tree
 from chainer_hookext.link_hooks._timer import keys
-from chainer_hookext.link_hooks._timer import state
+from chainer_hookext import _state as state
 from chainer_hookext.link_hooks._timer import table
 from chainer_hookext.link_hooks._timer import units
 

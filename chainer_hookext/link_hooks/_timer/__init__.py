@@ -8,6 +8,8 @@
 * :mod:`.link_paths`: the path of each link;
 * :mod:`.keys`: the layout of the reported keys (add a figure there);
 * :mod:`.table`, :mod:`.units`: text tables;
-* :mod:`.state`: saving through Chainer serializers;
 * :mod:`.cuda_events`: GPU timing.
+
+Saving through Chainer serializers is :mod:`chainer_hookext._state`, which
+:class:`~chainer_hookext.TimedLoop` shares.
 """

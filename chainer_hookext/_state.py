@@ -1,7 +1,8 @@
 """Saving timing state through any Chainer serializer (npz, hdf5).
 
-One encoding serves the timer's stored call trees and
-:class:`~chainer_hookext.TimedLinks`' baseline: a table of rows, each row
+One encoding serves the timer's stored call trees,
+:class:`~chainer_hookext.TimedLinks`' baseline and
+:class:`~chainer_hookext.TimedLoop`'s figures: a table of rows, each row
 some labels (strings and integers, saved as UTF-8 JSON in a ``uint8``
 array, which every serializer stores) and numeric fields (one ``float64``
 array per field).

@@ -1,0 +1,293 @@
+import collections
+import sys
+import warnings
+
+import chainer
+import numpy
+from chainer.training import extension
+
+from chainer_hookext import _state
+from chainer_hookext.extensions import _gathered_figures
+from chainer_hookext.extensions._loop import phases
+from chainer_hookext.extensions._loop import wrappers
+from chainer_hookext.link_hooks._timer import keys
+from chainer_hookext.link_hooks._timer import units
+
+
+#: Prefix of every key :class:`TimedLoop` reports.
+PREFIX = 'time/loop/'
+
+
+class TimedLoop(extension.Extension):
+    """Trainer extension reporting where each training iteration goes.
+
+    At each trigger it reports, in seconds per training iteration averaged
+    over the iterations since its last report:
+
+    * ``time/loop/iteration``: a whole iteration, from the start of one
+      update to the start of the next (the update and every extension);
+    * ``time/loop/data``: the iterators' ``next`` and the converter (the
+      device transfer included);
+    * ``time/loop/forward``: the optimizers' targets' forward and the loss
+      function given to ``optimizer.update``;
+    * ``time/loop/backward``: ``Variable.backward`` and ``chainer.grad``;
+    * ``time/loop/optimizer``: the optimizers' ``update`` besides the above
+      (their hooks, e.g. ``WeightDecay``, and the parameter updates);
+    * ``time/loop/allreduce``: under ChainerMN, the gradient all-reduce of
+      the multi-node optimizer;
+    * ``time/loop/extensions``: all extensions' triggers and calls, and
+      ``time/loop/extension/<name>`` each one's, by its name in the trainer
+      (``validation``, ``snapshot`` ...): averaged over every iteration, so
+      that an extension run every 100 iterations shows its true share;
+    * ``time/loop/other``: the rest, so that the phases add up to the
+      iteration.
+
+    Time is charged to the innermost running phase: the loss function's
+    forward inside ``optimizer.update`` is forward, not optimizer time.
+    What it cannot see in a custom updater (a ``next(iterator)``, a loss
+    computed outside the targets' forward) goes to ``other``, never to
+    another phase.  It costs a few clock reads per iteration, none per link
+    call.
+
+    For the length of the run it wraps, as instance attributes, the
+    iterators' ``next``, the updater's ``converter``, the optimizers'
+    ``update``, the targets' ``forward``, the extensions' triggers, and
+    (for the training thread) ``chainer.Variable.backward`` and
+    ``chainer.grad``; all are restored on every way out of ``run()``.
+
+    The figures (and the last report's) are saved in snapshots, so a
+    resumed run reports as an uninterrupted one and :meth:`summary` covers
+    the whole run.
+
+    Args:
+        print_report (bool): Print a table (phase, seconds per iteration,
+            share of the iteration) at each trigger.
+        unit (str): Unit of the table: ``'sec'``, ``'ms'``, ``'us'``,
+            ``'ns'``, ``'auto'`` or ``'auto_foreach'``.
+        comm (chainermn.CommunicatorBase): Under ChainerMN, gather every
+            worker's figures on rank 0, which reports the mean over
+            workers and ``.../max``, ``.../min`` and ``.../slowest_rank``
+            per key, as :class:`~chainer_hookext.TimedLinks` does.  Every
+            rank needs the extension, with the same trigger.
+
+    .. admonition:: Example
+
+        >>> from chainer_hookext import TimedLoop
+        >>> trainer.extend(TimedLoop(), trigger=(1, 'epoch'))
+        >>> trainer.extend(extensions.PrintReport(
+        ...     ['epoch', 'time/loop/iteration', 'time/loop/data',
+        ...      'time/loop/extension/validation']))
+    """
+
+    trigger = 1, 'epoch'
+    priority = extension.PRIORITY_WRITER
+    default_name = 'TimedLoop'
+
+    def __init__(self, *, print_report=False, unit='auto', comm=None):
+        if not isinstance(print_report, bool):
+            raise TypeError(
+                '`TimedLoop(print_report={!r})` needs True or False.'.format(
+                    print_report))
+        units.check_unit('TimedLoop', unit)
+        if comm is not None:
+            _gathered_figures.check_comm('TimedLoop', comm)
+        self.print_report = print_report
+        self.unit = unit
+        self.comm = comm
+        self._clock = phases.PhaseClock()
+        self._patches = None
+        self._start = None  # the stop_trigger wrapper, while installed
+        self._names = []  # the extensions' names in the trainer
+        self._first_iteration = None
+        self._last_iteration = None
+        self._saved = {}  # totals of earlier runs (a resumed snapshot)
+        self._baseline = {}  # totals at the last report
+
+    # -- lifecycle -----------------------------------------------------------
+    def initialize(self, trainer):
+        self.release()
+        self._names = list(trainer._extensions)
+        iteration = trainer.updater.iteration
+        if self._last_iteration is None or iteration < self._last_iteration:
+            self._first_iteration = self._last_iteration = iteration
+            self._saved, self._baseline = {}, {}
+        self._start = _IterationStart(self, trainer)
+
+    def _enter_loop(self, trainer):
+        # The first iteration's start, inside Trainer.run's try.
+        self._patches = wrappers.install(self._clock, trainer)
+
+    def release(self):
+        """Takes every wrapper off; safe to call many times."""
+        self._clock.stop()
+        start, self._start = self._start, None
+        if start is not None:
+            start.remove()
+        patches, self._patches = self._patches, None
+        if patches is not None:
+            patches.restore()
+
+    def on_error(self, trainer, exc, tb):
+        self.release()
+
+    def finalize(self):
+        self.release()
+
+    # -- figures -------------------------------------------------------------
+    def _totals(self):
+        totals = dict(self._saved)
+        for phase, seconds in self._clock.read().items():
+            totals[phase] = totals.get(phase, 0.0) + seconds
+        return totals
+
+    def _figures(self, totals, then, n):
+        # {phase: seconds per iteration}, in report order.
+        delta = {p: max(totals.get(p, 0.0) - then.get(p, 0.0), 0.0) / n
+                 for p in set(totals) | set(then)}
+        figures = collections.OrderedDict()
+        figures['iteration'] = sum(delta.values())
+        for phase in phases.UPDATE_PHASES:
+            if phase != phases.ALLREDUCE or phase in delta:
+                figures[phase] = delta.get(phase, 0.0)
+        extensions = [phases.EXTENSION + name for name in self._names]
+        figures['extensions'] = sum(delta.get(e, 0.0) for e in extensions)
+        for name in extensions:
+            figures[name] = delta.get(name, 0.0)
+        figures[phases.OTHER] = delta.get(phases.OTHER, 0.0)
+        return figures
+
+    def __call__(self, trainer):
+        iteration = trainer.updater.iteration
+        n = iteration - self._last_iteration
+        totals = self._totals()
+        figures = self._figures(totals, self._baseline, n) if n > 0 else {}
+        self._baseline = totals
+        self._last_iteration = iteration
+        if self.comm is not None:
+            self._report_gathered(figures, iteration)
+        elif figures:
+            chainer.report({PREFIX + p: s for p, s in figures.items()})
+            if self.print_report:
+                self._print(figures, 'averaged over {} iterations'.format(
+                    n), iteration)
+
+    def _report_gathered(self, figures, iteration):
+        # A collective: every rank calls it at every report, figures or not.
+        per_rank = self.comm.gather_obj(
+            [(p, None, {'seconds': s}) for p, s in figures.items()])
+        if self.comm.rank != 0:
+            return
+        rows = _gathered_figures.summarise(per_rank)
+        if not rows:
+            return
+        observation = {}
+        for row in rows:
+            spread = row.spreads['seconds']
+            observation[PREFIX + row.key] = spread.mean
+            for statistic in keys.SPREAD_SUFFIXES:
+                observation[keys.spread_key(
+                    PREFIX + row.key, statistic)] = getattr(spread, statistic)
+        chainer.report(observation)
+        if self.print_report:
+            self._print(collections.OrderedDict(
+                (r.key, r.spreads['seconds'].mean) for r in rows),
+                'mean over {} workers'.format(self.comm.size), iteration)
+
+    def _print(self, figures, how, iteration):
+        print('TimedLoop at iteration {}: seconds per training iteration, '
+              '{}'.format(iteration, how), file=sys.stdout)
+        whole = figures['iteration']
+        fmt = units.formatter(self.unit, list(figures.values()))
+        rows = [('Phase', 'PerIteration', 'Share')]
+        for phase, seconds in figures.items():
+            label = phase if phase in ('iteration', 'extensions') or (
+                not phase.startswith(phases.EXTENSION)) else (
+                '  ' + phase[len(phases.EXTENSION):])
+            share = '{:.1f}%'.format(100.0 * seconds / whole) if whole else ''
+            rows.append((label, fmt(seconds), share))
+        widths = [max(len(r[i]) for r in rows) for i in range(3)]
+        for row in rows:
+            print('{:<{}}  {:>{}}  {:>{}}'.format(
+                row[0], widths[0], row[1], widths[1], row[2], widths[2]),
+                file=sys.stdout)
+
+    def summary(self):
+        """Returns seconds per iteration of each phase over the whole run.
+
+        Resumed parts included: ``{'iteration': ..., 'data': ..., ...}``
+        with the keys of the reports (without ``time/loop/``).
+        """
+        n = (self._last_iteration or 0) - (self._first_iteration or 0)
+        if n <= 0:
+            return collections.OrderedDict()
+        return self._figures(self._totals(), {}, n)
+
+    # -- snapshots -----------------------------------------------------------
+    def serialize(self, serializer):
+        """Saves or restores the figures and the last report's."""
+        if not _state.is_loading(serializer):
+            totals = self._totals()
+            for name, values in (('totals', totals),
+                                 ('baseline', self._baseline)):
+                _state.save_rows(serializer[name], list(values), {
+                    'seconds': list(values.values())})
+            serializer('iterations', numpy.asarray([
+                -1 if i is None else i
+                for i in (self._first_iteration, self._last_iteration)],
+                numpy.int64))
+            return
+        try:
+            loaded = {name: _state.load_rows(serializer[name], ('seconds',))
+                      for name in ('totals', 'baseline')}
+            first, last = (int(i) for i in serializer('iterations', None))
+        except KeyError as e:
+            warnings.warn(
+                '{}: the snapshot has no state for it ({}); it was probably '
+                'taken before this extension was added.  Timing starts '
+                'afresh.'.format(self.name or self.default_name, e),
+                RuntimeWarning)
+            return
+        if loaded['totals'] is None:  # a non-strict deserializer
+            return
+        self._saved = {p: v['seconds'] for p, v in loaded['totals']}
+        self._baseline = {p: v['seconds'] for p, v in loaded['baseline']}
+        self._clock.totals = {}
+        self._first_iteration = None if first < 0 else first
+        self._last_iteration = None if last < 0 else last
+
+
+class _IterationStart(object):
+    """Stands in for ``trainer.stop_trigger``: marks each iteration's start.
+
+    ``Trainer.run`` binds ``stop_trigger`` after the extensions'
+    ``initialize`` and calls it before each update, inside the ``try``
+    whose ``finally`` calls ``finalize``: its first call is the loop's
+    entry.  Everything else is forwarded to the trigger (``serialize``,
+    ``get_training_length`` ...).
+    """
+
+    def __init__(self, owner, trainer):
+        self.owner = owner
+        self.trainer = trainer
+        self.stop_trigger = trainer.stop_trigger
+        self.entered = False
+        trainer.stop_trigger = self
+
+    def __call__(self, trainer):
+        clock = self.owner._clock
+        clock.stop()
+        if self.stop_trigger(trainer):
+            return True
+        if not self.entered:
+            self.entered = True
+            self.owner._enter_loop(trainer)
+        clock.begin(phases.OTHER, in_update=True)
+        return False
+
+    def __getattr__(self, name):
+        return getattr(self.stop_trigger, name)
+
+    def remove(self):
+        """Puts the trainer's own stop trigger back, if still ours."""
+        if vars(self.trainer).get('stop_trigger') is self:
+            self.trainer.stop_trigger = self.stop_trigger

@@ -1,0 +1,229 @@
+"""TimedLoop on a real Trainer, with known delays on a still clock."""
+
+import chainer
+import chainer.functions as F
+import chainer.links as L
+import numpy
+import pytest
+from chainer import training
+from chainer.training import extensions
+
+from chainer_hookext import TimedLoop
+from chainer_hookext.extensions._loop import phases
+from tests.conftest import Boom
+from tests.conftest import MLP
+from tests.conftest import make_dataset
+
+
+class StillClock(object):
+    """A clock that stands still but for :meth:`sleep`: exact figures."""
+
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self):
+        return self.now
+
+    def sleep(self, seconds):
+        self.now += seconds
+
+
+@pytest.fixture
+def still(monkeypatch):
+    clock = StillClock()
+    monkeypatch.setattr(phases, '_perf_counter', clock)
+    return clock
+
+
+# Known delays, exact in binary.
+DATA, FORWARD, BACKWARD, OPTIMIZER, SLOW = 1.0, 2.0, 4.0, 8.0, 16.0
+
+
+class SlowModel(chainer.Chain):
+    """A classifier whose forward and backward take known times."""
+
+    def __init__(self, clock):
+        super().__init__()
+        self.clock = clock
+        with self.init_scope():
+            self.predictor = MLP()
+
+    def forward(self, x, t):
+        self.clock.sleep(FORWARD)
+        y = _SleepingBackward(self.clock).apply((self.predictor(x),))[0]
+        return F.softmax_cross_entropy(y, t)
+
+
+class _SleepingBackward(chainer.FunctionNode):
+    def __init__(self, clock):
+        self.clock = clock
+
+    def forward(self, inputs):
+        return inputs
+
+    def backward(self, indexes, grad_outputs):
+        self.clock.sleep(BACKWARD)
+        return grad_outputs
+
+
+class SlowIterator(chainer.iterators.SerialIterator):
+    def __init__(self, clock, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.clock = clock
+
+    def __next__(self):
+        self.clock.sleep(DATA)
+        return super().__next__()
+
+    next = __next__
+
+
+def make_trainer(still, tmp_path, stop=4, updater=None):
+    model = SlowModel(still)
+    optimizer = chainer.optimizers.SGD()
+    optimizer.setup(model)
+    optimizer.add_hook(lambda opt: still.sleep(OPTIMIZER), name='slow')
+    it = SlowIterator(still, make_dataset(), 8, shuffle=False)
+    updater = (updater or training.updaters.StandardUpdater)(it, optimizer)
+    trainer = training.Trainer(
+        updater, (stop, 'iteration'), out=str(tmp_path / 'result'))
+
+    # Before TimedLoop (PRIORITY_WRITER): reported in the same iteration.
+    @training.make_extension(trigger=(2, 'iteration'),
+                             priority=training.PRIORITY_WRITER + 1)
+    def slow(trainer):
+        still.sleep(SLOW)
+    trainer.extend(slow, name='slow')
+    return trainer
+
+
+def run_timed(trainer, **kwargs):
+    timed = TimedLoop(**kwargs)
+    trainer.extend(timed, trigger=(2, 'iteration'))
+    trainer.extend(extensions.LogReport(trigger=(2, 'iteration')))
+    trainer.run()
+    return timed, [{k[len('time/loop/'):]: v for k, v in e.items()
+                    if k.startswith('time/loop/')}
+                   for e in trainer.get_extension('LogReport').log]
+
+
+def test_each_phase_against_its_delay(still, tmp_path):
+    timed, log = run_timed(make_trainer(still, tmp_path))
+    assert len(log) == 2
+    for figures in log:
+        assert figures['data'] == DATA
+        assert figures['forward'] == FORWARD
+        assert figures['backward'] == BACKWARD
+        assert figures['optimizer'] == OPTIMIZER
+        # Every other iteration: half its time per iteration.
+        assert figures['extension/slow'] == SLOW / 2
+        assert figures['extensions'] == SLOW / 2
+        assert figures['other'] == 0.0
+        assert figures['iteration'] == DATA + FORWARD + BACKWARD + (
+            OPTIMIZER + SLOW / 2)
+        assert set(figures) == {
+            'iteration', 'data', 'forward', 'backward', 'optimizer',
+            'extensions', 'extension/slow', 'extension/TimedLoop',
+            'extension/LogReport', 'other'}
+    assert timed.summary()['iteration'] == log[0]['iteration']
+
+
+def test_custom_update_core_unseen_work_is_other(still, tmp_path):
+    class GanLike(training.updaters.StandardUpdater):
+        def update_core(self):
+            batch = next(self.get_iterator('main'))  # not iterator.next()
+            x, t = self.converter(batch, None)
+            model = self.get_optimizer('main').target
+            still.sleep(32.0)  # work of the updater's own
+            loss = model(x, t)
+            model.cleargrads()
+            loss.backward()
+            self.get_optimizer('main').update()
+
+    trainer = make_trainer(still, tmp_path, updater=GanLike)
+    _, log = run_timed(trainer)
+    for figures in log:
+        assert figures['forward'] == FORWARD
+        assert figures['backward'] == BACKWARD
+        assert figures['optimizer'] == OPTIMIZER
+        assert figures['data'] == 0.0  # next(iterator) is not seen ...
+        assert figures['other'] == 32.0 + DATA  # ... so it is other
+
+
+def test_everything_is_restored(still, tmp_path):
+    trainer = make_trainer(still, tmp_path)
+    updater = trainer.updater
+    optimizer = updater.get_optimizer('main')
+    converter = updater.converter
+    stop_trigger = trainer.stop_trigger
+    triggers = {n: e.trigger for n, e in trainer._extensions.items()}
+    backward, grad = chainer.Variable.backward, chainer.grad
+    run_timed(trainer)
+    assert 'next' not in vars(updater.get_iterator('main'))
+    assert updater.converter is converter
+    assert 'update' not in vars(optimizer)
+    assert 'forward' not in vars(optimizer.target)
+    assert trainer.stop_trigger is stop_trigger
+    assert all(trainer._extensions[n].trigger is t
+               for n, t in triggers.items())
+    assert chainer.Variable.backward is backward and chainer.grad is grad
+
+
+def test_restored_after_an_exception(still, tmp_path):
+    trainer = make_trainer(still, tmp_path)
+
+    @training.make_extension(trigger=(3, 'iteration'))
+    def boom(trainer):
+        raise Boom('boom')
+    trainer.extend(boom)
+    backward = chainer.Variable.backward
+    with pytest.raises(Boom):
+        run_timed(trainer)
+    assert chainer.Variable.backward is backward
+    assert 'update' not in vars(trainer.updater.get_optimizer('main'))
+    assert 'stop_trigger' in vars(trainer)  # the trainer's own
+    assert not isinstance(trainer.stop_trigger, type(None))
+    assert type(trainer.stop_trigger).__name__ == 'IntervalTrigger'
+
+
+def test_resume_reports_as_an_uninterrupted_run(still, tmp_path):
+    whole = make_trainer(still, tmp_path / 'whole', stop=8)
+    timed_whole, log_whole = run_timed(whole)
+    first = make_trainer(still, tmp_path / 'first', stop=4)
+    _, log_first = run_timed(first)
+    target = {}
+    first.serialize(chainer.serializers.DictionarySerializer(target))
+    second = make_trainer(still, tmp_path / 'second', stop=8)
+    timed = TimedLoop()
+    second.extend(timed, trigger=(2, 'iteration'))
+    second.extend(extensions.LogReport(trigger=(2, 'iteration')))
+    chainer.serializers.NpzDeserializer(target).load(second)
+    second.run()
+    log_second = [{k[len('time/loop/'):]: v for k, v in e.items()
+                   if k.startswith('time/loop/')}
+                  for e in second.get_extension('LogReport').log]
+    assert log_first + log_second[2:] == log_whole
+    assert timed.summary() == timed_whole.summary()
+
+
+def test_print_report(still, tmp_path, capsys):
+    run_timed(make_trainer(still, tmp_path), print_report=True, unit='sec')
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == ('TimedLoop at iteration 2: seconds per training '
+                      'iteration, averaged over 2 iterations')
+    assert out[1].split() == ['Phase', 'PerIteration', 'Share']
+    assert out[2].split() == ['iteration', '23.00sec', '100.0%']
+    assert out[3].split() == ['data', '1.00sec', '4.3%']
+
+
+def test_bad_arguments():
+    with pytest.raises(TypeError, match=r"TimedLoop\(print_report='yes'\)"):
+        TimedLoop(print_report='yes')
+    with pytest.raises(ValueError, match=r"TimedLoop\(unit='minutes'\)"):
+        TimedLoop(unit='minutes')
+    with pytest.raises(TypeError, match=r"TimedLoop\(comm='naive'\)"):
+        TimedLoop(comm='naive')
+
+
+def test_unused_names_stay_importable():
+    assert numpy and L
