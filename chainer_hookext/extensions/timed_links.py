@@ -11,7 +11,7 @@ from chainer_hookext.extensions import link_hook_extension
 from chainer_hookext.link_hooks import timer
 from chainer_hookext.link_hooks._timer import call_tree
 from chainer_hookext.link_hooks._timer import keys
-from chainer_hookext.link_hooks._timer import state
+from chainer_hookext import _state as state
 from chainer_hookext.link_hooks._timer import table
 from chainer_hookext.link_hooks._timer import units
 
