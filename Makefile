@@ -5,8 +5,10 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 # Chainer's sdist build needs setuptools<70: the constraints file reaches
-# pip's isolated build environment through PIP_CONSTRAINT.
+# pip's isolated build environment through PIP_BUILD_CONSTRAINT (pip 25.3 and
+# later) or PIP_CONSTRAINT (the older pip a venv is created with).
 export PIP_CONSTRAINT := $(CURDIR)/constraints.txt
+export PIP_BUILD_CONSTRAINT := $(CURDIR)/constraints.txt
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
 .PHONY: demo test bench lint clean mpi

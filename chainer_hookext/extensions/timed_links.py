@@ -5,13 +5,13 @@ import warnings
 import chainer
 from chainer.training import extension
 
+from chainer_hookext import _state
 from chainer_hookext.extensions import _gathered_figures
 from chainer_hookext.extensions import _link_names
 from chainer_hookext.extensions import link_hook_extension
 from chainer_hookext.link_hooks import timer
 from chainer_hookext.link_hooks._timer import call_tree
 from chainer_hookext.link_hooks._timer import keys
-from chainer_hookext import _state as state
 from chainer_hookext.link_hooks._timer import table
 from chainer_hookext.link_hooks._timer import units
 
@@ -264,12 +264,12 @@ class TimedLinks(link_hook_extension.LinkHookExtension):
                 RuntimeWarning)
 
     def _serialize_baseline(self, serializer):
-        if not state.is_loading(serializer):
+        if not _state.is_loading(serializer):
             last = self._last_iteration
             serializer('last_iteration', -1 if last is None else last)
             rows = [e for totals in self._baseline.values()
                     for e in totals.values()]
-            state.save_rows(serializer['baseline'], [
+            _state.save_rows(serializer['baseline'], [
                 [mode, e.key, e.parent]
                 for mode, totals in self._baseline.items()
                 for e in totals.values()],
@@ -277,7 +277,7 @@ class TimedLinks(link_hook_extension.LinkHookExtension):
                  for f in call_tree.FIELDS})
             return
         last = int(serializer('last_iteration', -1))
-        rows = state.load_rows(serializer['baseline'], call_tree.FIELDS)
+        rows = _state.load_rows(serializer['baseline'], call_tree.FIELDS)
         if rows is None:  # a non-strict deserializer
             return
         self._last_iteration = None if last < 0 else last

@@ -4,13 +4,13 @@ import threading
 
 import chainer
 
+from chainer_hookext import _state
 from chainer_hookext.link_hooks import _node_tags
 from chainer_hookext.link_hooks import scoped_link_hook
 from chainer_hookext.link_hooks._timer import backward as backward_module
 from chainer_hookext.link_hooks._timer import call_stack
 from chainer_hookext.link_hooks._timer import call_tree
 from chainer_hookext.link_hooks._timer import keys
-from chainer_hookext import _state as state
 from chainer_hookext.link_hooks._timer import table
 from chainer_hookext.link_hooks._timer import units
 
@@ -310,7 +310,7 @@ class TimerHook(scoped_link_hook.ScopedLinkHook):
         Loading replaces the hook's figures.
         """
         fields = ('elapsed_time', 'occurrence', 'backward_time')
-        if not state.is_loading(serializer):
+        if not _state.is_loading(serializer):
             labels, columns = [], {f: [] for f in fields}
             for mode in _MODES[None]:
                 for depth, rec in call_tree.walk(self._merged(None, mode)):
@@ -318,12 +318,12 @@ class TimerHook(scoped_link_hook.ScopedLinkHook):
                     for field, value in zip(fields, (
                             rec.elapsed, rec.count, rec.backward)):
                         columns[field].append(value)
-            state.save_rows(serializer['calls'], labels, columns)
-            state.save_rows(serializer['outside'], list(_MODES[None]), {
+            _state.save_rows(serializer['calls'], labels, columns)
+            _state.save_rows(serializer['outside'], list(_MODES[None]), {
                 'backward_time': [self._outside(m) for m in _MODES[None]]})
             return
-        calls = state.load_rows(serializer['calls'], fields)
-        outside = state.load_rows(serializer['outside'], ('backward_time',))
+        calls = _state.load_rows(serializer['calls'], fields)
+        outside = _state.load_rows(serializer['outside'], ('backward_time',))
         if calls is None or outside is None:  # a non-strict deserializer
             return
         self._calls.store(

@@ -96,6 +96,21 @@ def test_default_trigger_and_name():
     assert (ext.train, ext.eval) == (True, False)
 
 
+class MyStatistics(ActivationStatistics):
+    pass
+
+
+@pytest.mark.parametrize('cls', [ActivationStatistics, MyStatistics])
+def test_bad_arguments_name_the_class(cls):
+    with pytest.raises(ValueError,
+                       match=r"`{}\(statistics='avg'\)`".format(cls.__name__)):
+        cls(statistics='avg')
+    with pytest.raises(ValueError, match=r'`{}\(eval=1\)` is not a flag: '
+                                         'use True or False'
+                                         .format(cls.__name__)):
+        cls(eval=1)
+
+
 def test_bad_statistics():
     with pytest.raises(ValueError,
                        match=r"`ActivationStatistics\(statistics='avg'\)`"):

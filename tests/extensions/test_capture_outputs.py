@@ -70,6 +70,35 @@ def test_keep_after_error(trainer_factory, keep, kept):
     assert bool(capture.outputs) == kept
 
 
+def test_on_error_keeps_them_on_keyboard_interrupt(trainer_factory):
+    # Chainer calls no on_error for KeyboardInterrupt, only finalize.
+    trainer = trainer_factory()
+    capture = CaptureOutputs(keep='on_error')
+
+    @training.make_extension(trigger=(1, 'iteration'))
+    def interrupt(trainer):
+        if trainer.updater.iteration == 2:
+            raise KeyboardInterrupt
+    trainer.extend(capture)
+    trainer.extend(interrupt)
+    with pytest.raises(KeyboardInterrupt):
+        trainer.run()
+    assert sorted(capture.outputs) == [
+        'main', 'main/predictor', 'main/predictor/l1', 'main/predictor/l2']
+
+
+def test_on_error_drops_after_clean_run_inside_except(trainer_factory):
+    # An exception the caller is handling is not the run's own.
+    capture = CaptureOutputs(keep='on_error')
+    trainer = trainer_factory()
+    trainer.extend(capture)
+    try:
+        raise KeyError('handled by the caller')
+    except KeyError:
+        trainer.run()
+    assert capture.outputs == {}
+
+
 def test_on_error_drops_after_clean_run(trainer_factory):
     capture = CaptureOutputs(keep='on_error')
     trainer = trainer_factory()
@@ -85,7 +114,27 @@ def test_link_outside_the_model(trainer_factory):
         trainer.run()
 
 
+class MyCapture(CaptureOutputs):
+    pass
+
+
+@pytest.mark.parametrize('cls', [CaptureOutputs, MyCapture])
+@pytest.mark.parametrize('kwargs,shown', [
+    ({'copy': 'no'}, "copy='no'"),
+    ({'train': None}, 'train=None'),
+    ({'eval': 'yes'}, "eval='yes'"),
+])
+def test_flags_need_true_or_false(cls, kwargs, shown):
+    with pytest.raises(ValueError, match=r'`{}\({}\)` is not a flag: use '
+                       'True or False'.format(cls.__name__, shown)):
+        cls(**kwargs)
+
+
 def test_bad_arguments():
+    with pytest.raises(ValueError, match=r"`MyCapture\(keep='x'\)`"):
+        MyCapture(keep='x')
+    with pytest.raises(TypeError, match=r"MyCapture\(callback='x'\)"):
+        MyCapture(callback='x')
     with pytest.raises(TypeError, match=r"CaptureOutputs\(callback='x'\)"):
         CaptureOutputs(callback='x')
     with pytest.raises(ValueError,

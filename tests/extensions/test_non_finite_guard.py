@@ -87,6 +87,89 @@ def test_backward_culprit(trainer_factory):
     assert_released(trainer)
 
 
+class SqrtScale(chainer.Link):
+    """``x * sqrt(s)``: finite forward at ``s = 0``, Inf gradient w.r.t. s."""
+
+    def __init__(self, n):
+        super().__init__()
+        with self.init_scope():
+            self.s = chainer.Parameter(numpy.zeros(n, numpy.float32))
+
+    def forward(self, x):
+        return x * F.broadcast_to(F.sqrt(self.s), x.shape)
+
+
+class ScaledMLP(chainer.Chain):
+
+    def __init__(self):
+        super().__init__()
+        with self.init_scope():
+            self.l1 = L.Linear(4, 8)
+            self.scale = SqrtScale(8)
+            self.l2 = L.Linear(8, 3)
+
+    def forward(self, x):
+        return self.l2(self.scale(self.l1(x)))
+
+
+def check_parameter_gradient(trainer, finished):
+    guard = NonFiniteGuard()
+    trainer.extend(guard)
+    model = trainer.updater.get_optimizer('main').target
+    with pytest.raises(NonFiniteError) as info, \
+            numpy.errstate(divide='ignore', invalid='ignore'):
+        trainer.run()
+    error = info.value
+    assert (error.link, error.iteration, error.phase, error.output,
+            error.param) == (
+        'main/predictor/scale', 1, 'backward', 'gradient w.r.t. parameter s',
+        'main/predictor/scale/s')
+    assert str(error).startswith(
+        "Inf in the backward of link 'main/predictor/scale' at iteration 1: "
+        'gradient w.r.t. parameter s; ')
+    assert 'main/predictor/scale/s' in str(error)
+    # On CPU the update that would apply the Inf did not run.
+    assert trainer.updater.iteration == finished
+    assert numpy.isfinite(
+        chainer.backend.CpuDevice().send(model.predictor.scale.s.array)
+    ).all() == (finished == 0)
+    assert_released(trainer)
+    assert trainer.updater.get_optimizer('main')._hookable \
+        ._pre_update_hooks == {}
+
+
+def test_parameter_gradient_in_its_iteration(trainer_factory):
+    trainer = trainer_factory(model=L.Classifier(ScaledMLP()))
+    check_parameter_gradient(trainer, finished=0)
+
+
+@pytest.mark.gpu
+def test_parameter_gradient_in_its_iteration_gpu(trainer_factory):
+    trainer = trainer_factory(model=L.Classifier(ScaledMLP()),
+                              device='@cupy:0')
+    check_parameter_gradient(trainer, finished=1)
+
+
+@pytest.mark.parametrize('links,backward,found', [
+    # scale is out of l1's scope: l1 sees the NaN of iteration 2 only.
+    ('l1', True, [('main/predictor/l1', 2, 'backward')]),
+    (None, False, [('main/predictor/scale', 2, 'forward')]),  # forward only
+])
+def test_parameter_gradients_follow_scope_and_backward(
+        trainer_factory, links, backward, found):
+    trainer = trainer_factory(model=L.Classifier(ScaledMLP()),
+                              stop=(2, 'iteration'))
+    model = trainer.updater.get_optimizer('main').target
+    guard = NonFiniteGuard(links and getattr(model.predictor, links),
+                           backward=backward, action='report')
+    trainer.extend(guard)
+    with numpy.errstate(divide='ignore', invalid='ignore'):
+        trainer.run()
+    assert [(e.link, e.iteration, e.phase)
+            for e in guard.findings][:1] == found
+    assert_released(trainer)
+
+
 def test_report_goes_on_and_logs_counts(trainer_factory):
     trainer = trainer_factory(stop=(4, 'iteration'))
     guard = NonFiniteGuard(action='report', backward=False)
@@ -145,8 +228,11 @@ def test_evaluation_mode(trainer_factory, eval, raises):
     with pytest.raises(NonFiniteError) as info:
         trainer.run()
     # Evaluator runs after update 4 (one epoch), in evaluation mode.
-    assert (info.value.link, info.value.iteration) == (
-        'main/predictor/odd', 4)
+    assert (info.value.link, info.value.iteration, info.value.mode) == (
+        'main/predictor/odd', 4, 'evaluation')
+    assert str(info.value).startswith(
+        "NaN in the forward of link 'main/predictor/odd' in evaluation after "
+        'iteration 4: output')
 
 
 def test_links_limit_the_scope(trainer_factory):
@@ -159,10 +245,28 @@ def test_links_limit_the_scope(trainer_factory):
     assert_released(trainer)
 
 
+class MyGuard(NonFiniteGuard):
+    pass
+
+
+@pytest.mark.parametrize('cls', [NonFiniteGuard, MyGuard])
+@pytest.mark.parametrize('kwargs,shown', [
+    ({'backward': 'no'}, "backward='no'"),
+    ({'train': 'yes'}, "train='yes'"),
+    ({'eval': None}, 'eval=None'),
+])
+def test_flags_need_true_or_false(cls, kwargs, shown):
+    with pytest.raises(ValueError, match=r'`{}\({}\)` is not a flag: use '
+                       'True or False'.format(cls.__name__, shown)):
+        cls(**kwargs)
+
+
 def test_bad_arguments():
     with pytest.raises(ValueError,
                        match=r"`NonFiniteGuard\(action='ignore'\)`"):
         NonFiniteGuard(action='ignore')
+    with pytest.raises(ValueError, match=r"`MyGuard\(action='ignore'\)`"):
+        MyGuard(action='ignore')
     with pytest.raises(ValueError, match=r'`NonFiniteGuard\(train=False, '
                                          r'eval=False\)` would never fire'):
         NonFiniteGuard(train=False, eval=False)

@@ -55,6 +55,30 @@ def test_matches_numpy_gpu(calls):
     check_matches_numpy('cupy', calls)
 
 
+def check_std_of_large_offset(xp):
+    # Mean 1000, std 1: sums of squares in float32 gave std 1.0671.
+    rng = numpy.random.RandomState(0)
+    x = (1000 + rng.randn(1000, 1000)).astype(numpy.float32)
+    device = chainer.get_device('@numpy' if xp == 'numpy' else '@cupy:0')
+    hook = ActivationStatisticsHook(statistics=('mean', 'std'))
+    with hook:
+        Pair()(device.send(x[:300]))  # two calls: the merge counts too
+        Pair()(device.send(x[300:]))
+    stats = hook.statistics()
+    ref = x.astype(numpy.float64)
+    assert stats['Pair/out/1/0/mean'] == pytest.approx(ref.mean(), rel=1e-9)
+    assert stats['Pair/out/1/0/std'] == pytest.approx(ref.std(), rel=1e-3)
+
+
+def test_std_of_large_offset():
+    check_std_of_large_offset('numpy')
+
+
+@pytest.mark.gpu
+def test_std_of_large_offset_gpu():
+    check_std_of_large_offset('cupy')
+
+
 def test_names_and_zero_fraction_of_relu_net():
     model = MLP()
     hook = ActivationStatisticsHook(statistics=('zero_fraction',))
@@ -119,8 +143,21 @@ def test_reset_and_outputs_not_kept():
     assert hook.statistics() == {}
 
 
+class MyStatistics(ActivationStatisticsHook):
+    pass
+
+
+@pytest.mark.parametrize('cls', [ActivationStatisticsHook, MyStatistics])
 @pytest.mark.parametrize('bad', ['median', (), ('mean', 'p99'), 3])
-def test_bad_statistics(bad):
-    with pytest.raises(ValueError, match=r'ActivationStatisticsHook\('
-                                         r'statistics=.*pass a non-empty'):
-        ActivationStatisticsHook(statistics=bad)
+def test_bad_statistics(cls, bad):
+    with pytest.raises(ValueError, match=r'{}\('
+                                         r'statistics=.*pass a non-empty'
+                                         .format(cls.__name__)):
+        cls(statistics=bad)
+
+
+@pytest.mark.parametrize('cls', [ActivationStatisticsHook, MyStatistics])
+def test_flags_need_true_or_false(cls):
+    with pytest.raises(ValueError, match=r"`{}\(train='yes'\)` is not a "
+                                         'flag'.format(cls.__name__)):
+        cls(train='yes')

@@ -69,6 +69,29 @@ def test_needs_a_callable():
         CallbackHook(print, train=False, eval=False)
 
 
+class MyCallback(CallbackHook):
+    pass
+
+
+@pytest.mark.parametrize('cls', [CallbackHook, MyCallback])
+@pytest.mark.parametrize('kwargs,shown', [
+    ({'name': 3}, 'name=3'),
+    ({'name': ''}, "name=''"),
+    ({'train': 'yes'}, "train='yes'"),
+])
+def test_name_and_flags_are_checked(cls, kwargs, shown):
+    with pytest.raises(ValueError, match=r'`{}\({}\)` is not a '
+                                         .format(cls.__name__, shown)):
+        cls(print, **kwargs)
+
+
+def test_errors_name_the_class_called():
+    with pytest.raises(TypeError, match=r'`MyCallback\(prehook=3\)`'):
+        MyCallback(prehook=3)
+    with pytest.raises(ValueError, match=r'`MyCallback\(prehook=None, '):
+        MyCallback()
+
+
 def test_is_a_scoped_link_hook():
     assert isinstance(CallbackHook(print), ScopedLinkHook)
 

@@ -91,6 +91,14 @@ def test_never_fires():
         CaptureOutputsHook(train=False)
 
 
+@pytest.mark.parametrize('kwargs,shown', [
+    ({'copy': 'no'}, "copy='no'"), ({'eval': 'no'}, "eval='no'")])
+def test_flags_need_true_or_false(kwargs, shown):
+    with pytest.raises(ValueError, match=r'`CaptureOutputsHook\({}\)` is '
+                                         'not a flag'.format(shown)):
+        CaptureOutputsHook(**kwargs)
+
+
 def test_scope():
     model = MLP()
     hook = CaptureOutputsHook(eval=True)

@@ -30,6 +30,22 @@ class Scale(chainer.Link):
         return y
 
 
+class SqrtScale(chainer.Link):
+    """``x * sqrt(s)``: finite forward at ``s = 0``, Inf gradient w.r.t. s.
+
+    No function of a hooked link receives the Inf: it goes straight into
+    the parameter's gradient.
+    """
+
+    def __init__(self, n=3):
+        super().__init__()
+        with self.init_scope():
+            self.s = chainer.Parameter(numpy.zeros(n, numpy.float32))
+
+    def forward(self, x):
+        return x * F.broadcast_to(F.sqrt(self.s), x.shape)
+
+
 class SqrtNet(chainer.Chain):
     """Finite forward, Inf gradient: d sqrt(h) / dh at h = 0."""
 
@@ -255,9 +271,96 @@ def test_error_pickles():
     assert str(again) == str(error) == (
         "NaN in the forward of link 'main/l1' at iteration 3: output")
     assert isinstance(again, FloatingPointError)
+    error = NonFiniteError('main/l1', 3, 'forward', 'output', 'NaN',
+                           param='main/l1/W', mode='evaluation')
+    again = pickle.loads(pickle.dumps(error))
+    assert (again.param, again.mode) == ('main/l1/W', 'evaluation')
+    assert str(again) == str(error)
+
+
+def test_hint_names_a_non_finite_parameter():
+    model, x = nan_mlp('numpy', layer='l1')
+    hook = NonFiniteHook(action='report')
+    with hook:
+        model(x)
+    first, _, chain = hook.findings
+    assert (first.link, first.param) == ('MLP/l1', 'MLP/l1/W')
+    assert first.hint.startswith('its parameter W is non-finite')
+    # The chain's own output: its inputs are finite, a descendant's W not.
+    assert (chain.link, chain.param) == ('MLP', 'MLP/l1/W')
+    assert chain.hint.startswith('its parameter l1/W is non-finite')
+
+
+def check_parameter_gradient(xp):
+    link = SqrtScale()
+    link.to_device(device_of(xp))
+    x = device_of(xp).send(numpy.ones((2, 3), numpy.float32))
+    hook = NonFiniteHook(action='report')
+    with hook, numpy.errstate(divide='ignore', invalid='ignore'):
+        F.sum(link(x)).backward()
+        assert hook.findings == []  # no hooked function received the Inf
+        hook.check_grads(link)
+        hook.check()
+    error, = hook.findings
+    assert (error.link, error.phase, error.output, error.param, error.kind,
+            error.mode) == ('SqrtScale', 'backward',
+                            'gradient w.r.t. parameter s', 'SqrtScale/s',
+                            'Inf', 'training')
+    assert hook.counts == {('SqrtScale', 'grad'): 1}
+
+
+def test_check_grads_names_the_parameter():
+    check_parameter_gradient('numpy')
+
+
+@pytest.mark.gpu
+def test_check_grads_names_the_parameter_gpu():
+    check_parameter_gradient('cupy')
+
+
+def test_check_grads_follows_the_scope():
+    model = MLP()
+    model.l1.W.grad = numpy.full_like(model.l1.W.array, numpy.nan)
+    model.l2.W.grad = numpy.full_like(model.l2.W.array, numpy.inf)
+    hook = NonFiniteHook(action='report')
+    hook.set_scope({id(model.l2): 'main/l2'})
+    hook.check_grads(model)
+    assert [(e.link, e.param) for e in hook.findings] == [
+        ('main/l2', 'main/l2/W')]
+
+
+def test_evaluation_findings_say_so():
+    hook = NonFiniteHook()
+    hook.updater = types.SimpleNamespace(iteration=4)
+    with pytest.raises(NonFiniteError) as info:
+        with hook, chainer.using_config('train', False):
+            Scale(numpy.nan)(numpy.ones((1, 2), numpy.float32))
+    assert (info.value.mode, info.value.iteration) == ('evaluation', 4)
+    assert str(info.value).startswith(
+        "NaN in the forward of link 'Scale' in evaluation after iteration 4:")
+
+
+class MyHook(NonFiniteHook):
+    pass
+
+
+@pytest.mark.parametrize('kwargs,shown', [
+    ({'backward': 'no'}, "backward='no'"),
+    ({'backward': None}, 'backward=None'),
+    ({'deferred': 1}, 'deferred=1'),
+    ({'train': 'yes'}, "train='yes'"),
+    ({'eval': 0}, 'eval=0'),
+])
+def test_flags_need_true_or_false(kwargs, shown):
+    for cls in (NonFiniteHook, MyHook):
+        with pytest.raises(ValueError, match=r'`{}\({}\)` is not a flag: '
+                           'use True'.format(cls.__name__, shown)):
+            cls(**kwargs)
 
 
 def test_bad_arguments():
+    with pytest.raises(ValueError, match=r"MyHook\(action='stop'\)"):
+        MyHook(action='stop')
     with pytest.raises(ValueError, match=r"NonFiniteHook\(action='stop'\)"):
         NonFiniteHook(action='stop')
     with pytest.raises(ValueError, match=r"NonFiniteHook\(deferred='gpu'\)"):
