@@ -2,8 +2,6 @@
 
 import chainer
 import chainer.functions as F
-import chainer.links as L
-import numpy
 import pytest
 from chainer import training
 from chainer.training import extensions
@@ -26,6 +24,9 @@ class StillClock(object):
 
     def sleep(self, seconds):
         self.now += seconds
+
+    def __deepcopy__(self, memo):  # ParallelUpdater's copies share it
+        return self
 
 
 @pytest.fixture
@@ -225,5 +226,33 @@ def test_bad_arguments():
         TimedLoop(comm='naive')
 
 
-def test_unused_names_stay_importable():
-    assert numpy and L
+def test_parallel_updater(still, tmp_path):
+    def parallel(iterator, optimizer):
+        return training.updaters.ParallelUpdater(
+            iterator, optimizer, devices={'main': -1, 'second': -1})
+
+    _, log = run_timed(make_trainer(still, tmp_path, updater=parallel))
+    for figures in log:
+        assert figures['data'] == DATA
+        # Two models, each with its forward and backward.
+        assert figures['forward'] == 2 * FORWARD
+        assert figures['backward'] == 2 * BACKWARD
+        assert figures['optimizer'] == OPTIMIZER
+        assert figures['other'] == 0.0
+
+
+def test_with_timed_links(still, tmp_path, monkeypatch):
+    from chainer_hookext import TimedLinks
+    from chainer_hookext.link_hooks._timer import backward
+    from chainer_hookext.link_hooks._timer import call_stack
+
+    monkeypatch.setattr(call_stack, '_perf_counter', still)
+    monkeypatch.setattr(backward, '_perf_counter', still)
+    trainer = make_trainer(still, tmp_path)
+    trainer.extend(TimedLinks(), trigger=(2, 'iteration'))
+    _, log = run_timed(trainer)
+    entries = trainer.get_extension('LogReport').log
+    for figures, entry in zip(log, entries):
+        assert figures['forward'] == entry['time/main'] == FORWARD
+        assert figures['backward'] == entry['time/main/backward'] == (
+            BACKWARD)
