@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Train a multi-layer perceptron with per-link timing and graph release.
+"""Train a multi-layer perceptron with loop and per-link timing, graph release.
 
 The shape of Chainer's ``examples/mnist/train_mnist.py``, plus
 ``chainer_hookext``:
@@ -7,6 +7,9 @@ The shape of Chainer's ``examples/mnist/train_mnist.py``, plus
 * :class:`~chainer_hookext.TimedLinks` reports how long each link of the model
   takes, forward and backward, every epoch (``time/main/predictor/l1`` ...),
   prints the per-link tree table and feeds ``PlotReport``;
+* :class:`~chainer_hookext.TimedLoop` reports where each training iteration
+  goes (data, forward, backward, optimizer, each extension, the rest) every
+  epoch, prints it as a table, and is drawn per epoch into ``loop_time.png``;
 * :class:`~chainer_hookext.UnchainVariables` releases the computational graphs
   that ``DumpGraph`` keeps alive through ``keep_graph_on_report``.
 
@@ -67,6 +70,41 @@ def get_dataset(name):
     if name == 'mnist':
         return chainer.datasets.get_mnist()
     raise ValueError('--dataset {!r}: use digits or mnist'.format(name))
+
+
+#: TimedLoop's phases drawn, bottom to top, and their colours; they add up
+#: to the iteration.
+LOOP_PHASES = (('data', 'tab:blue'), ('forward', 'tab:orange'),
+               ('backward', 'tab:green'), ('optimizer', 'tab:red'),
+               ('allreduce', 'tab:purple'), ('extensions', 'silver'),
+               ('other', 'dimgray'))
+
+
+def plot_loop_time(log, path):
+    """Draws TimedLoop's phases per epoch from LogReport's log, stacked."""
+    from matplotlib import figure  # no pyplot: no GUI backend needed
+
+    log = [e for e in log if 'time/loop/iteration' in e]
+    epochs = [e['epoch'] for e in log]
+    fig = figure.Figure(figsize=(7, 4.2))
+    ax = fig.subplots()
+    bottom = numpy.zeros(len(log))
+    for phase, colour in LOOP_PHASES:
+        key = 'time/loop/' + phase
+        if not any(key in e for e in log):
+            continue  # allreduce: ChainerMN only
+        ms = numpy.array([e.get(key, 0.0) * 1e3 for e in log])
+        ax.bar(epochs, ms, bottom=bottom, label=phase, color=colour)
+        bottom += ms
+    ax.set_xlabel('epoch')
+    ax.set_ylabel('ms per training iteration (epoch mean)')
+    ax.set_title('Where each training iteration goes (TimedLoop)')
+    ax.set_xticks(epochs)
+    handles, labels = ax.get_legend_handles_labels()
+    ax.legend(handles[::-1], labels[::-1], loc='center left',
+              bbox_to_anchor=(1.0, 0.5))  # top phase first, as stacked
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
 
 
 def parse_args(argv=None):
@@ -146,6 +184,14 @@ def main(argv=None):
         print_report=True, backward=args.backward)
     trainer.extend(timed, trigger=(1, 'epoch'))
 
+    # Where each training iteration goes (time/loop/data, .../forward ...),
+    # every epoch.  It has Evaluator's and TimedLinks' priority: extensions of
+    # equal priority run in the order they are added, so theirs is in the
+    # same epoch's figures.  Extensions of lower priority (LogReport,
+    # snapshot, PlotReport, PrintReport) run after it, in the next epoch's.
+    loop = chainer_hookext.TimedLoop(print_report=True)
+    trainer.extend(loop, trigger=(1, 'epoch'))
+
     # DumpGraph turns keep_graph_on_report on for its first iteration: the
     # reported loss then holds the whole graph.  UnchainVariables runs after
     # every other extension (snapshot included) and releases it.
@@ -158,7 +204,8 @@ def main(argv=None):
         extensions.snapshot(n_retains=1, autoload=args.autoload),
         trigger=(max(1, args.frequency), 'epoch'))
 
-    trainer.extend(extensions.LogReport())
+    log_report = extensions.LogReport()
+    trainer.extend(log_report)
 
     time_keys = ['time/main/predictor/l{}'.format(i) for i in (1, 2, 3)]
     if args.plot and extensions.PlotReport.available():
@@ -191,6 +238,10 @@ def main(argv=None):
     with open(path, 'w') as f:
         json.dump(timed.summary(by='path'), f, indent=1)
     print('Summary written to {}'.format(path))
+    if args.plot and extensions.PlotReport.available():
+        path = os.path.join(args.out, 'loop_time.png')
+        plot_loop_time(log_report.log, path)
+        print('Loop time per epoch drawn in {}'.format(path))
     return 0
 
 

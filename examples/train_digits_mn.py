@@ -7,6 +7,8 @@ every worker's per-link times are gathered on rank 0, which reports the mean
 over workers (``time/main/predictor/l1``), the spread
 (``time/main/predictor/l1/max``, ``.../min``) and the slowest worker
 (``.../slowest_rank``), and prints them as a tree table.
+:class:`~chainer_hookext.TimedLoop`, given it too, does the same for where
+each iteration goes (``time/loop/forward``, ``time/loop/allreduce`` ...).
 
 Run it with two processes (offline: scikit-learn's bundled 8x8 digits)::
 
@@ -130,6 +132,11 @@ def main(argv=None):
     # on rank 0, which reports mean/min/max/slowest_rank per link and
     # prints the table.  Every rank must have this extension.
     trainer.extend(chainer_hookext.TimedLinks(comm=comm, print_report=True),
+                   trigger=(1, 'epoch'))
+    # Where each iteration goes (data, forward, backward, allreduce ...),
+    # gathered the same way; after the evaluator, so its time is in the
+    # same epoch's figures.
+    trainer.extend(chainer_hookext.TimedLoop(comm=comm, print_report=True),
                    trigger=(1, 'epoch'))
 
     # Each rank saves and resumes its own state (its own timings): one

@@ -42,9 +42,9 @@ class ActivationStatistics(link_hook_extension.LinkHookExtension):
     def __init__(self, links=None, *,
                  statistics=activation_statistics.STATISTICS, train=True,
                  eval=False):
-        _modes.check_modes('ActivationStatistics', train, eval)
-        activation_statistics.check_statistics(
-            'ActivationStatistics', statistics)
+        call = type(self).__name__
+        _modes.check_modes(call, train, eval)
+        activation_statistics.check_statistics(call, statistics)
         hook = activation_statistics.ActivationStatisticsHook(
             statistics=statistics, train=train, eval=eval)
         super().__init__(hook, links, train=train, eval=eval)

@@ -1,3 +1,5 @@
+import sys
+
 from chainer.training import extension
 
 from chainer_hookext import _modes
@@ -21,6 +23,13 @@ class CaptureOutputs(link_hook_extension.LinkHookExtension):
     Memory is bounded by one output per chosen link.  When training ends the
     outputs are dropped, unless ``keep`` says otherwise.
 
+    ``keep='on_error'`` keeps them when ``trainer.run()`` ends by any
+    exception, ``KeyboardInterrupt`` (Ctrl-C) included: Chainer calls
+    ``on_error`` only for an ``Exception``, so :meth:`finalize`, which
+    ``Trainer.run`` calls from its ``finally``, also looks at the exception
+    in flight (``sys.exc_info()``), not counting one the caller of
+    ``trainer.run()`` was already handling.
+
     Args:
         links (~chainer.Link or list of ~chainer.Link): The links whose
             outputs to keep (exactly these: list children too if you want
@@ -30,7 +39,7 @@ class CaptureOutputs(link_hook_extension.LinkHookExtension):
             or ``None``.
         keep (bool or str): After training: ``False`` drops the outputs,
             ``True`` keeps them, ``'on_error'`` keeps them only when training
-            raised (to look at what led to the error).
+            raised, Ctrl-C included (to look at what led to the error).
         copy (bool): Keep copies of the arrays.
         train (bool): Capture in training mode.
         eval (bool): Capture in evaluation mode.
@@ -51,22 +60,24 @@ class CaptureOutputs(link_hook_extension.LinkHookExtension):
 
     def __init__(self, links=None, *, callback=None, keep=False, copy=False,
                  train=True, eval=False):
+        call = type(self).__name__
         if callback is not None and not callable(callback):
             raise TypeError(
-                '`CaptureOutputs(callback={!r})` is not callable: pass '
-                'callback(trainer, outputs) or None.'.format(callback))
+                '`{}(callback={!r})` is not callable: pass '
+                'callback(trainer, outputs) or None.'.format(call, callback))
         if not any(keep is k for k in _KEEP):
             raise ValueError(
-                '`CaptureOutputs(keep={!r})` is not a choice: use False '
-                '(drop the outputs after training), True or '
-                "'on_error'.".format(keep))
-        _modes.check_modes('CaptureOutputs', train, eval)
+                '`{}(keep={!r})` is not a choice: use False (drop the outputs '
+                "after training), True or 'on_error'.".format(call, keep))
+        copy = _modes.check_flag(call, 'copy', copy)
+        _modes.check_modes(call, train, eval)
         hook = capture_outputs.CaptureOutputsHook(
             copy=copy, train=train, eval=eval)
         super().__init__(hook, links, train=train, eval=eval)
         self.callback = callback
         self.keep = keep
         self._failed = False
+        self._outer_error = None  # id of the exception handled around run()
 
     @property
     def outputs(self):
@@ -84,6 +95,10 @@ class CaptureOutputs(link_hook_extension.LinkHookExtension):
         super().initialize(trainer)
         self.hook.clear()
         self._failed = False
+        # An exception the caller of trainer.run() is handling is visible in
+        # sys.exc_info() during the whole run: remember it so as not to take
+        # it for the run's own in finalize.  Its id only: it outlives the run.
+        self._outer_error = id(sys.exc_info()[1])
 
     def __call__(self, trainer):
         if self.callback is not None:
@@ -95,6 +110,12 @@ class CaptureOutputs(link_hook_extension.LinkHookExtension):
 
     def finalize(self):
         super().finalize()
+        if self.keep == 'on_error' and not self._failed:
+            # Trainer.run calls finalize from its finally: an exception in
+            # flight ended the run, KeyboardInterrupt included (no on_error).
+            error = sys.exc_info()[1]
+            self._failed = (error is not None
+                            and id(error) != self._outer_error)
         if not (self.keep is True
                 or (self.keep == 'on_error' and self._failed)):
             self.hook.clear()

@@ -3,6 +3,8 @@ import weakref
 
 import chainer
 from chainer import serializer as serializer_module
+from chainer.link_hooks import spectral_normalization
+from chainer.link_hooks import weight_standardization
 from chainer.training import extension
 
 from chainer_hookext.extensions import _loop_entry
@@ -30,15 +32,31 @@ class LinkHookExtension(extension.Extension):
 
     1. ``initialize(trainer)`` checks the scope and arms the hook.
     2. The hook is registered when ``Trainer.run`` enters its training loop
-       (its first ``updater.update`` call), that is inside the ``try`` /
-       ``finally`` that guarantees ``finalize``.  ``Trainer.run`` calls
-       ``initialize`` outside that ``try``: registering there would leak the
-       hook when a later extension's ``initialize`` raises.
-    3. ``on_error`` and ``finalize`` unregister it (both idempotent), so after
-       ``trainer.run()`` returns or raises for any reason (an exception in the
-       model, the updater or another extension, ``KeyboardInterrupt``) the
-       hook is in no registry and ``hook.deleted(None)`` has answered
-       ``hook.added(None)``.
+       (its first call of the stop trigger, inside the ``try`` whose
+       ``finally`` calls ``finalize``), whatever ran before: extensions
+       called before training (a warm-up ``updater.update()`` included) are
+       not hooked, and an extension wrapping ``updater.update`` changes
+       nothing.  ``Trainer.run`` calls ``initialize`` outside that ``try``:
+       registering there would leak the hook when a later extension's
+       ``initialize`` raises.
+    3. The hook is removed when the loop ends, before any ``finalize``:
+       when the stop trigger fires, or when a ``KeyboardInterrupt`` (any
+       exception but an ``Exception``, for which Chainer skips
+       ``on_error``) leaves an iteration; ``on_error`` removes it for an
+       ``Exception``.  ``finalize`` ends the loop for every extension of
+       this package in the trainer, should its end not have been seen.  So
+       after ``trainer.run()`` returns or raises, for any reason (the model,
+       the updater, another extension's ``__call__``, ``finalize`` or
+       ``initialize``, a hook's own ``deleted``), the hook is in no
+       registry and ``hook.deleted(None)`` has answered ``hook.added(None)``.
+       The one exception, an interrupt in ``Trainer.run``'s own code between
+       two iterations *and* an earlier ``finalize`` raising, leaves the hook
+       registered until the next ``initialize`` in the thread, which removes
+       it with a ``RuntimeWarning``.  How it is done: ``docs/internals.md``.
+
+    When the loop ran without the hook (``trainer.stop_trigger`` replaced
+    after ``initialize`` in a way that hides ``Trainer.run``'s call),
+    ``finalize`` warns (``RuntimeWarning``) instead of staying silent.
 
     The hook is registered as a global (thread-local) hook under a key of
     this package's own (``chainer_hookext.<name>``, then ``_1`` ...), so
@@ -53,8 +71,11 @@ class LinkHookExtension(extension.Extension):
     filtering proxy.  Modes: the hook acts only in the modes that both the
     extension's ``train`` / ``eval`` and the hook's own allow.
 
-    Extensions called before training (``call_before_training=True``) run
-    before the loop and are not hooked.
+    Chainer calls a global hook's ``added`` and ``deleted`` with ``None``:
+    hooks that need their link there are refused (``TypeError``).  Chainer's
+    ``SpectralNormalization`` and ``WeightStandardization`` change the
+    weights of the one link they are added to: they are part of the model,
+    added with ``link.add_hook(hook)``, not a hook to own for training.
 
     Args:
         hook (chainer.LinkHook): The hook to own.
@@ -78,18 +99,29 @@ class LinkHookExtension(extension.Extension):
     priority = extension.PRIORITY_READER
 
     def __init__(self, hook, links=None, *, train=True, eval=True):
+        call = type(self).__name__
         if not isinstance(hook, chainer.LinkHook):
             raise TypeError(
-                '`LinkHookExtension(hook={!r})` needs a chainer.LinkHook '
-                'instance, e.g. chainer.link_hooks.TimerHook() or '
-                'chainer_hookext.CallbackHook(...).'.format(hook))
-        _modes.check_modes('LinkHookExtension', train, eval)
+                '`{}(hook={!r})` needs a chainer.LinkHook instance, e.g. '
+                'chainer.link_hooks.TimerHook() or '
+                'chainer_hookext.CallbackHook(...).'.format(call, hook))
+        if isinstance(hook, _PER_LINK_HOOKS):
+            raise TypeError(
+                '`{}(hook={!r})`: {} changes the weights of the link it is '
+                'added to and needs that link in `added(link)`, while {} '
+                'registers its hook for the whole thread (Chainer then calls '
+                '`added(None)`), for the length of training only.  It is '
+                'part of the model: add it with `link.add_hook(hook)`.'.format(
+                    call, hook, type(hook).__name__, call))
+        _modes.check_modes(call, train, eval)
         self.hook = hook
-        self.links = _as_links(links)
+        self.links = _as_links(call, links)
         self.train = train
         self.eval = eval
+        self._entry = None  # the LoopEntry, from initialize to the end
+        self._pending = None  # the hook to register when the loop starts
         self._registered = None  # (_registry handle, registered hook)
-        self._armed = None  # (LoopEntry, registered hook)
+        self._iteration = None  # the updater's, at initialize
 
     @property
     def default_name(self):
@@ -101,26 +133,30 @@ class LinkHookExtension(extension.Extension):
         return None if self._registered is None else self._registered[0][1]
 
     def initialize(self, trainer):
+        _loop_entry.end_orphans()
+        self.release()
+        call = type(self).__name__
         owner = _owners.get(self.hook)
-        if owner is not None and owner is not self and owner._holds(trainer):
+        if owner is not None and owner._holds(trainer):
             raise ValueError(
-                'LinkHookExtension: hook {!r} is already owned by the trainer '
-                'extension {!r}; give each extension its own hook '
-                'instance.'.format(self.hook, owner.name or owner))
+                '{}: hook {!r} is already owned by the trainer extension '
+                '{!r}; give each extension its own hook instance.'.format(
+                    call, self.hook, owner.name or owner))
         if any(h is self.hook for h in chainer._get_link_hooks().values()):
             raise ValueError(
-                'LinkHookExtension: hook {!r} is already registered globally '
-                '(a `with hook:` block?); let the extension register '
-                'it, or do not wrap it.'.format(self.hook))
-        self.release()
+                '{}: hook {!r} is already registered globally (a `with '
+                'hook:` block?); let the extension register it, or do not '
+                'wrap it.'.format(call, self.hook))
         names = self.scope_link_names(trainer)
         hook = self.hook
         if not isinstance(hook, scoped_link_hook.ScopedLinkHook):
             hook = _scope_filter.ScopeFilter(hook, hook.name)
         hook.set_scope(names, train=self.train, eval=self.eval)
         _owners[self.hook] = self
-        entry = _loop_entry.LoopEntry.install(trainer, self._register)
-        self._armed = entry, hook
+        self._pending = hook
+        self._iteration = trainer.updater.iteration
+        self._entry = _loop_entry.LoopEntry.install(
+            trainer, self._register, self.release)
 
     def scope_link_names(self, trainer):
         """Returns ``{id(link): name}`` of the links this extension hooks.
@@ -138,18 +174,18 @@ class LinkHookExtension(extension.Extension):
             optimizers = trainer.updater.get_all_optimizers()
             if 'main' not in optimizers:
                 raise ValueError(
-                    'LinkHookExtension: the updater has no `main` optimizer '
-                    '(it has {!r}); name the links to hook with '
-                    '`links=`.'.format(sorted(optimizers)))
+                    '{}: the updater has no `main` optimizer (it has {!r}); '
+                    'name the links to hook with `links=`.'.format(
+                        type(self).__name__, sorted(optimizers)))
             roots = (optimizers['main'].target,)
         names = {}
         for root in roots:
             if id(root) not in model:
                 raise ValueError(
-                    'LinkHookExtension(links=...): {!r} is not part of the '
-                    'model; pass links of the optimizers\' targets '
-                    '({}).'.format(root, ', '.join(sorted(
-                        trainer.updater.get_all_optimizers()))))
+                    '{}(links=...): {!r} is not part of the model; pass '
+                    'links of the optimizers\' targets ({}).'.format(
+                        type(self).__name__, root, ', '.join(sorted(
+                            trainer.updater.get_all_optimizers()))))
             for _, link in root.namedlinks():
                 names[id(link)] = model[id(link)][0]
         return names
@@ -157,11 +193,13 @@ class LinkHookExtension(extension.Extension):
     def _holds(self, trainer):
         # Whether the hook is registered, or armed for this trainer's run.
         return self._registered is not None or (
-            self._armed is not None and self._armed[0].trainer is trainer)
+            self._entry is not None and self._entry.trainer is trainer)
 
     def _register(self):
-        entry, hook = self._armed
-        self._armed = None
+        # The loop's start (LoopEntry).
+        hook, self._pending = self._pending, None
+        if hook is None:
+            return
         try:
             handle = _registry.add(chainer._get_link_hooks(), hook)
         except BaseException:
@@ -171,9 +209,9 @@ class LinkHookExtension(extension.Extension):
 
     def release(self):
         """Unregisters the hook and disarms it; safe to call many times."""
-        if self._armed is not None:
-            entry, _ = self._armed
-            self._armed = None
+        entry, self._entry = self._entry, None
+        self._pending = None
+        if entry is not None:
             entry.discard(self._register)
         registered, self._registered = self._registered, None
         if _owners.get(self.hook) is self:
@@ -188,7 +226,27 @@ class LinkHookExtension(extension.Extension):
         self.release()
 
     def finalize(self):
-        self.release()
+        entry = self._entry
+        try:
+            if entry is not None:
+                if entry.waiting:
+                    self._warn_never_registered(entry.trainer)
+                # Every extension's release, should the end not have been
+                # seen: one raising must not leave another's hook behind.
+                entry.end()
+        finally:
+            self.release()
+
+    def _warn_never_registered(self, trainer):
+        if trainer is None or trainer.updater.iteration == self._iteration:
+            return  # no update ran: finalize called by hand
+        warnings.warn(
+            '{}: the training loop ran, but its hook {!r} was never '
+            'registered: Trainer.run\'s first call of trainer.stop_trigger '
+            'was not seen (was trainer.stop_trigger replaced after this '
+            'extension\'s initialize?).'.format(
+                self.name or type(self).__name__, self.hook.name),
+            RuntimeWarning)
 
     def serialize(self, serializer):
         """Saves or restores the hook's state under the key ``hook``.
@@ -214,7 +272,13 @@ class LinkHookExtension(extension.Extension):
                 RuntimeWarning)
 
 
-def _as_links(links):
+# Chainer's hooks that need their link in ``added(link)`` and change its
+# weights: part of the model, not hooks to own for training.
+_PER_LINK_HOOKS = (spectral_normalization.SpectralNormalization,
+                   weight_standardization.WeightStandardization)
+
+
+def _as_links(call, links):
     if links is None:
         return None
     if isinstance(links, chainer.Link):
@@ -225,7 +289,7 @@ def _as_links(links):
         as_tuple = ()
     if not as_tuple or not all(isinstance(x, chainer.Link) for x in as_tuple):
         raise TypeError(
-            '`LinkHookExtension(links={!r})` is not a link: pass a '
-            'chainer.Link, a list of links of the model, or None for the '
-            '`main` optimizer\'s target.'.format(links))
+            '`{}(links={!r})` is not a link: pass a chainer.Link, a list of '
+            'links of the model, or None for the `main` optimizer\'s '
+            'target.'.format(call, links))
     return as_tuple

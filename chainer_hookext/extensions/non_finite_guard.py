@@ -2,6 +2,8 @@ from chainer import reporter
 from chainer.training import extension
 
 from chainer_hookext import _modes
+from chainer_hookext import _registry
+from chainer_hookext.extensions import _loop_entry
 from chainer_hookext.extensions import link_hook_extension
 from chainer_hookext.link_hooks import non_finite
 
@@ -18,6 +20,15 @@ class NonFiniteGuard(link_hook_extension.LinkHookExtension):
     output.  On CPU the error is raised from the culprit's call; on GPU the
     checks leave device flags that this extension reads once per iteration
     (one synchronisation), then names the first culprit in call order.
+
+    With ``backward=True`` the gradients of the hooked links' parameters are
+    checked too, after backward and before the update (an optimizer hook,
+    ``timing='pre'``, on each optimizer whose target holds hooked links,
+    added when the training loop starts and removed when it ends): a
+    gradient no hooked function receives (``F.sqrt(W)`` at ``W = 0``) is
+    found in its own iteration and names the parameter
+    (``param='main/predictor/l1/W'``); on CPU, before the update applies it.
+    Findings in evaluation (``Evaluator``) say so: ``mode='evaluation'``.
 
     With ``action='warn'`` or ``'report'`` training goes on, and the number
     of non-finite arrays found in an iteration is reported as
@@ -49,11 +60,18 @@ class NonFiniteGuard(link_hook_extension.LinkHookExtension):
 
     def __init__(self, links=None, *, action='raise', backward=True,
                  train=True, eval=True):
-        _modes.check_modes('NonFiniteGuard', train, eval)
-        non_finite.check_action('NonFiniteGuard', action)
+        call = type(self).__name__
+        _modes.check_modes(call, train, eval)
+        non_finite.check_action(call, action)
+        backward = _modes.check_flag(call, 'backward', backward)
         hook = non_finite.NonFiniteHook(
             backward=backward, action=action, train=train, eval=eval)
         super().__init__(hook, links, train=train, eval=eval)
+        # The optimizer hooks checking parameters' gradients: the LoopEntry
+        # that adds them, the optimizers to hook, and [(optimizer, key)].
+        self._grads_entry = None
+        self._grads_optimizers = []
+        self._grads_added = []
 
     @property
     def findings(self):
@@ -63,6 +81,54 @@ class NonFiniteGuard(link_hook_extension.LinkHookExtension):
     def initialize(self, trainer):
         super().initialize(trainer)
         self.hook.updater = trainer.updater
+        if not self.hook.backward or self.hook.mode is False:
+            return
+        names = self.hook.link_names
+        self._grads_optimizers = [
+            optimizer
+            for optimizer in trainer.updater.get_all_optimizers().values()
+            if any(id(link) in names for link in optimizer.target.links())]
+        # Added when the loop starts, removed when it ends, like the link
+        # hook (LinkHookExtension): initialize runs outside Trainer.run's try.
+        self._grads_entry = _loop_entry.LoopEntry.install(
+            trainer, self._add_grad_checks, self._remove_grad_checks)
+
+    def _add_grad_checks(self):
+        # The loop's start: an optimizer hook on each optimizer.
+        optimizers, self._grads_optimizers = self._grads_optimizers, []
+        for optimizer in optimizers:
+            base = key = _registry.PREFIX + type(self).__name__
+            n = 0
+            while True:
+                try:
+                    optimizer.add_hook(self._check_grads, key, 'pre')
+                    break
+                except KeyError:  # the key is taken
+                    n += 1
+                    key = '{}_{}'.format(base, n)
+            self._grads_added.append((optimizer, key))
+
+    def _check_grads(self, optimizer):
+        # The optimizer hook: after backward, before the update.
+        self.hook.check_grads(optimizer.target)
+
+    def _remove_grad_checks(self):
+        # The loop's end: removes what _add_grad_checks added.
+        added, self._grads_added = self._grads_added, []
+        for optimizer, key in added:
+            try:
+                optimizer.remove_hook(key)
+            except KeyError:  # removed by someone else already
+                pass
+
+    def release(self):
+        """Removes the hooks and disarms them; safe to call many times."""
+        super().release()
+        entry, self._grads_entry = self._grads_entry, None
+        self._grads_optimizers = []
+        if entry is not None:
+            entry.discard(self._add_grad_checks)
+        self._remove_grad_checks()
 
     def __call__(self, trainer):
         self.hook.active.reset()

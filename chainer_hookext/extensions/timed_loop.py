@@ -37,7 +37,7 @@ class TimedLoop(extension.Extension):
       the multi-node optimizer;
     * ``time/loop/extensions``: all extensions' triggers and calls, and
       ``time/loop/extension/<name>`` each one's, by its name in the trainer
-      (``validation``, ``snapshot`` ...): averaged over every iteration, so
+      (``validation``, ``LogReport`` ...): averaged over every iteration, so
       that an extension run every 100 iterations shows its true share;
     * ``time/loop/other``: the rest, so that the phases add up to the
       iteration.

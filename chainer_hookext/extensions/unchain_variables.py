@@ -42,10 +42,11 @@ class UnchainVariables(extension.Extension):
 
     How the flag is followed, step by step:
 
-    1. When ``Trainer.run`` enters its loop (the first ``updater.update``
-       call, after every ``initialize``, e.g. ``DumpGraph``'s, which turns
-       the flag on), it reads the flag: the value in effect during the first
-       update.  A value restored by ``serialize`` is kept as well.
+    1. When ``Trainer.run`` enters its loop (its first call of the stop
+       trigger, after every ``initialize``, e.g. ``DumpGraph``'s, which
+       turns the flag on, and after the extensions called before training),
+       it reads the flag: the value in effect during the first update.  A
+       value restored by ``serialize`` is kept as well.
     2. At the end of each iteration (its ``trigger``), it unchains when the
        flag was on during the update (the value carried from the end of the
        previous iteration) or is on now, during this iteration's extensions

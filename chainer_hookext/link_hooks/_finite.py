@@ -7,6 +7,8 @@ synchronisation), to be read later with
 :func:`chainer_hookext._arrays.to_host`.
 """
 
+import collections
+
 import chainer
 import numpy
 from chainer import backend
@@ -39,19 +41,41 @@ def _cupy_code(array):
     return _cupy_kernel(array)
 
 
-def input_hint(args):
-    """Says whether the inputs of a link call were already non-finite.
+def forward_cause(args):
+    """Says where a link call's non-finite output comes from.
 
     ``args`` is the ``forward_postprocess`` argument.  Checks each input
-    array (a synchronisation for device arrays): call it only for a finding
+    array, then each initialised parameter of the link and its descendants
+    (a synchronisation for device arrays): call it only for a finding
     reported at once.
+
+    Returns:
+        Cause: ``hint``, a sentence for the finding, and ``param``, the path
+        of the first non-finite parameter below the link (``'W'``,
+        ``'l1/W'``), or ``None``.
     """
     inputs = (('args', args.args), ('kwargs', args.kwargs))
     for prefix, value in inputs:
         for keys, array in _arrays.walk(value):
-            if (array.dtype.kind == 'f' and array.size
-                    and int(code(array))):
-                return ('its input {}{} was already non-finite: look before '
-                        'this link'.format(prefix, ''.join(
-                            '[{!r}]'.format(k) for k in keys)))
-    return 'its inputs are finite: it arises in this link\'s forward'
+            if _non_finite(array):
+                return Cause(
+                    'its input {}{} was already non-finite: look before this '
+                    'link'.format(prefix, ''.join(
+                        '[{!r}]'.format(k) for k in keys)), None)
+    for path, param in args.link.namedparams(include_uninit=False):
+        if _non_finite(param.array):
+            path = path[1:]
+            return Cause(
+                'its parameter {} is non-finite: look at what last wrote it '
+                '(an update, a loaded snapshot)'.format(path), path)
+    return Cause('its inputs and parameters are finite: it arises in this '
+                 'link\'s forward', None)
+
+
+#: What :func:`forward_cause` says: ``hint`` (str) and ``param`` (str or
+#: ``None``).
+Cause = collections.namedtuple('Cause', 'hint param')
+
+
+def _non_finite(array):
+    return bool(array.dtype.kind == 'f' and array.size and int(code(array)))

@@ -9,22 +9,24 @@ from chainer_hookext.link_hooks import _output_hook
 
 STATISTICS = ('mean', 'std', 'min', 'max', 'zero_fraction')
 
-# Per-call rows ([sum, sum of squares, min, max, zeros]) kept before they
-# are folded into one running row.
+# Per-call rows ([sum, sum of squares, min, max, zeros], of the values less
+# the shift) kept before they are folded into one running row.
 _FOLD = 64
 
 
 class ActivationStatisticsHook(_output_hook.OutputHook):
     """Link hook that accumulates statistics of the links' forward outputs.
 
-    For each floating-point array of each hooked link's output it computes
-    the sum, the sum of squares, the minimum, the maximum and the number of
-    zeros on the array's device (float16 in float32) and adds them to running
-    values in float64, without keeping the array.  For CuPy arrays the
-    running values stay on the device (no synchronisation per call: 8 small
-    kernels per array, and every 64 calls a fold of the per-call rows); for
-    NumPy they are Python floats.  :meth:`statistics` computes, with one
-    device-to-host copy per device,
+    For each floating-point array of each hooked link's output it computes,
+    on the array's device and in float64, the sum and the sum of squares of
+    the values less a shift (the mean of the first output of that key since
+    :meth:`reset`, so that the variance's subtraction loses nothing when the
+    mean is large beside the spread), the minimum, the maximum and the
+    number of zeros, and adds them to running values, without keeping the
+    array.  For CuPy arrays the running values stay on the device (no
+    synchronisation per call: about 9 small kernels per array, and every 64
+    calls a fold of the per-call rows); for NumPy they are Python floats.
+    :meth:`statistics` computes, with one device-to-host copy per device,
 
     * ``mean``, ``std`` (population), ``min``, ``max``;
     * ``zero_fraction``: fraction of elements exactly zero (dead ReLUs).
@@ -55,9 +57,9 @@ class ActivationStatisticsHook(_output_hook.OutputHook):
 
     def __init__(self, *, statistics=STATISTICS, train=True, eval=False):
         self.statistics_names = check_statistics(
-            'ActivationStatisticsHook', statistics)
+            type(self).__name__, statistics)
         super().__init__(train=train, eval=eval)
-        self._acc = {}  # {key: [element count, [rows]]}
+        self._acc = {}  # {key: _Running}
 
     def process(self, name, args):
         for keys, array in _arrays.walk(args.out):
@@ -68,10 +70,10 @@ class ActivationStatisticsHook(_output_hook.OutputHook):
                 key += ''.join('/{}'.format(k) for k in keys)
             acc = self._acc.get(key)
             if acc is None:
-                acc = self._acc[key] = [0, []]
-            acc[0] += array.size
-            rows = acc[1]
-            rows.append(_row(array))
+                acc = self._acc[key] = _Running(_mean(array))
+            acc.count += array.size
+            rows = acc.rows
+            rows.append(_row(array, acc.shift))
             if len(rows) >= _FOLD:
                 rows[:] = [_fold(rows)]
 
@@ -82,14 +84,14 @@ class ActivationStatisticsHook(_output_hook.OutputHook):
             dict: ``{key: float}``, one device-to-host copy per device.
         """
         keys = list(self._acc)
-        rows = _arrays.to_host([_fold(self._acc[k][1]) for k in keys])
+        rows = _arrays.to_host([_with_shift(self._acc[k]) for k in keys])
         values = {}
         for key, row in zip(keys, rows):
-            total = self._acc[key][0]
-            s, sq, lo, hi, zeros = row.tolist()
-            mean = s / total
+            total = self._acc[key].count
+            s, sq, lo, hi, zeros, shift = row.tolist()
+            mean = s / total  # of the values less the shift
             every = {
-                'mean': mean,
+                'mean': shift + mean,
                 'std': math.sqrt(max(sq / total - mean * mean, 0.0)),
                 'min': lo, 'max': hi, 'zero_fraction': zeros / total}
             for stat in self.statistics_names:
@@ -101,20 +103,40 @@ class ActivationStatisticsHook(_output_hook.OutputHook):
         self._acc = {}
 
 
-def _row(array):
-    # [sum, sum of squares, min, max, zeros] of one array: Python floats for
-    # NumPy; for a device array, one float64 device array, without a sync.
+class _Running(object):
+    """Running values of one key: the element count (a Python int), the
+    shift (a Python float, or a 0-dim float64 device array) and the rows."""
+
+    __slots__ = ('count', 'shift', 'rows')
+
+    def __init__(self, shift):
+        self.count = 0
+        self.shift = shift
+        self.rows = []
+
+
+def _mean(array):
+    # The float64 mean of one array: a Python float for NumPy; a 0-dim
+    # device array otherwise, without a sync.
+    mean = array.sum(dtype=numpy.float64) / array.size
+    return float(mean) if isinstance(array, numpy.ndarray) else mean
+
+
+def _row(array, shift):
+    # [sum, sum of squares, min, max, zeros] of one array less ``shift``, in
+    # float64: Python floats for NumPy; for a device array, one float64
+    # device array, without a sync.
     xp = backend.get_array_module(array)
-    if array.dtype.itemsize < 4:
-        array = array.astype(numpy.float32)  # no overflow in squares
     flat = array.ravel()
+    d = xp.subtract(flat, shift, dtype=numpy.float64)
     if xp is numpy:
-        return (float(flat.sum()), float(numpy.vdot(flat, flat)),
+        return (float(d.sum()), float(numpy.dot(d, d)),
                 float(flat.min()), float(flat.max()),
                 float(numpy.count_nonzero(flat == 0)))
     return xp.stack([
-        flat.sum(), xp.vdot(flat, flat), flat.min(), flat.max(),
-        (flat == 0).sum(dtype=flat.dtype)]).astype(numpy.float64)
+        d.sum(), xp.vdot(d, d), flat.min().astype(numpy.float64),
+        flat.max().astype(numpy.float64),
+        (flat == 0).sum(dtype=numpy.float64)])
 
 
 def _fold(rows):
@@ -128,6 +150,14 @@ def _fold(rows):
     return xp.concatenate([
         m[:, :2].sum(axis=0), m[:, 2:3].min(axis=0), m[:, 3:4].max(axis=0),
         m[:, 4:].sum(axis=0)])
+
+
+def _with_shift(acc):
+    # The folded row of ``acc`` and its shift: one float64 array.
+    row = _fold(acc.rows)
+    if isinstance(row, numpy.ndarray):
+        return numpy.append(row, acc.shift)
+    return backend.get_array_module(row).concatenate([row, acc.shift[None]])
 
 
 def check_statistics(call, statistics):

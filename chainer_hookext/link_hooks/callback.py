@@ -1,3 +1,4 @@
+from chainer_hookext import _modes
 from chainer_hookext.link_hooks import scoped_link_hook
 
 
@@ -23,7 +24,8 @@ class CallbackHook(scoped_link_hook.ScopedLinkHook):
         train (bool): Fire while ``chainer.config.train`` is true.
         eval (bool): Fire while ``chainer.config.train`` is false (e.g.
             inside :class:`~chainer.training.extensions.Evaluator`).
-        name (str): Name of the hook; ``'CallbackHook'`` by default.
+        name (str): Name of the hook (a non-empty string); ``None`` keeps
+            the class's, ``'CallbackHook'``.
 
     .. admonition:: Example
 
@@ -43,16 +45,19 @@ class CallbackHook(scoped_link_hook.ScopedLinkHook):
 
     def __init__(self, prehook=None, posthook=None, *, train=True, eval=True,
                  name=None):
+        call = type(self).__name__
         if prehook is None and posthook is None:
             raise ValueError(
-                '`CallbackHook(prehook=None, posthook=None)` has nothing to '
-                'call: give prehook(link, args, kwargs), '
-                'posthook(link, args, kwargs, out) or both.')
+                '`{}(prehook=None, posthook=None)` has nothing to call: give '
+                'prehook(link, args, kwargs), posthook(link, args, kwargs, '
+                'out) or both.'.format(call))
         for arg, value in (('prehook', prehook), ('posthook', posthook)):
             if value is not None and not callable(value):
                 raise TypeError(
-                    '`CallbackHook({}={!r})` is not callable: pass a '
-                    'function or None.'.format(arg, value))
+                    '`{}({}={!r})` is not callable: pass a function or '
+                    'None.'.format(call, arg, value))
+        if name is not None:
+            _modes.check_name(call, 'name', name)
         super().__init__(train=train, eval=eval)
         if name is not None:
             self.name = name

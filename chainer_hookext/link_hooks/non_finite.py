@@ -1,3 +1,4 @@
+import collections
 import warnings
 import weakref
 
@@ -22,13 +23,18 @@ class NonFiniteHook(_output_hook.OutputHook):
     functions created during a hooked link's forward (a
     :class:`chainer.FunctionHook` tags them with the innermost running
     link).  A finding names the link, the iteration (given :attr:`updater`),
-    forward or backward, and which output; ``action`` decides what follows.
-    :class:`~chainer_hookext.NonFiniteGuard` owns this hook in a trainer.
+    forward or backward, which output, and whether it was in training or
+    evaluation; ``action`` decides what follows.  :meth:`check_grads` checks
+    the gradients of parameters, which no hooked function receives in
+    backward (``F.sqrt(W)`` at ``W = 0``), after backward and before the
+    update.  :class:`~chainer_hookext.NonFiniteGuard` owns this hook in a
+    trainer, and calls :meth:`check_grads` from an optimizer hook.
 
     NumPy arrays are checked at once, so a ``NonFiniteError`` is raised from
     the culprit's own call, and a forward finding also says whether the
     link's inputs were already non-finite (the value then comes from code
-    between hooked links, e.g. a function called in the parent's forward).
+    between hooked links, e.g. a function called in the parent's forward),
+    or else which of its parameters is (``param`` names it).
     CuPy arrays are not synchronised per call: each check leaves a
     one-element device flag, and :meth:`check` copies all the flags to the
     host at once and acts on them in call order.  In backward, the gradient
@@ -79,14 +85,14 @@ class NonFiniteHook(_output_hook.OutputHook):
 
     def __init__(self, *, backward=True, action='raise', deferred=None,
                  train=True, eval=True):
-        check_action('NonFiniteHook', action)
-        if deferred not in (None, True, False):
-            raise ValueError(
-                '`NonFiniteHook(deferred={!r})` must be None (NumPy at once, '
-                'GPU at check()), True or False.'.format(deferred))
-        self.track_links = bool(backward)
+        call = type(self).__name__
+        backward = _modes.check_flag(call, 'backward', backward)
+        check_action(call, action)
+        deferred = _modes.check_flag(call, 'deferred', deferred,
+                                     none='NumPy at once, others at check()')
+        self.track_links = backward
         super().__init__(train=train, eval=eval)
-        self.backward = bool(backward)
+        self.backward = backward
         self.action = action
         self.deferred = deferred
         self.updater = None
@@ -119,14 +125,55 @@ class NonFiniteHook(_output_hook.OutputHook):
         finally:
             self.action = action
         if late and action != 'report':
-            warnings.warn('NonFiniteHook: found when the hook was removed, '
-                          'after the last check(): {}'.format(late[0]),
+            warnings.warn('{}: found when the hook was removed, after the '
+                          'last check(): {}'.format(type(self).__name__,
+                                                    late[0]),
                           RuntimeWarning)
 
     def process(self, name, args):
         for keys, array in _arrays.walk(args.out):
             if array.dtype.kind == 'f':
                 self._check(array, 'forward', name, (keys, args))
+
+    def check_grads(self, link):
+        """Checks the gradients of the parameters of ``link`` and below.
+
+        Call it after backward, before the optimizer's update.  A finding
+        is a ``'backward'`` one of the parameter's link, with ``output``
+        ``'gradient w.r.t. parameter W'`` and ``param`` the parameter's full
+        name (``'main/predictor/l1/W'``), counted under ``(link, 'grad')``.
+        With a scope, only parameters of links in scope are checked, named
+        by the scope; without, named from ``link`` (``MLP/l1/W``).  Nothing
+        is checked in a mode the hook does not act in.  Chainer starts a
+        parameter's gradient at NaN: clear them (``link.cleargrads()``)
+        before the backward, as optimizers do.
+
+        Args:
+            link (~chainer.Link): The model (or a part of it) whose
+                parameters' gradients to check.
+        """
+        mode = self.mode
+        if mode is not None and mode != _modes.is_train():
+            return
+        names = self.link_names
+        root = link.name or type(link).__name__
+        seen = set()
+        for path, sublink in link.namedlinks():
+            if id(sublink) in seen:
+                continue
+            seen.add(id(sublink))
+            if names is None:
+                name = root if path == '/' else root + path
+            else:
+                name = names.get(id(sublink))
+                if name is None:
+                    continue
+            for param_path, param in sublink.namedparams():
+                if '/' in param_path[1:]:
+                    continue  # a descendant's: checked under its own link
+                grad = param.grad
+                if grad is not None and grad.dtype.kind == 'f':
+                    self._check(grad, 'parameter', name, param_path[1:])
 
     def check(self):
         """Acts on the deferred checks in call order: one host copy.
@@ -154,49 +201,70 @@ class NonFiniteHook(_output_hook.OutputHook):
         counts, self.counts = self.counts, {}
         return counts
 
-    def _check(self, array, phase, name, detail):
+    def _check(self, array, what, name, detail):
+        # what: 'forward' (detail: (keys, args)), 'backward' (detail:
+        # (function, index, prev)) or 'parameter' (detail: its short name).
         if array.size == 0:
             return
         if self.deferred or (self.deferred is None
                              and not isinstance(array, numpy.ndarray)):
             self._pending.append((_finite.code(array),
-                                  self._record(phase, name, detail, False)))
+                                  self._record(what, name, detail)))
             return
         code = int(_finite.code(array))
         if code:
-            self._found(code, self._record(phase, name, detail, True))
+            args = detail[1] if what == 'forward' else None
+            self._found(code, self._record(what, name, detail), args)
 
-    def _record(self, phase, name, detail, immediate):
-        # (link, iteration, phase, what, hint), made while the call runs.
+    def _record(self, what, name, detail):
+        # The finding's fields but its kind, made while the call runs.
+        train = _modes.is_train()
+        mode = 'training' if train else 'evaluation'
         updater = self.updater
         iteration = None if updater is None else (
-            updater.iteration + (1 if _modes.is_train() else 0))
-        if phase == 'forward':
-            keys, args = detail
-            what = 'output' + ''.join('[{!r}]'.format(k) for k in keys)
-            return (name, iteration, phase, what,
-                    _finite.input_hint(args) if immediate else '')
+            updater.iteration + (1 if train else 0))
+        if what == 'forward':
+            output = 'output' + ''.join('[{!r}]'.format(k) for k in detail[0])
+            return _Record(name, iteration, 'forward', output, '', None, mode)
+        if what == 'parameter':
+            param = name + '/' + detail
+            hint = ('checked after backward, before the optimizer\'s update: '
+                    'look at the backward of the functions using ' + param)
+            return _Record(name, iteration, 'backward',
+                           'gradient w.r.t. parameter ' + detail, hint, param,
+                           mode)
         function, index, prev = detail
-        what = 'gradient w.r.t. output {} of {}'.format(index, function.label)
+        output = 'gradient w.r.t. output {} of {}'.format(
+            index, function.label)
         prev = None if prev is None else prev()
-        if prev is None:
-            return name, iteration, phase, what, ''
-        grads = self._grads
-        links = (None if grads is None else grads.tag_of(prev)) or ()
-        hint = ('it was computed by the backward of the functions using '
-                'that output; the previous backward step was {} ({})'.format(
-                    prev.label, 'link {!r}'.format(links[-1]) if links
-                    else 'outside the hooked links'))
-        return name, iteration, phase, what, hint
+        hint = ''
+        if prev is not None:
+            grads = self._grads
+            links = (None if grads is None else grads.tag_of(prev)) or ()
+            hint = ('it was computed by the backward of the functions using '
+                    'that output; the previous backward step was {} '
+                    '({})'.format(prev.label, 'link {!r}'.format(links[-1])
+                                  if links else 'outside the hooked links'))
+        return _Record(name, iteration, 'backward', output, hint, None, mode)
 
-    def _found(self, code, record):
-        name, iteration, phase, what, hint = record
-        error = non_finite_error.NonFiniteError(
-            name, iteration, phase, what, _finite.KINDS[code], hint)
-        key = name, 'out' if phase == 'forward' else 'grad'
+    def _found(self, code, record, args=None):
+        # args: the forward_postprocess argument of a forward finding checked
+        # at once, to say where the value comes from (for the first finding
+        # at a place, or one raised: the cause costs a check of every input
+        # and parameter).
+        key = record.link, 'out' if record.phase == 'forward' else 'grad'
         self.counts[key] = self.counts.get(key, 0) + 1
-        place = name, phase, what
+        place = record.link, record.phase, record.output
         first = place not in self._places
+        if args is not None and (first or self.action == 'raise'):
+            cause = _finite.forward_cause(args)
+            record = record._replace(hint=cause.hint, param=None if
+                                     cause.param is None else
+                                     record.link + '/' + cause.param)
+        error = non_finite_error.NonFiniteError(
+            record.link, record.iteration, record.phase, record.output,
+            _finite.KINDS[code], record.hint, param=record.param,
+            mode=record.mode)
         if first:
             self._places.add(place)
             self.findings.append(error)
@@ -205,6 +273,11 @@ class NonFiniteHook(_output_hook.OutputHook):
         if self.action == 'warn' and first:
             warnings.warn(str(error), RuntimeWarning)
         return error
+
+
+# A finding's fields but its kind (see NonFiniteError).
+_Record = collections.namedtuple(
+    '_Record', 'link iteration phase output hint param mode')
 
 
 class _GradientCheck(_node_tags.NodeTagger):

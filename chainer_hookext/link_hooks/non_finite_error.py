@@ -4,27 +4,48 @@ class NonFiniteError(FloatingPointError):
 
     Attributes:
         link (str): Name of the link, e.g. ``'main/predictor/l1'``.
-        iteration (int): The iteration, or ``None`` when unknown.
+        iteration (int): The iteration, or ``None`` when unknown.  In
+            evaluation, the last update before it.
         phase (str): ``'forward'`` or ``'backward'``.
         output (str): Which value: ``'output'``, ``'output[0]'`` ... in
-            forward; ``'gradient w.r.t. output 0 of LinearFunction'`` in
-            backward.
+            forward; ``'gradient w.r.t. output 0 of LinearFunction'`` or
+            ``'gradient w.r.t. parameter W'`` in backward.
         kind (str): ``'NaN'``, ``'Inf'`` or ``'NaN and Inf'``.
-        hint (str): In backward, the backward step run just before.
+        hint (str): Where to look: whether a forward's inputs or parameters
+            were already non-finite; in backward, the backward step run just
+            before, or the parameter's full name.
+        param (str): Full name of the parameter involved, e.g.
+            ``'main/predictor/l1/W'``: the one whose gradient is non-finite,
+            or the non-finite parameter a forward used; ``None`` otherwise.
+        mode (str): ``'training'`` or ``'evaluation'``
+            (``chainer.config.train`` when the value was checked).
+
+    >>> print(NonFiniteError('main/l1', 4, 'forward', 'output', 'NaN',
+    ...                      mode='evaluation'))
+    NaN in the forward of link 'main/l1' in evaluation after iteration 4: \
+output
     """
 
-    def __init__(self, link, iteration, phase, output, kind, hint=''):
+    def __init__(self, link, iteration, phase, output, kind, hint='',
+                 param=None, mode='training'):
         self.link = link
         self.iteration = iteration
         self.phase = phase
         self.output = output
         self.kind = kind
         self.hint = hint
-        at = '' if iteration is None else ' at iteration {}'.format(
-            iteration)
+        self.param = param
+        self.mode = mode
+        if mode == 'evaluation':
+            at = ' in evaluation' + ('' if iteration is None else
+                                     ' after iteration {}'.format(iteration))
+        else:
+            at = '' if iteration is None else ' at iteration {}'.format(
+                iteration)
         super().__init__('{} in the {} of link {!r}{}: {}{}'.format(
             kind, phase, link, at, output, '; ' + hint if hint else ''))
 
     def __reduce__(self):
         return type(self), (self.link, self.iteration, self.phase,
-                            self.output, self.kind, self.hint)
+                            self.output, self.kind, self.hint, self.param,
+                            self.mode)

@@ -14,6 +14,10 @@ SCRIPT = pathlib.Path(__file__).parents[2] / 'examples' / 'train_digits.py'
 ITERATIONS_PER_EPOCH = 1437 / 100
 LINKS = ['main', 'main/predictor', 'main/predictor/l1', 'main/predictor/l2',
          'main/predictor/l3']
+LOOP_KEYS = ['time/loop/' + phase for phase in (
+    'iteration', 'data', 'forward', 'backward', 'optimizer', 'extensions',
+    'extension/validation', 'extension/TimedLinks', 'extension/LogReport',
+    'other')]
 
 
 def command(out, *args):
@@ -58,13 +62,19 @@ def test_runs_and_reports(tmp_path):
             assert key in entry, key
             assert entry[key] >= 0
         assert entry['time/main'] >= entry['time/main/predictor']
-    for name in ('link_time.png', 'loss.png', 'accuracy.png', 'cg.dot'):
+        for key in LOOP_KEYS:
+            assert entry[key] >= 0, key
+        assert entry['time/loop/iteration'] >= entry['time/loop/forward']
+    for name in ('link_time.png', 'loop_time.png', 'loss.png',
+                 'accuracy.png', 'cg.dot'):
         assert (out / name).stat().st_size > 0, name
     summary = json.loads((out / 'link_times.json').read_text())
     assert summary['/']['occurrence'] == iterations(2)
     # The per-epoch table and the whole-run tree are printed.
     assert 'TimedLinks at iteration 15' in proc.stdout
     assert 'LinkPath' in proc.stdout and '    l3 ' in proc.stdout
+    assert 'TimedLoop at iteration 15' in proc.stdout
+    assert '  validation ' in proc.stdout
 
 
 def test_forward_only(tmp_path):
@@ -72,6 +82,7 @@ def test_forward_only(tmp_path):
     proc = run(out, '--iterations', '3', '--no-backward', '--noplot')
     assert proc.returncode == 0, proc.stderr
     assert not (out / 'link_time.png').exists()
+    assert not (out / 'loop_time.png').exists()
     summary = json.loads((out / 'link_times.json').read_text())
     assert summary['/']['occurrence'] == 3
 
@@ -111,7 +122,7 @@ def test_killed_run_resumes_where_it_stopped(tmp_path):
     assert [e['epoch'] for e in log] == list(range(1, epochs + 1))
     assert [sorted(e) for e in log] == [sorted(e) for e in expected]
     for entry in log:
-        assert set(time_keys()) <= set(entry)
+        assert set(time_keys() + LOOP_KEYS) <= set(entry)
 
     summary = json.loads((out / 'link_times.json').read_text())
     expected = json.loads((straight / 'link_times.json').read_text())

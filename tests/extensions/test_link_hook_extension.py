@@ -7,10 +7,12 @@ import pytest
 from chainer import training
 from chainer.link_hooks import TimerHook
 from chainer.training import extensions
+from chainer.training import triggers
 
 from chainer_hookext import CallbackHook
 from chainer_hookext import CaptureOutputsHook
 from chainer_hookext import LinkHookExtension
+from chainer_hookext import TimedLinks
 from tests.conftest import Boom
 from tests.conftest import FailingInit
 from tests.conftest import MLP
@@ -48,9 +50,12 @@ def assert_released(hook, trainer, entered=True):
     assert registered_hooks(model) == []
     assert len(hook.added_with) == len(hook.deleted_with)
     assert hook.deleted_with == [None] * len(hook.added_with)
+    # Nothing is left on the updater; once the loop ran, the trainer's own
+    # stop trigger is back.
+    updater = trainer.updater
+    assert updater.update.__func__ is type(updater).update
     if entered:
-        # The loop-entry stand-in is gone from the updater.
-        assert 'update' not in vars(trainer.updater)
+        assert type(trainer.stop_trigger) is triggers.IntervalTrigger
 
 
 def test_hooks_main_model_during_training(trainer_factory):
@@ -252,7 +257,7 @@ def test_release_when_other_initialize_raises(trainer_factory, priority):
     model.predictor(numpy.zeros((1, 4), numpy.float32))
     trainer.updater.update()
     assert hook.calls == []
-    assert_released(hook, trainer)
+    assert_released(hook, trainer, entered=False)
 
 
 def test_release_when_before_training_extension_raises(trainer_factory):
@@ -346,6 +351,53 @@ def test_links_not_links(links):
 def test_no_mode():
     with pytest.raises(ValueError, match='train=False, eval=False'):
         LinkHookExtension(RecordingHook(), train=False, eval=False)
+
+
+class MyExtension(LinkHookExtension):
+    pass
+
+
+@pytest.mark.parametrize('cls', [LinkHookExtension, MyExtension])
+@pytest.mark.parametrize('kwargs,shown', [
+    ({'train': 'no'}, "train='no'"),
+    ({'eval': 1}, 'eval=1'),
+    ({'train': None}, 'train=None'),
+])
+def test_modes_need_true_or_false(cls, kwargs, shown):
+    with pytest.raises(ValueError, match=re.escape(
+            '`{}({})` is not a flag'.format(cls.__name__, shown))):
+        cls(RecordingHook(), **kwargs)
+
+
+def test_errors_name_the_class_called(trainer_factory):
+    with pytest.raises(TypeError,
+                       match=re.escape("`TimedLinks(links='l1')`")):
+        TimedLinks(links='l1')
+    with pytest.raises(TypeError,
+                       match=re.escape("`MyExtension(links='l1')`")):
+        MyExtension(RecordingHook(), links='l1')
+    with pytest.raises(TypeError, match=re.escape('`MyExtension(hook=3)`')):
+        MyExtension(3)
+    stranger = L.Linear(2, 2)
+    for ext in (TimedLinks(links=stranger),
+                MyExtension(RecordingHook(), links=stranger)):
+        trainer = trainer_factory()
+        trainer.extend(ext)
+        with pytest.raises(ValueError, match=re.escape(
+                '{}(links=...): '.format(type(ext).__name__))):
+            trainer.run()
+
+
+@pytest.mark.parametrize('make', [
+    chainer.link_hooks.SpectralNormalization,
+    chainer.link_hooks.WeightStandardization,
+])
+def test_hook_needing_its_link_is_refused(make):
+    # Chainer calls a global hook's added(None): these need their link (and
+    # change its weights), so they belong to the model, not to an extension.
+    with pytest.raises(TypeError, match=r'`MyExtension\(hook=.*needs that '
+                       r'link in `added\(link\)`.*link\.add_hook\(hook\)'):
+        MyExtension(make())
 
 
 def test_link_not_in_model(trainer_factory):

@@ -8,6 +8,8 @@ from chainer.training import extensions
 
 from chainer_hookext import NonFiniteError
 from chainer_hookext import NonFiniteGuard
+from tests.conftest import Boom
+from tests.conftest import FailingInit
 from tests.conftest import registered_hooks
 
 
@@ -38,10 +40,13 @@ def check_forward_culprit(trainer, finished):
     error = info.value
     assert (error.link, error.iteration, error.phase, error.output) == (
         'main/predictor/l2', 3, 'forward', 'output')
-    hint = "; its inputs are finite: it arises in this link's forward"
+    # Found at once (CPU), the error names the parameter that is NaN.
+    hint = ('; its parameter W is non-finite: look at what last wrote it '
+            '(an update, a loaded snapshot)')
     assert str(error) == (
         "NaN in the forward of link 'main/predictor/l2' at iteration 3: "
         "output" + (hint if finished == 2 else ''))
+    assert error.param == ('main/predictor/l2/W' if finished == 2 else None)
     # On CPU the error leaves update 3 unfinished; on GPU it comes from
     # the guard's once-per-iteration check, after update 3.
     assert trainer.updater.iteration == finished
@@ -167,6 +172,37 @@ def test_parameter_gradients_follow_scope_and_backward(
         trainer.run()
     assert [(e.link, e.iteration, e.phase)
             for e in guard.findings][:1] == found
+    assert_released(trainer)
+
+
+def pre_update_hooks(trainer):
+    return list(trainer.updater.get_optimizer('main')._hookable
+                ._pre_update_hooks)
+
+
+@pytest.mark.parametrize('way_out', [
+    None, Boom, KeyboardInterrupt, 'initialize'])
+def test_optimizer_hook_only_while_the_loop_runs(trainer_factory, way_out):
+    trainer = trainer_factory()
+    trainer.extend(NonFiniteGuard())
+    seen = []
+
+    @training.make_extension(trigger=(1, 'iteration'))
+    def look(trainer):
+        seen.append(pre_update_hooks(trainer))
+        if way_out in (Boom, KeyboardInterrupt):
+            raise way_out()
+    trainer.extend(look)
+    if way_out == 'initialize':
+        trainer.extend(FailingInit())
+        way_out = Boom
+    if way_out is None:
+        trainer.run()
+    else:
+        with pytest.raises(way_out):
+            trainer.run()
+    assert all(hooks == ['chainer_hookext.NonFiniteGuard'] for hooks in seen)
+    assert pre_update_hooks(trainer) == []
     assert_released(trainer)
 
 

@@ -341,9 +341,10 @@ def test_cycles_and_other_values():
 
 def test_loop_entry_released(trainer_factory):
     trainer = trainer_factory(stop=(1, 'iteration'))
+    stop_trigger = trainer.stop_trigger
     trainer.extend(UnchainVariables())
     trainer.run()
-    assert 'update' not in vars(trainer.updater)
+    assert trainer.stop_trigger is stop_trigger
 
 
 def test_finalize_after_error_releases(trainer_factory):
@@ -354,11 +355,12 @@ def test_finalize_after_error_releases(trainer_factory):
         raise RuntimeError('boom')
 
     ext = UnchainVariables()
+    stop_trigger = trainer.stop_trigger
     trainer.extend(ext)
     trainer.extend(fail)
     with pytest.raises(RuntimeError, match='boom'):
         trainer.run(show_loop_exception_msg=False)
-    assert 'update' not in vars(trainer.updater)
+    assert trainer.stop_trigger is stop_trigger
     # Released: an update outside Trainer.run no longer reaches it.
     with chainer.using_config('keep_graph_on_report', True):
         trainer.updater.update()

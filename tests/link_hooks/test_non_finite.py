@@ -79,10 +79,14 @@ def check_forward_nan(xp, deferred):
     error = info.value
     assert (error.link, error.phase, error.output, error.kind,
             error.iteration) == ('MLP/l2', 'forward', 'output', 'NaN', None)
-    # Found at once, the error also says whether the inputs were finite.
-    hint = '' if deferred or (deferred is None and xp != 'numpy') else (
-        "its inputs are finite: it arises in this link's forward")
+    # Found at once, the error also says where the NaN comes from: not the
+    # inputs, the parameter W.
+    at_once = not (deferred or (deferred is None and xp != 'numpy'))
+    hint = ('its parameter W is non-finite: look at what last wrote it (an '
+            'update, a loaded snapshot)') if at_once else ''
     assert error.hint == hint
+    assert error.param == ('MLP/l2/W' if at_once else None)
+    assert error.mode == 'training'
     assert str(error) == "NaN in the forward of link 'MLP/l2': output" + (
         '; ' + hint if hint else '')
     assert hook.findings == [error]
@@ -320,6 +324,7 @@ def test_check_grads_names_the_parameter_gpu():
 
 def test_check_grads_follows_the_scope():
     model = MLP()
+    model.cleargrads()  # Chainer starts gradients at NaN
     model.l1.W.grad = numpy.full_like(model.l1.W.array, numpy.nan)
     model.l2.W.grad = numpy.full_like(model.l2.W.array, numpy.inf)
     hook = NonFiniteHook(action='report')
@@ -327,6 +332,18 @@ def test_check_grads_follows_the_scope():
     hook.check_grads(model)
     assert [(e.link, e.param) for e in hook.findings] == [
         ('main/l2', 'main/l2/W')]
+
+
+def test_hint_when_inputs_and_parameters_are_finite():
+    class Log(chainer.Link):
+        def forward(self, x):
+            return F.log(x)
+    with pytest.raises(NonFiniteError) as info:
+        with NonFiniteHook(), numpy.errstate(divide='ignore'):
+            Log()(numpy.zeros((1, 2), numpy.float32))
+    assert (info.value.hint, info.value.param) == (
+        "its inputs and parameters are finite: it arises in this link's "
+        'forward', None)
 
 
 def test_evaluation_findings_say_so():
