@@ -84,6 +84,11 @@ class LoopEntry(object):
         return self._trainer()
 
     @property
+    def trigger(self):
+        """The stop trigger this object stands in for."""
+        return self._trigger
+
+    @property
     def waiting(self):
         """Whether the loop has not started yet."""
         return self._state is _WAITING

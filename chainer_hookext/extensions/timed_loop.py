@@ -8,6 +8,7 @@ from chainer.training import extension
 
 from chainer_hookext import _state
 from chainer_hookext.extensions import _gathered_figures
+from chainer_hookext.extensions import _loop_entry
 from chainer_hookext.extensions._loop import phases
 from chainer_hookext.extensions._loop import wrappers
 from chainer_hookext.link_hooks._timer import keys
@@ -95,6 +96,8 @@ class TimedLoop(extension.Extension):
         self.unit = unit
         self.comm = comm
         self._clock = phases.PhaseClock()
+        self._trainer = None
+        self._entry = None  # the LoopEntry, while waiting or running
         self._patches = None
         self._start = None  # the stop_trigger wrapper, while installed
         self._names = []  # the extensions' names in the trainer
@@ -111,15 +114,23 @@ class TimedLoop(extension.Extension):
         if self._last_iteration is None or iteration < self._last_iteration:
             self._first_iteration = self._last_iteration = iteration
             self._saved, self._baseline = {}, {}
+        self._trainer = trainer
+        # The loop's two ends, as the link hook extensions see them; each
+        # iteration's start through a stand-in over the stop trigger.
+        self._entry = _loop_entry.LoopEntry.install(
+            trainer, self._enter_loop, self.release)
         self._start = _IterationStart(self, trainer)
 
-    def _enter_loop(self, trainer):
+    def _enter_loop(self):
         # The first iteration's start, inside Trainer.run's try.
-        self._patches = wrappers.install(self._clock, trainer)
+        self._patches = wrappers.install(self._clock, self._trainer)
 
     def release(self):
         """Takes every wrapper off; safe to call many times."""
         self._clock.stop()
+        entry, self._entry = self._entry, None
+        if entry is not None:
+            entry.discard(self._enter_loop)
         start, self._start = self._start, None
         if start is not None:
             start.remove()
@@ -260,34 +271,38 @@ class _IterationStart(object):
     """Stands in for ``trainer.stop_trigger``: marks each iteration's start.
 
     ``Trainer.run`` binds ``stop_trigger`` after the extensions'
-    ``initialize`` and calls it before each update, inside the ``try``
-    whose ``finally`` calls ``finalize``: its first call is the loop's
-    entry.  Everything else is forwarded to the trigger (``serialize``,
-    ``get_training_length`` ...).
+    ``initialize`` and calls it before each update.  Everything else is
+    forwarded to the trigger it stands over (a
+    :class:`~chainer_hookext.extensions._loop_entry.LoopEntry`, which sees
+    the loop's entry and end).
     """
 
     def __init__(self, owner, trainer):
         self.owner = owner
         self.trainer = trainer
         self.stop_trigger = trainer.stop_trigger
-        self.entered = False
         trainer.stop_trigger = self
 
     def __call__(self, trainer):
-        clock = self.owner._clock
-        clock.stop()
+        owner = self.owner
+        owner._clock.stop()
         if self.stop_trigger(trainer):
             return True
-        if not self.entered:
-            self.entered = True
-            self.owner._enter_loop(trainer)
-        clock.begin(phases.OTHER, in_update=True)
+        if owner._patches is not None:  # the loop runs
+            owner._clock.begin(phases.OTHER, in_update=True)
         return False
 
     def __getattr__(self, name):
-        return getattr(self.stop_trigger, name)
+        trigger = self.__dict__.get('stop_trigger')
+        if name.startswith('__') or trigger is None:
+            raise AttributeError(name)
+        return getattr(trigger, name)
 
     def remove(self):
-        """Puts the trainer's own stop trigger back, if still ours."""
-        if vars(self.trainer).get('stop_trigger') is self:
-            self.trainer.stop_trigger = self.stop_trigger
+        """Puts the trainer's stop trigger back, if still ours."""
+        if vars(self.trainer).get('stop_trigger') is not self:
+            return
+        trigger = self.stop_trigger
+        if isinstance(trigger, _loop_entry.LoopEntry) and not trigger.waiting:
+            trigger = trigger.trigger  # its loop ended: the trainer's own
+        self.trainer.stop_trigger = trigger

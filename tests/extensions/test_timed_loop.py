@@ -8,6 +8,7 @@ from chainer.training import extensions
 
 from chainer_hookext import TimedLoop
 from chainer_hookext.extensions._loop import phases
+from chainer_hookext.extensions._loop import wrappers
 from tests.conftest import Boom
 from tests.conftest import MLP
 from tests.conftest import make_dataset
@@ -256,3 +257,61 @@ def test_with_timed_links(still, tmp_path, monkeypatch):
         assert figures['forward'] == entry['time/main'] == FORWARD
         assert figures['backward'] == entry['time/main/backward'] == (
             BACKWARD)
+
+
+def assert_restored(trainer, backward):
+    updater = trainer.updater
+    assert chainer.Variable.backward is backward
+    assert 'next' not in vars(updater.get_iterator('main'))
+    assert 'update' not in vars(updater.get_optimizer('main'))
+    assert 'forward' not in vars(updater.get_optimizer('main').target)
+    assert not any(isinstance(e.trigger, wrappers.TimedTrigger)
+                   for e in trainer._extensions.values())
+
+
+class Interrupt(training.Extension):
+    trigger = 3, 'iteration'
+
+    def __call__(self, trainer):
+        raise KeyboardInterrupt
+
+
+class FinalizeRaises(training.Extension):
+    priority = training.PRIORITY_WRITER + 10  # finalized before TimedLoop
+
+    def __call__(self, trainer):
+        pass
+
+    def finalize(self):
+        raise Boom('finalize')
+
+
+@pytest.mark.parametrize('way_out', ['interrupt', 'earlier_finalize'])
+def test_restored_on_every_way_out(still, tmp_path, way_out):
+    trainer = make_trainer(still, tmp_path)
+    backward = chainer.Variable.backward
+    if way_out == 'interrupt':
+        trainer.extend(Interrupt())
+        expected = KeyboardInterrupt
+    else:
+        trainer.extend(FinalizeRaises())
+        expected = Boom
+    with pytest.raises(expected):
+        run_timed(trainer)
+    assert_restored(trainer, backward)
+
+
+def test_later_initialize_failing_leaves_nothing(still, tmp_path):
+    class FailingInit(training.Extension):
+        priority = training.PRIORITY_READER - 1  # after TimedLoop
+
+        def initialize(self, trainer):
+            raise Boom('initialize')
+
+    trainer = make_trainer(still, tmp_path)
+    backward = chainer.Variable.backward
+    trainer.extend(FailingInit())
+    with pytest.raises(Boom):
+        run_timed(trainer)
+    assert_restored(trainer, backward)
+    assert trainer.stop_trigger(trainer) is False  # still forwards
