@@ -8,9 +8,8 @@ from chainer.training import extension
 
 from chainer_hookext import _state
 from chainer_hookext.extensions import _gathered_figures
-from chainer_hookext.extensions import _loop_entry
+from chainer_hookext.extensions._loop import loop_extension
 from chainer_hookext.extensions._loop import phases
-from chainer_hookext.extensions._loop import wrappers
 from chainer_hookext.link_hooks._timer import keys
 from chainer_hookext.link_hooks._timer import units
 
@@ -19,7 +18,7 @@ from chainer_hookext.link_hooks._timer import units
 PREFIX = 'time/loop/'
 
 
-class TimedLoop(extension.Extension):
+class TimedLoop(loop_extension.LoopExtension):
     """Trainer extension reporting where each training iteration goes.
 
     At each trigger it reports, in seconds per training iteration averaged
@@ -95,11 +94,7 @@ class TimedLoop(extension.Extension):
         self.print_report = print_report
         self.unit = unit
         self.comm = comm
-        self._clock = phases.PhaseClock()
-        self._trainer = None
-        self._entry = None  # the LoopEntry, while waiting or running
-        self._patches = None
-        self._start = None  # the stop_trigger wrapper, while installed
+        super().__init__()
         self._names = []  # the extensions' names in the trainer
         self._first_iteration = None
         self._last_iteration = None
@@ -114,35 +109,7 @@ class TimedLoop(extension.Extension):
         if self._last_iteration is None or iteration < self._last_iteration:
             self._first_iteration = self._last_iteration = iteration
             self._saved, self._baseline = {}, {}
-        self._trainer = trainer
-        # The loop's two ends, as the link hook extensions see them; each
-        # iteration's start through a stand-in over the stop trigger.
-        self._entry = _loop_entry.LoopEntry.install(
-            trainer, self._enter_loop, self.release)
-        self._start = _IterationStart(self, trainer)
-
-    def _enter_loop(self):
-        # The first iteration's start, inside Trainer.run's try.
-        self._patches = wrappers.install(self._clock, self._trainer)
-
-    def release(self):
-        """Takes every wrapper off; safe to call many times."""
-        self._clock.stop()
-        entry, self._entry = self._entry, None
-        if entry is not None:
-            entry.discard(self._enter_loop)
-        start, self._start = self._start, None
-        if start is not None:
-            start.remove()
-        patches, self._patches = self._patches, None
-        if patches is not None:
-            patches.restore()
-
-    def on_error(self, trainer, exc, tb):
-        self.release()
-
-    def finalize(self):
-        self.release()
+        super().initialize(trainer)
 
     # -- figures -------------------------------------------------------------
     def _totals(self):
@@ -265,44 +232,3 @@ class TimedLoop(extension.Extension):
         self._clock.totals = {}
         self._first_iteration = None if first < 0 else first
         self._last_iteration = None if last < 0 else last
-
-
-class _IterationStart(object):
-    """Stands in for ``trainer.stop_trigger``: marks each iteration's start.
-
-    ``Trainer.run`` binds ``stop_trigger`` after the extensions'
-    ``initialize`` and calls it before each update.  Everything else is
-    forwarded to the trigger it stands over (a
-    :class:`~chainer_hookext.extensions._loop_entry.LoopEntry`, which sees
-    the loop's entry and end).
-    """
-
-    def __init__(self, owner, trainer):
-        self.owner = owner
-        self.trainer = trainer
-        self.stop_trigger = trainer.stop_trigger
-        trainer.stop_trigger = self
-
-    def __call__(self, trainer):
-        owner = self.owner
-        owner._clock.stop()
-        if self.stop_trigger(trainer):
-            return True
-        if owner._patches is not None:  # the loop runs
-            owner._clock.begin(phases.OTHER, in_update=True)
-        return False
-
-    def __getattr__(self, name):
-        trigger = self.__dict__.get('stop_trigger')
-        if name.startswith('__') or trigger is None:
-            raise AttributeError(name)
-        return getattr(trigger, name)
-
-    def remove(self):
-        """Puts the trainer's stop trigger back, if still ours."""
-        if vars(self.trainer).get('stop_trigger') is not self:
-            return
-        trigger = self.stop_trigger
-        if isinstance(trigger, _loop_entry.LoopEntry) and not trigger.waiting:
-            trigger = trigger.trigger  # its loop ended: the trainer's own
-        self.trainer.stop_trigger = trigger

@@ -10,6 +10,7 @@ of the stack is the phase of the loop itself: ``other`` during the update,
 ``extension/<name>`` while an extension's trigger and call run.
 """
 
+import collections
 import time
 
 
@@ -28,6 +29,10 @@ UPDATE_PHASES = (DATA, FORWARD, BACKWARD, OPTIMIZER, ALLREDUCE)
 #: Prefix of an extension's phase: ``extension/<name in the trainer>``.
 EXTENSION = 'extension/'
 
+#: One run of a phase, recorded while :attr:`PhaseClock.spans` is a list:
+#: clock times in seconds; ``depth`` 0 for the bottom of the stack.
+Span = collections.namedtuple('Span', ('name', 'start', 'end', 'depth'))
+
 
 class PhaseClock(object):
     """Seconds per phase, charged to the innermost running phase.
@@ -37,12 +42,17 @@ class PhaseClock(object):
         in_update (bool): Whether the update is running (between an
             iteration's start and its first extension): the update's
             phases count only then.
+        spans (list): ``None``, or a list to which each ended phase is
+            appended as a :class:`Span` (a :class:`~chainer_hookext.Timeline`
+            window sets it).
     """
 
     def __init__(self):
         self.totals = {}
         self.in_update = False
+        self.spans = None
         self._stack = [OTHER]
+        self._starts = [None]  # when each phase of the stack started
         self._mark = None  # the last transition's time; None: not started
 
     def begin(self, base, in_update):
@@ -55,8 +65,10 @@ class PhaseClock(object):
         t = _perf_counter()
         if self._mark is not None:
             self._charge(t)
+            self._end_all(t)
         self._mark = t
         self._stack = [base]
+        self._starts = [t]
         self.in_update = in_update
 
     def enter(self, phase):
@@ -66,6 +78,7 @@ class PhaseClock(object):
             self._charge(t)
         self._mark = t
         self._stack.append(phase)
+        self._starts.append(t)
 
     def leave(self):
         """Ends the innermost phase."""
@@ -74,12 +87,17 @@ class PhaseClock(object):
             self._charge(t)
         self._mark = t
         if len(self._stack) > 1:
-            self._stack.pop()
+            phase = self._stack.pop()
+            start = self._starts.pop()
+            if self.spans is not None:
+                self.spans.append(Span(phase, start, t, len(self._stack)))
 
     def stop(self):
         """Charges the time so far and stops until the next :meth:`begin`."""
         if self._mark is not None:
-            self._charge(_perf_counter())
+            t = _perf_counter()
+            self._charge(t)
+            self._end_all(t)
         self._mark = None
         self.in_update = False
 
@@ -91,6 +109,14 @@ class PhaseClock(object):
             self._charge(t)
             self._mark = t
         return dict(self.totals)
+
+    def _end_all(self, t):
+        # Records the end of every running phase, innermost first.
+        if self.spans is None:
+            return
+        for depth in range(len(self._stack) - 1, -1, -1):
+            self.spans.append(Span(
+                self._stack[depth], self._starts[depth], t, depth))
 
     def _charge(self, t):
         phase = self._stack[-1]
