@@ -12,6 +12,7 @@ from chainer_hookext.extensions.link_hook_extension import LinkHookExtension  # 
 from chainer_hookext.extensions.non_finite_guard import NonFiniteGuard  # NOQA
 from chainer_hookext.extensions.timed_links import TimedLinks  # NOQA
 from chainer_hookext.extensions.timed_loop import TimedLoop  # NOQA
+from chainer_hookext.extensions.timeline import Timeline  # NOQA
 from chainer_hookext.extensions.unchain_variables import UnchainVariables  # NOQA
 from chainer_hookext.extensions.unchain_variables import unchain_variables  # NOQA
 from chainer_hookext.link_hooks.activation_statistics import ActivationStatisticsHook  # NOQA
@@ -38,6 +39,7 @@ __all__ = [
     'ScopedLinkHook',
     'TimedLinks',
     'TimedLoop',
+    'Timeline',
     'TimerHook',
     'UnchainVariables',
     'unchain_variables',

@@ -182,3 +182,96 @@ class FakeComm:
         per_rank = list(self.others)
         per_rank.insert(self.rank, obj)
         return per_rank
+
+
+class StillClock(object):
+    """A clock that stands still but for :meth:`sleep`: exact figures."""
+
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self):
+        return self.now
+
+    def sleep(self, seconds):
+        self.now += seconds
+
+    def __deepcopy__(self, memo):  # ParallelUpdater's copies share it
+        return self
+
+
+@pytest.fixture
+def still(monkeypatch):
+    """Every timer of the package on one :class:`StillClock`."""
+    from chainer_hookext.extensions._loop import phases
+    from chainer_hookext.extensions._timeline import link_spans
+    from chainer_hookext.link_hooks._timer import backward
+    from chainer_hookext.link_hooks._timer import call_stack
+
+    clock = StillClock()
+    for module in (phases, link_spans, backward, call_stack):
+        monkeypatch.setattr(module, '_perf_counter', clock)
+    return clock
+
+
+# Known delays, exact in binary.
+DATA, FORWARD, BACKWARD, OPTIMIZER, SLOW = 1.0, 2.0, 4.0, 8.0, 16.0
+
+
+class SlowModel(chainer.Chain):
+    """A classifier whose forward and backward take known times."""
+
+    def __init__(self, clock):
+        super().__init__()
+        self.clock = clock
+        with self.init_scope():
+            self.predictor = MLP()
+
+    def forward(self, x, t):
+        self.clock.sleep(FORWARD)
+        y = _SleepingBackward(self.clock).apply((self.predictor(x),))[0]
+        return F.softmax_cross_entropy(y, t)
+
+
+class _SleepingBackward(chainer.FunctionNode):
+    def __init__(self, clock):
+        self.clock = clock
+
+    def forward(self, inputs):
+        return inputs
+
+    def backward(self, indexes, grad_outputs):
+        self.clock.sleep(BACKWARD)
+        return grad_outputs
+
+
+class SlowIterator(chainer.iterators.SerialIterator):
+    def __init__(self, clock, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.clock = clock
+
+    def __next__(self):
+        self.clock.sleep(DATA)
+        return super().__next__()
+
+    next = __next__
+
+
+def make_slow_trainer(still, tmp_path, stop=4, updater=None):
+    """A Trainer whose phases take known times on the still clock."""
+    model = SlowModel(still)
+    optimizer = chainer.optimizers.SGD()
+    optimizer.setup(model)
+    optimizer.add_hook(lambda opt: still.sleep(OPTIMIZER), name='slow')
+    it = SlowIterator(still, make_dataset(), 8, shuffle=False)
+    updater = (updater or training.updaters.StandardUpdater)(it, optimizer)
+    trainer = training.Trainer(
+        updater, (stop, 'iteration'), out=str(tmp_path / 'result'))
+
+    # Before TimedLoop (PRIORITY_WRITER): reported in the same iteration.
+    @training.make_extension(trigger=(2, 'iteration'),
+                             priority=training.PRIORITY_WRITER + 1)
+    def slow(trainer):
+        still.sleep(SLOW)
+    trainer.extend(slow, name='slow')
+    return trainer

@@ -6,4 +6,5 @@ from chainer_hookext.extensions.link_hook_extension import LinkHookExtension  # 
 from chainer_hookext.extensions.non_finite_guard import NonFiniteGuard  # NOQA
 from chainer_hookext.extensions.timed_links import TimedLinks  # NOQA
 from chainer_hookext.extensions.timed_loop import TimedLoop  # NOQA
+from chainer_hookext.extensions.timeline import Timeline  # NOQA
 from chainer_hookext.extensions.unchain_variables import UnchainVariables  # NOQA

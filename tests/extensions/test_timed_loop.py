@@ -1,102 +1,19 @@
 """TimedLoop on a real Trainer, with known delays on a still clock."""
 
 import chainer
-import chainer.functions as F
 import pytest
 from chainer import training
 from chainer.training import extensions
 
 from chainer_hookext import TimedLoop
-from chainer_hookext.extensions._loop import phases
 from chainer_hookext.extensions._loop import wrappers
 from tests.conftest import Boom
-from tests.conftest import MLP
-from tests.conftest import make_dataset
-
-
-class StillClock(object):
-    """A clock that stands still but for :meth:`sleep`: exact figures."""
-
-    def __init__(self):
-        self.now = 0.0
-
-    def __call__(self):
-        return self.now
-
-    def sleep(self, seconds):
-        self.now += seconds
-
-    def __deepcopy__(self, memo):  # ParallelUpdater's copies share it
-        return self
-
-
-@pytest.fixture
-def still(monkeypatch):
-    clock = StillClock()
-    monkeypatch.setattr(phases, '_perf_counter', clock)
-    return clock
-
-
-# Known delays, exact in binary.
-DATA, FORWARD, BACKWARD, OPTIMIZER, SLOW = 1.0, 2.0, 4.0, 8.0, 16.0
-
-
-class SlowModel(chainer.Chain):
-    """A classifier whose forward and backward take known times."""
-
-    def __init__(self, clock):
-        super().__init__()
-        self.clock = clock
-        with self.init_scope():
-            self.predictor = MLP()
-
-    def forward(self, x, t):
-        self.clock.sleep(FORWARD)
-        y = _SleepingBackward(self.clock).apply((self.predictor(x),))[0]
-        return F.softmax_cross_entropy(y, t)
-
-
-class _SleepingBackward(chainer.FunctionNode):
-    def __init__(self, clock):
-        self.clock = clock
-
-    def forward(self, inputs):
-        return inputs
-
-    def backward(self, indexes, grad_outputs):
-        self.clock.sleep(BACKWARD)
-        return grad_outputs
-
-
-class SlowIterator(chainer.iterators.SerialIterator):
-    def __init__(self, clock, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.clock = clock
-
-    def __next__(self):
-        self.clock.sleep(DATA)
-        return super().__next__()
-
-    next = __next__
-
-
-def make_trainer(still, tmp_path, stop=4, updater=None):
-    model = SlowModel(still)
-    optimizer = chainer.optimizers.SGD()
-    optimizer.setup(model)
-    optimizer.add_hook(lambda opt: still.sleep(OPTIMIZER), name='slow')
-    it = SlowIterator(still, make_dataset(), 8, shuffle=False)
-    updater = (updater or training.updaters.StandardUpdater)(it, optimizer)
-    trainer = training.Trainer(
-        updater, (stop, 'iteration'), out=str(tmp_path / 'result'))
-
-    # Before TimedLoop (PRIORITY_WRITER): reported in the same iteration.
-    @training.make_extension(trigger=(2, 'iteration'),
-                             priority=training.PRIORITY_WRITER + 1)
-    def slow(trainer):
-        still.sleep(SLOW)
-    trainer.extend(slow, name='slow')
-    return trainer
+from tests.conftest import BACKWARD
+from tests.conftest import DATA
+from tests.conftest import FORWARD
+from tests.conftest import OPTIMIZER
+from tests.conftest import SLOW
+from tests.conftest import make_slow_trainer
 
 
 def run_timed(trainer, **kwargs):
@@ -110,7 +27,7 @@ def run_timed(trainer, **kwargs):
 
 
 def test_each_phase_against_its_delay(still, tmp_path):
-    timed, log = run_timed(make_trainer(still, tmp_path))
+    timed, log = run_timed(make_slow_trainer(still, tmp_path))
     assert len(log) == 2
     for figures in log:
         assert figures['data'] == DATA
@@ -142,7 +59,7 @@ def test_custom_update_core_unseen_work_is_other(still, tmp_path):
             loss.backward()
             self.get_optimizer('main').update()
 
-    trainer = make_trainer(still, tmp_path, updater=GanLike)
+    trainer = make_slow_trainer(still, tmp_path, updater=GanLike)
     _, log = run_timed(trainer)
     for figures in log:
         assert figures['forward'] == FORWARD
@@ -153,7 +70,7 @@ def test_custom_update_core_unseen_work_is_other(still, tmp_path):
 
 
 def test_everything_is_restored(still, tmp_path):
-    trainer = make_trainer(still, tmp_path)
+    trainer = make_slow_trainer(still, tmp_path)
     updater = trainer.updater
     optimizer = updater.get_optimizer('main')
     converter = updater.converter
@@ -172,7 +89,7 @@ def test_everything_is_restored(still, tmp_path):
 
 
 def test_restored_after_an_exception(still, tmp_path):
-    trainer = make_trainer(still, tmp_path)
+    trainer = make_slow_trainer(still, tmp_path)
 
     @training.make_extension(trigger=(3, 'iteration'))
     def boom(trainer):
@@ -189,13 +106,13 @@ def test_restored_after_an_exception(still, tmp_path):
 
 
 def test_resume_reports_as_an_uninterrupted_run(still, tmp_path):
-    whole = make_trainer(still, tmp_path / 'whole', stop=8)
+    whole = make_slow_trainer(still, tmp_path / 'whole', stop=8)
     timed_whole, log_whole = run_timed(whole)
-    first = make_trainer(still, tmp_path / 'first', stop=4)
+    first = make_slow_trainer(still, tmp_path / 'first', stop=4)
     _, log_first = run_timed(first)
     target = {}
     first.serialize(chainer.serializers.DictionarySerializer(target))
-    second = make_trainer(still, tmp_path / 'second', stop=8)
+    second = make_slow_trainer(still, tmp_path / 'second', stop=8)
     timed = TimedLoop()
     second.extend(timed, trigger=(2, 'iteration'))
     second.extend(extensions.LogReport(trigger=(2, 'iteration')))
@@ -209,7 +126,8 @@ def test_resume_reports_as_an_uninterrupted_run(still, tmp_path):
 
 
 def test_print_report(still, tmp_path, capsys):
-    run_timed(make_trainer(still, tmp_path), print_report=True, unit='sec')
+    run_timed(make_slow_trainer(still, tmp_path), print_report=True,
+              unit='sec')
     out = capsys.readouterr().out.splitlines()
     assert out[0] == ('TimedLoop at iteration 2: seconds per training '
                       'iteration, averaged over 2 iterations')
@@ -232,7 +150,7 @@ def test_parallel_updater(still, tmp_path):
         return training.updaters.ParallelUpdater(
             iterator, optimizer, devices={'main': -1, 'second': -1})
 
-    _, log = run_timed(make_trainer(still, tmp_path, updater=parallel))
+    _, log = run_timed(make_slow_trainer(still, tmp_path, updater=parallel))
     for figures in log:
         assert figures['data'] == DATA
         # Two models, each with its forward and backward.
@@ -249,7 +167,7 @@ def test_with_timed_links(still, tmp_path, monkeypatch):
 
     monkeypatch.setattr(call_stack, '_perf_counter', still)
     monkeypatch.setattr(backward, '_perf_counter', still)
-    trainer = make_trainer(still, tmp_path)
+    trainer = make_slow_trainer(still, tmp_path)
     trainer.extend(TimedLinks(), trigger=(2, 'iteration'))
     _, log = run_timed(trainer)
     entries = trainer.get_extension('LogReport').log
@@ -288,7 +206,7 @@ class FinalizeRaises(training.Extension):
 
 @pytest.mark.parametrize('way_out', ['interrupt', 'earlier_finalize'])
 def test_restored_on_every_way_out(still, tmp_path, way_out):
-    trainer = make_trainer(still, tmp_path)
+    trainer = make_slow_trainer(still, tmp_path)
     backward = chainer.Variable.backward
     if way_out == 'interrupt':
         trainer.extend(Interrupt())
@@ -308,7 +226,7 @@ def test_later_initialize_failing_leaves_nothing(still, tmp_path):
         def initialize(self, trainer):
             raise Boom('initialize')
 
-    trainer = make_trainer(still, tmp_path)
+    trainer = make_slow_trainer(still, tmp_path)
     backward = chainer.Variable.backward
     trainer.extend(FailingInit())
     with pytest.raises(Boom):

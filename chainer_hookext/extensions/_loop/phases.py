@@ -53,6 +53,7 @@ class PhaseClock(object):
         self.spans = None
         self._stack = [OTHER]
         self._starts = [None]  # when each phase of the stack started
+        self._base_span = True
         self._mark = None  # the last transition's time; None: not started
 
     def begin(self, base, in_update):
@@ -69,7 +70,12 @@ class PhaseClock(object):
         self._mark = t
         self._stack = [base]
         self._starts = [t]
+        self._base_span = True
         self.in_update = in_update
+
+    def no_span(self):
+        """The running base phase is no span (a trigger that said no)."""
+        self._base_span = False
 
     def enter(self, phase):
         """Starts ``phase`` inside the running one."""
@@ -89,7 +95,9 @@ class PhaseClock(object):
         if len(self._stack) > 1:
             phase = self._stack.pop()
             start = self._starts.pop()
-            if self.spans is not None:
+            # A phase inside the same phase (the loss function's forward
+            # calling the target's) is one span: the outer one.
+            if self.spans is not None and self._stack[-1] != phase:
                 self.spans.append(Span(phase, start, t, len(self._stack)))
 
     def stop(self):
@@ -115,6 +123,8 @@ class PhaseClock(object):
         if self.spans is None:
             return
         for depth in range(len(self._stack) - 1, -1, -1):
+            if depth == 0 and not self._base_span:
+                break
             self.spans.append(Span(
                 self._stack[depth], self._starts[depth], t, depth))
 

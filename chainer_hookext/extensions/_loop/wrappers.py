@@ -116,8 +116,12 @@ class TimedTrigger(object):
         self.phase = phase
 
     def __call__(self, trainer):
-        self.clock.begin(self.phase, in_update=False)
-        return self.trigger(trainer)
+        clock = self.clock
+        clock.begin(self.phase, in_update=False)
+        called = self.trigger(trainer)
+        if not called:
+            clock.no_span()
+        return called
 
     def __getattr__(self, name):
         return getattr(self.trigger, name)

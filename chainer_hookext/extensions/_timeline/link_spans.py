@@ -1,0 +1,146 @@
+"""Spans of link calls and backward steps, recorded during a window.
+
+:class:`LinkSpans` is a link hook registered only while a
+:class:`~chainer_hookext.Timeline` window records.  Its forward spans are
+the timed links' calls, nested as the calls nest.  Its function hook (a
+:class:`~chainer_hookext.link_hooks._node_tags.NodeTagger`) tags each node
+with the innermost running link's name and records each backward step;
+:func:`backward_runs` joins consecutive steps of the same link into one
+span, so that a layer's backward is one block.
+
+On a GPU, times are CUDA events recorded on the stream, turned into
+seconds when the window ends (:meth:`LinkSpans.resolve`): no device
+synchronisation per call.
+"""
+
+import collections
+import time
+
+from chainer_hookext.link_hooks import _active_links
+from chainer_hookext.link_hooks import _node_tags
+from chainer_hookext.link_hooks import scoped_link_hook
+from chainer_hookext.link_hooks._timer import cuda_events
+from chainer_hookext.link_hooks._timer import keys
+
+
+# Bound once; tests replace it with a fake clock.
+_perf_counter = time.perf_counter
+
+#: A recorded span: clock times in seconds (events until resolved).
+Span = collections.namedtuple('Span', ('name', 'start', 'end', 'depth'))
+#: A backward span: ``steps`` steps of ``seconds`` in all.
+BackwardRun = collections.namedtuple(
+    'BackwardRun', ('name', 'start', 'end', 'steps', 'seconds'))
+
+
+class LinkSpans(scoped_link_hook.ScopedLinkHook):
+    """Link hook recording the forward span of each scoped link call.
+
+    Attributes:
+        forward (list of Span): The ended calls.
+        steps (list): ``(name, start, end)`` of each backward step.
+    """
+
+    name = 'Timeline'
+
+    def __init__(self, gpu=False):
+        super().__init__()
+        self.gpu = gpu
+        self.active = _active_links.ActiveLinks()
+        self.forward = []
+        self.steps = []
+        self._starts = []
+        self._tagger = None
+        self._now = cuda_events.record_event if gpu else _perf_counter
+        self.origin = (_perf_counter(), self._now() if gpu else None)
+
+    def added(self, link):
+        if self._tagger is None:
+            self._tagger = _node_tags.new_tagger(_StepRecorder, self)
+        else:
+            self._tagger.register()
+
+    def deleted(self, link):
+        tagger = self._tagger
+        if tagger is not None:
+            tagger.unregister()
+            if not tagger.registered:
+                self._tagger = None
+        self.active.reset()
+
+    def forward_preprocess(self, args):
+        link = args.link
+        names = self.link_names
+        name = None if names is None else names.get(id(link))
+        if names is not None and name is None:
+            return
+        if not self.in_scope(link):
+            return
+        depth = len(self.active.names)
+        del self._starts[depth:]
+        self._starts.append(self._now())
+        self.active.enter(link, name)
+
+    def forward_postprocess(self, args):
+        end = self._now()
+        name = self.active.leave(args.link)
+        if name is None:
+            return
+        depth = len(self.active.names)
+        self.forward.append(Span(name, self._starts[depth], end, depth))
+        del self._starts[depth:]
+
+    def resolve(self):
+        """Turns CUDA events into clock seconds (waits for the last)."""
+        if not self.gpu:
+            return
+        clock, event = self.origin
+
+        def seconds(e):
+            return clock + cuda_events.elapsed(event, e)
+        self.forward = [s._replace(start=seconds(s.start), end=seconds(
+            s.end)) for s in self.forward]
+        self.steps = [(n, seconds(a), seconds(b)) for n, a, b in self.steps]
+
+
+class _StepRecorder(_node_tags.NodeTagger):
+    # Tags nodes with the innermost running link; records backward steps.
+
+    def __init__(self, spans):
+        super().__init__(spans.name + '_backward')
+        self.spans = spans
+        self._start = None
+
+    def forward_preprocess(self, function, in_data):
+        names = self.spans.active.names
+        function._chainer_hookext_tag = names[-1] if names else None
+
+    def backward_preprocess(self, function, in_data, out_grad):
+        self._start = self.spans._now()
+
+    def backward_postprocess(self, function, in_data, out_grad):
+        end = self.spans._now()
+        name = self.tag_of(function) or keys.OUTSIDE
+        self.spans.steps.append((name, self._start, end))
+
+
+def backward_runs(steps):
+    """Joins consecutive steps of the same link: one span per run.
+
+    Args:
+        steps (list): ``(name, start, end)`` in order.
+
+    Returns:
+        list of BackwardRun: Each with its number of steps and their
+        seconds (the link's share of the span is ``seconds`` over its
+        length).
+    """
+    runs = []
+    for name, start, end in steps:
+        if runs and runs[-1].name == name:
+            last = runs[-1]
+            runs[-1] = last._replace(end=end, steps=last.steps + 1,
+                                     seconds=last.seconds + (end - start))
+        else:
+            runs.append(BackwardRun(name, start, end, 1, end - start))
+    return runs
