@@ -10,6 +10,9 @@ The shape of Chainer's ``examples/mnist/train_mnist.py``, plus
 * :class:`~chainer_hookext.TimedLoop` reports where each training iteration
   goes (data, forward, backward, optimizer, each extension, the rest) every
   epoch, prints it as a table, and is drawn per epoch into ``loop_time.png``;
+* :class:`~chainer_hookext.Timeline` traces three iterations, the first of
+  epoch 2, into ``timeline/iteration_<N>.json.gz`` (open it in Perfetto); the
+  first of them is drawn as a flame chart into ``timeline.png``;
 * :class:`~chainer_hookext.UnchainVariables` releases the computational graphs
   that ``DumpGraph`` keeps alive through ``keep_graph_on_report``.
 
@@ -19,6 +22,7 @@ Run it again with the same ``--out`` to resume from the last snapshot.
 """
 
 import argparse
+import glob
 import json
 import os
 import sys
@@ -107,6 +111,96 @@ def plot_loop_time(log, path):
     fig.savefig(path, dpi=100)
 
 
+#: Timeline's categories, top to bottom of a flame chart, and their colours.
+TIMELINE_CATEGORIES = (('iteration', 'lightgray'), ('phase', 'tab:blue'),
+                       ('extension', 'tab:purple'),
+                       ('forward', 'tab:orange'), ('backward', 'tab:green'))
+
+
+def end_of_epoch(epoch):
+    """A trigger firing once, at the end of ``epoch``; it keeps no state.
+
+    Not ``ManualScheduleTrigger``: once fired it is ``finished``, and a
+    resumed ``Trainer.run`` skips the ``initialize`` of an extension whose
+    trigger is finished, so a window pending in the snapshot would be lost.
+    """
+    def trigger(trainer):
+        updater = trainer.updater
+        return updater.is_new_epoch and updater.epoch == epoch
+    return trigger
+
+
+def first_iteration(events):
+    """The spans of a Timeline file's first iteration, with their depth.
+
+    Returns:
+        list: ``(depth, event)``, depth 0 the iteration; a span is one
+        deeper than the innermost span holding it in time.
+    """
+    rank = {c: i for i, (c, _) in enumerate(TIMELINE_CATEGORIES)}
+    spans = [e for e in events if e['ph'] == 'X']
+    first = min((e for e in spans if e['cat'] == 'iteration'),
+                key=lambda e: e['ts'])
+    end = first['ts'] + first['dur']
+    spans = [e for e in spans if first['ts'] <= e['ts'] <= end
+             and (e is first or e['cat'] != 'iteration')]
+    stack, depths = [], []
+    for e in sorted(spans, key=lambda e: (e['ts'], -e['dur'], rank[e['cat']])):
+        while stack and e['ts'] + e['dur'] > stack[-1]['ts'] + stack[-1][
+                'dur'] + 1e-3:  # rounded to the nanosecond
+            stack.pop()
+        depths.append((len(stack), e))
+        stack.append(e)
+    return depths
+
+
+def plot_timeline(trace_path, path):
+    """Draws a Timeline file's first iteration as a flame chart."""
+    from matplotlib import figure
+    from matplotlib import patches
+    from matplotlib.backends import backend_agg
+
+    from chainer_hookext.extensions._timeline import trace
+
+    spans = first_iteration(trace.read(trace_path))
+    colours = dict(TIMELINE_CATEGORIES)
+    rows = max(depth for depth, _ in spans) + 1
+    fig = figure.Figure(figsize=(10, 0.45 * rows + 1.6))
+    renderer = backend_agg.FigureCanvasAgg(fig).get_renderer()
+    ax = fig.subplots()
+    origin = spans[0][1]['ts']
+    ax.set_xlim(0, spans[0][1]['dur'] / 1e3)
+    ax.set_ylim(rows, 0)  # the iteration at the top
+    for depth, e in spans:
+        start, width = (e['ts'] - origin) / 1e3, e['dur'] / 1e3
+        ax.add_patch(patches.Rectangle(
+            (start, depth + 0.05), width, 0.9, facecolor=colours[e['cat']],
+            edgecolor='white', linewidth=0.5))
+        label_span(ax, renderer, e['name'], start, width, depth + 0.5)
+    ax.set_yticks([])
+    ax.set_xlabel('ms from the start of {}'.format(spans[0][1]['name']))
+    ax.set_title('One training iteration, nested calls below their caller '
+                 '(Timeline, {})'.format(os.path.basename(trace_path)))
+    shown = {e['cat'] for _, e in spans}
+    ax.legend(handles=[patches.Patch(color=c, label=k)
+                       for k, c in TIMELINE_CATEGORIES if k in shown],
+              loc='upper left', bbox_to_anchor=(1.0, 1.0))
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+
+
+def label_span(ax, renderer, name, start, width, y):
+    """Writes the longest of a span's names that fits in it, if any."""
+    left, right = (ax.transData.transform((x, y))[0]
+                   for x in (start, start + width))
+    for label in (name, name.rsplit('/', 1)[-1]):
+        text = ax.text(start + width / 2, y, label, ha='center',
+                       va='center', fontsize=8, clip_on=True)
+        if text.get_window_extent(renderer).width + 4 <= right - left:
+            return
+        text.remove()
+
+
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(
         description='chainer_hookext example: per-link timing on an MLP')
@@ -192,6 +286,11 @@ def main(argv=None):
     loop = chainer_hookext.TimedLoop(print_report=True)
     trainer.extend(loop, trigger=(1, 'epoch'))
 
+    # A trace of three iterations, the first of epoch 2 (epoch 1's imports
+    # and first plots done), in timeline/iteration_<N>.json.gz: one window.
+    trainer.extend(chainer_hookext.Timeline(iterations=3),
+                   trigger=end_of_epoch(1))
+
     # DumpGraph turns keep_graph_on_report on for its first iteration: the
     # reported loss then holds the whole graph.  UnchainVariables runs after
     # every other extension (snapshot included) and releases it.
@@ -242,6 +341,13 @@ def main(argv=None):
         path = os.path.join(args.out, 'loop_time.png')
         plot_loop_time(log_report.log, path)
         print('Loop time per epoch drawn in {}'.format(path))
+        traces = glob.glob(os.path.join(args.out, 'timeline', '*.json*'))
+        if traces:  # none when training stops within epoch 1
+            first = min(traces, key=lambda p: int(
+                os.path.basename(p).split('_')[1].split('.')[0]))
+            path = os.path.join(args.out, 'timeline.png')
+            plot_timeline(first, path)
+            print('{} drawn in {}'.format(first, path))
     return 0
 
 

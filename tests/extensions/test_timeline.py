@@ -144,3 +144,31 @@ def test_bad_arguments():
         Timeline(warmup='1')
     with pytest.raises(ValueError, match=r"Timeline\(compress='yes'\)"):
         Timeline(compress='yes')
+
+
+def test_gpu_link_spans_resolved_when_the_window_ends(
+        still, tmp_path, monkeypatch):
+    from chainer_hookext.link_hooks._timer import cuda_events
+
+    resolved = []
+
+    class FakeEvent(object):
+        def __init__(self):
+            self.seconds = still()
+
+    def elapsed(start, stop):
+        resolved.append(still())
+        return stop.seconds - start.seconds
+
+    monkeypatch.setattr(cuda_events, 'is_gpu', lambda link: True)
+    monkeypatch.setattr(cuda_events, 'record_event', FakeEvent)
+    monkeypatch.setattr(cuda_events, 'elapsed', elapsed)
+    trainer = make_slow_trainer(still, tmp_path, stop=4)
+    _, files = run_with_timeline(trainer, iterations=2)
+    # Every event was resolved at once, when the window ended.
+    assert resolved and set(resolved) == {resolved[0]}
+    events = files['iteration_3.json.gz']
+    assert_nested(events)
+    main = [e['dur'] / 1e6 for e in spans(events, 'forward')
+            if e['name'] == 'main']
+    assert main == [FORWARD, FORWARD]
