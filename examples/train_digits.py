@@ -130,6 +130,13 @@ def end_of_epoch(epoch):
     return trigger
 
 
+def first_trace(out):
+    """The path of the first window Timeline wrote in ``out``, or None."""
+    paths = glob.glob(os.path.join(out, 'timeline', 'iteration_*.json.gz'))
+    return min(paths, default=None, key=lambda path: int(
+        os.path.basename(path).split('_')[1].split('.')[0]))
+
+
 def first_iteration(events):
     """The spans of a Timeline file's first iteration, with their depth.
 
@@ -137,21 +144,24 @@ def first_iteration(events):
         list: ``(depth, event)``, depth 0 the iteration; a span is one
         deeper than the innermost span holding it in time.
     """
-    rank = {c: i for i, (c, _) in enumerate(TIMELINE_CATEGORIES)}
+    order = {c: i for i, (c, _) in enumerate(TIMELINE_CATEGORIES)}
     spans = [e for e in events if e['ph'] == 'X']
     first = min((e for e in spans if e['cat'] == 'iteration'),
                 key=lambda e: e['ts'])
-    end = first['ts'] + first['dur']
-    spans = [e for e in spans if first['ts'] <= e['ts'] <= end
-             and (e is first or e['cat'] != 'iteration')]
+    spans = [e for e in spans if e is first or e['cat'] != 'iteration'
+             and first['ts'] <= e['ts'] < _end(first)]
     stack, depths = [], []
-    for e in sorted(spans, key=lambda e: (e['ts'], -e['dur'], rank[e['cat']])):
-        while stack and e['ts'] + e['dur'] > stack[-1]['ts'] + stack[-1][
-                'dur'] + 1e-3:  # rounded to the nanosecond
+    for e in sorted(spans, key=lambda e: (e['ts'], -e['dur'],
+                                          order[e['cat']])):
+        while stack and _end(e) > _end(stack[-1]) + 1e-3:  # ts rounded
             stack.pop()
         depths.append((len(stack), e))
         stack.append(e)
     return depths
+
+
+def _end(event):
+    return event['ts'] + event['dur']
 
 
 def plot_timeline(trace_path, path):
@@ -166,26 +176,27 @@ def plot_timeline(trace_path, path):
     colours = dict(TIMELINE_CATEGORIES)
     rows = max(depth for depth, _ in spans) + 1
     fig = figure.Figure(figsize=(10, 0.45 * rows + 1.6))
-    renderer = backend_agg.FigureCanvasAgg(fig).get_renderer()
     ax = fig.subplots()
-    origin = spans[0][1]['ts']
-    ax.set_xlim(0, spans[0][1]['dur'] / 1e3)
+    iteration = spans[0][1]
+    ax.set_xlim(0, iteration['dur'] / 1e3)
     ax.set_ylim(rows, 0)  # the iteration at the top
-    for depth, e in spans:
-        start, width = (e['ts'] - origin) / 1e3, e['dur'] / 1e3
-        ax.add_patch(patches.Rectangle(
-            (start, depth + 0.05), width, 0.9, facecolor=colours[e['cat']],
-            edgecolor='white', linewidth=0.5))
-        label_span(ax, renderer, e['name'], start, width, depth + 0.5)
     ax.set_yticks([])
-    ax.set_xlabel('ms from the start of {}'.format(spans[0][1]['name']))
+    ax.set_xlabel('ms from the start of {}'.format(iteration['name']))
     ax.set_title('One training iteration, nested calls below their caller '
                  '(Timeline, {})'.format(os.path.basename(trace_path)))
     shown = {e['cat'] for _, e in spans}
     ax.legend(handles=[patches.Patch(color=c, label=k)
                        for k, c in TIMELINE_CATEGORIES if k in shown],
               loc='upper left', bbox_to_anchor=(1.0, 1.0))
-    fig.tight_layout()
+    fig.tight_layout()  # before the labels: they are fitted to the boxes
+    renderer = backend_agg.FigureCanvasAgg(fig).get_renderer()
+    for depth, e in spans:
+        start = (e['ts'] - iteration['ts']) / 1e3
+        ax.add_patch(patches.Rectangle(
+            (start, depth + 0.05), e['dur'] / 1e3, 0.9,
+            facecolor=colours[e['cat']], edgecolor='white', linewidth=0.5))
+        label_span(ax, renderer, e['name'], start, e['dur'] / 1e3,
+                   depth + 0.5)
     fig.savefig(path, dpi=100)
 
 
@@ -341,13 +352,12 @@ def main(argv=None):
         path = os.path.join(args.out, 'loop_time.png')
         plot_loop_time(log_report.log, path)
         print('Loop time per epoch drawn in {}'.format(path))
-        traces = glob.glob(os.path.join(args.out, 'timeline', '*.json*'))
-        if traces:  # none when training stops within epoch 1
-            first = min(traces, key=lambda p: int(
-                os.path.basename(p).split('_')[1].split('.')[0]))
+        first = first_trace(args.out)
+        if first is not None:  # None when training stops within epoch 1
             path = os.path.join(args.out, 'timeline.png')
             plot_timeline(first, path)
-            print('{} drawn in {}'.format(first, path))
+            print('First traced iteration of {} drawn in {}'.format(
+                first, path))
     return 0
 
 

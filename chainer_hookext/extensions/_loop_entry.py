@@ -39,6 +39,7 @@ an orphaned loop, with a ``RuntimeWarning``: its ``run`` frame is no longer
 on the stack.
 """
 
+import collections
 import sys
 import threading
 import warnings
@@ -49,6 +50,9 @@ _WAITING = 'waiting'
 _RUNNING = 'running'
 _ENDED = 'ended'
 _MISSING = object()
+#: What an owner asked for (see :meth:`LoopEntry.install`).
+_Callbacks = collections.namedtuple(
+    '_Callbacks', ('enter', 'end', 'iteration'))
 
 # {trainer: weakref to the LoopEntry waiting for its loop}, weak both ways
 # (the trainer holds its stand-in); each thread's running ones.
@@ -68,7 +72,7 @@ class LoopEntry(object):
             trigger = trigger._trigger  # put back by another's stand-in
         self._trainer = weakref.ref(trainer)
         self._trigger = trigger
-        self._callbacks = []  # [(enter, end)]
+        self._callbacks = []  # [_Callbacks]
         self._state = _WAITING
         self._run_frame = None
         self._reporter = None
@@ -94,7 +98,7 @@ class LoopEntry(object):
         return self._state is _WAITING
 
     @classmethod
-    def install(cls, trainer, enter, end=None):
+    def install(cls, trainer, enter, end=None, iteration=None):
         """Arranges for ``enter()`` and ``end()`` at the loop's two ends.
 
         Ends orphaned loops of the thread first (see the module).
@@ -105,6 +109,11 @@ class LoopEntry(object):
                 enters its loop, inside its ``try``.
             end (callable): Called with no argument when the loop ends, or
                 ``None``.
+            iteration (callable): Called with the trainer at each
+                iteration's start (the stop trigger said go on), or
+                ``None``.  Extensions that time the loop
+                (``TimedLoop``, ``Timeline``) see the iterations here, so
+                that no second stand-in is stacked over this one.
 
         Returns:
             LoopEntry: The object to pass ``enter`` to :meth:`discard`.
@@ -113,14 +122,14 @@ class LoopEntry(object):
         entry = _waiting_for(trainer)
         if entry is None:
             entry = cls(trainer)
-        if all(e != enter for e, _ in entry._callbacks):
-            entry._callbacks.append((enter, end))
+        if all(c.enter != enter for c in entry._callbacks):
+            entry._callbacks.append(_Callbacks(enter, end, iteration))
         return entry
 
     def discard(self, enter):
         """Forgets ``enter`` and its end; takes the stand-ins off when no
         callback is left."""
-        self._callbacks = [c for c in self._callbacks if c[0] != enter]
+        self._callbacks = [c for c in self._callbacks if c.enter != enter]
         if not self._callbacks:
             self._close()
 
@@ -151,6 +160,10 @@ class LoopEntry(object):
             raise
         if stop:
             self.end()
+        else:
+            for c in self._callbacks:
+                if c.iteration is not None:
+                    c.iteration(trainer)
         return stop
 
     def end(self):
@@ -162,7 +175,7 @@ class LoopEntry(object):
         """
         if self._state is not _RUNNING:
             return
-        callbacks = [end for _, end in self._callbacks if end is not None]
+        callbacks = [c.end for c in self._callbacks if c.end is not None]
         self._callbacks = []
         self._close()
         error = None
@@ -177,11 +190,12 @@ class LoopEntry(object):
     def _run_enter_callbacks(self):
         # Only the callbacks with an end are kept: the others are done.
         callbacks = self._callbacks
-        self._callbacks = [c for c in callbacks if c[1] is not None]
+        self._callbacks = [c for c in callbacks
+                           if c.end is not None or c.iteration is not None]
         if not self._callbacks:
             self._close()
-        for enter, _ in callbacks:
-            enter()
+        for c in callbacks:
+            c.enter()
 
     def _run_frame_calling(self, trainer):
         # Trainer.run's frame if it made this call, through one stand-in at

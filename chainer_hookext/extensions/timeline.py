@@ -39,7 +39,11 @@ class Timeline(loop_extension.LoopExtension):
     for the window only.  A file holds its window only, is written aside
     then renamed (a killed run never leaves a truncated trace), and is never
     overwritten: after a resume, windows already written are kept and the
-    trigger goes on as in an uninterrupted run.
+    trigger goes on as in an uninterrupted run.  (Chainer skips the
+    ``initialize`` of an extension whose trigger is ``finished``, e.g. a
+    ``ManualScheduleTrigger`` past its last point: a window scheduled
+    before such a snapshot is not recorded after the resume.  A trigger
+    function of the iteration has no such state.)
 
     Args:
         iterations (int): Iterations per window.

@@ -8,6 +8,8 @@ import time
 
 import pytest
 
+from chainer_hookext.extensions._timeline import trace
+
 
 SCRIPT = pathlib.Path(__file__).parents[2] / 'examples' / 'train_digits.py'
 # scikit-learn's digits: 1,797 images, 80% for training, batches of 100.
@@ -16,8 +18,10 @@ LINKS = ['main', 'main/predictor', 'main/predictor/l1', 'main/predictor/l2',
          'main/predictor/l3']
 LOOP_KEYS = ['time/loop/' + phase for phase in (
     'iteration', 'data', 'forward', 'backward', 'optimizer', 'extensions',
-    'extension/validation', 'extension/TimedLinks', 'extension/LogReport',
-    'other')]
+    'extension/validation', 'extension/TimedLinks', 'extension/Timeline',
+    'extension/LogReport', 'other')]
+# Timeline's one window: the first three iterations of epoch 2.
+WINDOW = ['iteration 16', 'iteration 17', 'iteration 18']
 
 
 def command(out, *args):
@@ -39,6 +43,17 @@ def iterations(epochs):
 def read_log(out):
     with open(os.path.join(out, 'log')) as f:
         return json.load(f)
+
+
+def timeline(out):
+    """The example's trace files, by name, as lists of events."""
+    return {path.name: trace.read(str(path))
+            for path in (out / 'timeline').glob('*.json.gz')}
+
+
+def spans(events, category):
+    return [e['name'] for e in events
+            if e['ph'] == 'X' and e['cat'] == category]
 
 
 def time_keys(backward=True):
@@ -65,9 +80,15 @@ def test_runs_and_reports(tmp_path):
         for key in LOOP_KEYS:
             assert entry[key] >= 0, key
         assert entry['time/loop/iteration'] >= entry['time/loop/forward']
-    for name in ('link_time.png', 'loop_time.png', 'loss.png',
-                 'accuracy.png', 'cg.dot'):
+    for name in ('link_time.png', 'loop_time.png', 'timeline.png',
+                 'loss.png', 'accuracy.png', 'cg.dot'):
         assert (out / name).stat().st_size > 0, name
+    files = timeline(out)
+    assert list(files) == ['iteration_16.json.gz']
+    events = files['iteration_16.json.gz']
+    assert spans(events, 'iteration') == WINDOW
+    assert spans(events, 'forward').count('main/predictor/l1') == 3
+    assert 'main/predictor/l1' in spans(events, 'backward')
     summary = json.loads((out / 'link_times.json').read_text())
     assert summary['/']['occurrence'] == iterations(2)
     # The per-epoch table and the whole-run tree are printed.
@@ -83,6 +104,8 @@ def test_forward_only(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert not (out / 'link_time.png').exists()
     assert not (out / 'loop_time.png').exists()
+    assert not (out / 'timeline').exists()  # stopped within epoch 1
+    assert not (out / 'timeline.png').exists()
     summary = json.loads((out / 'link_times.json').read_text())
     assert summary['/']['occurrence'] == 3
 
@@ -130,3 +153,9 @@ def test_killed_run_resumes_where_it_stopped(tmp_path):
     for path in expected:
         assert summary[path]['occurrence'] == expected[path]['occurrence']
     assert summary['/']['occurrence'] == iterations(epochs)
+
+    # One window in each: kept if the killed run wrote it, else written
+    # by the resumed run from the snapshot's schedule.
+    for files in (timeline(out), timeline(straight)):
+        assert list(files) == ['iteration_16.json.gz']
+        assert spans(files['iteration_16.json.gz'], 'iteration') == WINDOW

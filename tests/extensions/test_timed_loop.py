@@ -1,5 +1,7 @@
 """TimedLoop on a real Trainer, with known delays on a still clock."""
 
+import os
+
 import chainer
 import pytest
 from chainer import training
@@ -233,3 +235,19 @@ def test_later_initialize_failing_leaves_nothing(still, tmp_path):
         run_timed(trainer)
     assert_restored(trainer, backward)
     assert trainer.stop_trigger(trainer) is False  # still forwards
+
+
+def test_with_timeline_and_timed_links(still, tmp_path):
+    # Two loop extensions and a link hook extension in one trainer.
+    from chainer_hookext import TimedLinks
+    from chainer_hookext import Timeline
+
+    trainer = make_slow_trainer(still, tmp_path)
+    timed = TimedLinks()
+    trainer.extend(timed, trigger=(2, 'iteration'))
+    trainer.extend(Timeline(iterations=1), trigger=(2, 'iteration'))
+    _, log = run_timed(trainer)
+    assert [figures['forward'] for figures in log] == [FORWARD, FORWARD]
+    assert timed.summary(by='name')['main']['occurrence'] == 4
+    assert sorted(os.listdir(os.path.join(trainer.out, 'timeline'))) == [
+        'iteration_3.json.gz']
