@@ -9,6 +9,7 @@ array per field).
 """
 
 import json
+import warnings
 
 import numpy
 from chainer import serializer as serializer_module
@@ -64,3 +65,15 @@ def load_rows(serializer, fields):
                     len(labels), len(columns[field]), field))
     return [(row, {f: float(columns[f][i]) for f in fields})
             for i, row in enumerate(labels)]
+
+
+def warn_missing(name, error, consequence):
+    """Warns that a snapshot holds no state for the extension ``name``.
+
+    A snapshot taken before the extension was added: the run goes on, with
+    ``consequence`` (e.g. ``'Timing starts afresh.'``).
+    """
+    warnings.warn(
+        '{}: the snapshot has no state for it ({}); it was probably taken '
+        'before this extension was added.  {}'.format(
+            name, error, consequence), RuntimeWarning)

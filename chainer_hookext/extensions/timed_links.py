@@ -1,6 +1,5 @@
 import collections
 import sys
-import warnings
 
 import chainer
 from chainer.training import extension
@@ -257,11 +256,8 @@ class TimedLinks(link_hook_extension.LinkHookExtension):
             self.hook.serialize(serializer['hook'])
             self._serialize_baseline(serializer)
         except KeyError as e:
-            warnings.warn(
-                '{}: the snapshot has no state for it ({}); it was probably '
-                'taken before this extension was added.  Timing starts '
-                'afresh.'.format(self.name or self.default_name, e),
-                RuntimeWarning)
+            _state.warn_missing(self.name or self.default_name, e,
+                                'Timing starts afresh.')
 
     def _serialize_baseline(self, serializer):
         if not _state.is_loading(serializer):

@@ -1,6 +1,5 @@
 import collections
 import sys
-import warnings
 
 import chainer
 import numpy
@@ -219,11 +218,8 @@ class TimedLoop(loop_extension.LoopExtension):
                       for name in ('totals', 'baseline')}
             first, last = (int(i) for i in serializer('iterations', None))
         except KeyError as e:
-            warnings.warn(
-                '{}: the snapshot has no state for it ({}); it was probably '
-                'taken before this extension was added.  Timing starts '
-                'afresh.'.format(self.name or self.default_name, e),
-                RuntimeWarning)
+            _state.warn_missing(self.name or self.default_name, e,
+                                'Timing starts afresh.')
             return
         if loaded['totals'] is None:  # a non-strict deserializer
             return

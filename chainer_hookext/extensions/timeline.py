@@ -213,10 +213,8 @@ class Timeline(loop_extension.LoopExtension):
         try:
             pending = int(serializer('next_window', -1))
         except KeyError as e:
-            warnings.warn(
-                '{}: the snapshot has no state for it ({}); no window is '
-                'scheduled.'.format(self.name or self.default_name, e),
-                RuntimeWarning)
+            _state.warn_missing(self.name or self.default_name, e,
+                                'No window is scheduled.')
             return
         self._next_window = None if pending < 0 else pending
 

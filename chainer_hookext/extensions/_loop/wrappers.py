@@ -72,10 +72,15 @@ class Patches(object):
                 vars(obj)[name] = saved
 
 
-def timed(clock, function, phase):
-    """Returns ``function`` charging its calls to ``phase`` in the update."""
+def timed(clock, function, phase, thread=None):
+    """Returns ``function`` charging its calls to ``phase`` in the update.
+
+    With ``thread``, calls from other threads pass through (for functions
+    of the whole process, such as ``chainer.Variable.backward``).
+    """
     def call(*args, **kwargs):
-        if not clock.in_update:
+        if not clock.in_update or (
+                thread is not None and threading.get_ident() != thread):
             return function(*args, **kwargs)
         clock.enter(phase)
         try:
@@ -141,19 +146,6 @@ def _timed_update(clock, update):
     return call
 
 
-def _timed_in_thread(clock, function, phase, thread):
-    # For functions of the whole process: other threads pass through.
-    def call(*args, **kwargs):
-        if not clock.in_update or threading.get_ident() != thread:
-            return function(*args, **kwargs)
-        clock.enter(phase)
-        try:
-            return function(*args, **kwargs)
-        finally:
-            clock.leave()
-    return call
-
-
 def install(clock, trainer):
     """Puts the wrappers on ``trainer``'s objects (see the module).
 
@@ -200,9 +192,9 @@ def _install(patches, clock, trainer):
             patches.set(target, 'forward',
                         timed(clock, target.forward, phases.FORWARD))
     thread = threading.get_ident()
-    patches.set(chainer.Variable, 'backward', _timed_in_thread(
+    patches.set(chainer.Variable, 'backward', timed(
         clock, chainer.Variable.backward, phases.BACKWARD, thread))
-    patches.set(chainer, 'grad', _timed_in_thread(
+    patches.set(chainer, 'grad', timed(
         clock, chainer.grad, phases.BACKWARD, thread))
     # Trainer keeps its extensions in ``_extensions`` (no public list).
     for name, entry in trainer._extensions.items():
