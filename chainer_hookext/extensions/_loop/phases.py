@@ -45,6 +45,8 @@ class PhaseClock(object):
         spans (list): ``None``, or a list to which each ended phase is
             appended as a :class:`Span` (a :class:`~chainer_hookext.Timeline`
             window sets it).
+        base_span (bool): Whether the bottom phase makes a span when it
+            ends; false for an extension whose trigger said no.
     """
 
     def __init__(self):
@@ -53,7 +55,7 @@ class PhaseClock(object):
         self.spans = None
         self._stack = [OTHER]
         self._starts = [None]  # when each phase of the stack started
-        self._base_span = True
+        self.base_span = True
         self._mark = None  # the last transition's time; None: not started
 
     def begin(self, base, in_update):
@@ -61,21 +63,26 @@ class PhaseClock(object):
 
         Called at each iteration's start (``other``, in the update) and at
         each extension's trigger (``extension/<name>``).  Phases left open
-        by an exception are dropped.
+        by an exception are dropped.  It runs once per extension per
+        iteration: the stack is reused, the charge inlined.
         """
         t = _perf_counter()
-        if self._mark is not None:
-            self._charge(t)
-            self._end_all(t)
+        mark = self._mark
+        stack = self._stack
+        if mark is not None:
+            top = stack[-1]
+            totals = self.totals
+            totals[top] = totals.get(top, 0.0) + (t - mark)
+            if self.spans is not None:
+                self._end_all(t)
         self._mark = t
-        self._stack = [base]
-        self._starts = [t]
-        self._base_span = True
+        del stack[1:]
+        stack[0] = base
+        starts = self._starts
+        del starts[1:]
+        starts[0] = t
+        self.base_span = True
         self.in_update = in_update
-
-    def no_span(self):
-        """The running base phase is no span (a trigger that said no)."""
-        self._base_span = False
 
     def enter(self, phase):
         """Starts ``phase`` inside the running one."""
@@ -130,7 +137,7 @@ class PhaseClock(object):
         if self.spans is None:
             return
         for depth in range(len(self._stack) - 1, -1, -1):
-            if depth == 0 and not self._base_span:
+            if depth == 0 and not self.base_span:
                 break
             self.spans.append(Span(
                 self._stack[depth], self._starts[depth], t, depth))

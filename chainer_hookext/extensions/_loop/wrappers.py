@@ -125,7 +125,7 @@ class TimedTrigger(object):
         clock.begin(self.phase, in_update=False)
         called = self.trigger(trainer)
         if not called:
-            clock.no_span()
+            clock.base_span = False  # no call, no span
         return called
 
     def __getattr__(self, name):
