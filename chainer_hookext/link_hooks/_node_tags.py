@@ -66,11 +66,13 @@ def _class_for_slot(cls, slot):
     if made is None:
         name = '{}_{}'.format(TAG, slot)
         namespace = {}
-        for klass in reversed(cls.__mro__):
+        for klass in reversed(cls.__mro__):  # the most derived one wins
             for attr, value in vars(klass).items():
                 if (isinstance(value, types.FunctionType)
                         and TAG in value.__code__.co_names):
                     namespace[attr] = _renamed(value, name)
+                else:  # an override that does not touch the tag
+                    namespace.pop(attr, None)
         made = _classes[cls, slot] = type(cls.__name__, (cls,), namespace)
     return made
 

@@ -19,7 +19,7 @@ _BY = {'path': 'path', 'name': 'name', 'class': 'class_name'}
 _MODES = {None: ('train', 'eval'), 'train': ('train',), 'eval': ('eval',)}
 
 
-class TimerHook(scoped_link_hook.ScopedLinkHook):
+class TimerHook(call_stack.CallStack, scoped_link_hook.ScopedLinkHook):
     """Link hook timing :meth:`Link.forward() <chainer.Link.forward>` per link.
 
     A drop-in for :class:`chainer.link_hooks.TimerHook`: ``name``,
@@ -109,22 +109,21 @@ class TimerHook(scoped_link_hook.ScopedLinkHook):
                 '`TimerHook(backward={!r})` needs True or False.'.format(
                     backward))
         self.backward = backward
-        self._calls = call_stack.CallStack(self)
-        self._calls.on_device_change = self._device_changed
+        call_stack.CallStack.__init__(self)
         self._stored = {mode: call_tree.CallRecord() for mode in _MODES[None]}
         self._backward_timer = None
 
     # -- registration --------------------------------------------------------
     def added(self, link):
         """Starts timing in the calling thread (and backward, if asked)."""
-        self._calls.thread = threading.get_ident()
+        self.thread = threading.get_ident()
         if not self.backward:
             return
         if self._backward_timer is None:
             self._backward_timer = _node_tags.new_tagger(
-                backward_module.BackwardTimer, self._calls,
+                backward_module.BackwardTimer, self,
                 self.name + '_backward')
-            if self._calls.gpu:
+            if self.gpu:
                 self._backward_timer.use_gpu(True)
         else:
             self._backward_timer.register()
@@ -137,18 +136,16 @@ class TimerHook(scoped_link_hook.ScopedLinkHook):
             if not timer.registered:
                 timer.resolve()
                 self._backward_timer = None
-        self._calls.store(self._stored)
-        self._calls.thread = None
+        self.store(self._stored)
+        self.thread = None
 
     def set_scope(self, link_names=None, train=True, eval=True):
         """Sets the links and modes to time, as in :class:`ScopedLinkHook`.
 
         The figures so far are kept; later calls are named by the new scope.
         """
-        self._calls.store(self._stored, forget_paths=False)
+        self.store(self._stored, forget_paths=False)
         super().set_scope(link_names, train=train, eval=eval)
-        self._calls.link_names = self.link_names
-        self._calls.mode = self.mode
 
     def add_root(self, link, path='/'):
         """Takes the paths of ``link`` and its descendants from ``link``.
@@ -171,9 +168,9 @@ class TimerHook(scoped_link_hook.ScopedLinkHook):
             raise ValueError(
                 "`TimerHook.add_root(path={!r})` needs a path starting with "
                 "'/', e.g. '/' or '/gen'.".format(path))
-        self._calls.paths.add_root(link, path)
+        self.paths.add_root(link, path)
 
-    def _device_changed(self, gpu):
+    def device_changed(self, gpu):
         if self._backward_timer is not None:
             self._backward_timer.use_gpu(gpu)
 
@@ -184,10 +181,9 @@ class TimerHook(scoped_link_hook.ScopedLinkHook):
         The figures call it; from another thread than the timed one it does
         nothing.
         """
-        calls = self._calls
-        if calls.thread not in (None, threading.get_ident()):
+        if self.thread not in (None, threading.get_ident()):
             return
-        calls.flush()
+        self.flush_calls()
         if self._backward_timer is not None:
             self._backward_timer.resolve()
 
@@ -200,11 +196,11 @@ class TimerHook(scoped_link_hook.ScopedLinkHook):
         root = call_tree.CallRecord()
         for m in _MODES[mode]:
             call_tree.merge(self._stored[m], root)
-            call_tree.merge(self._calls.trees[m], root)
+            call_tree.merge(self.trees[m], root)
         return root
 
     def _outside(self, mode):
-        return sum(self._calls.outside[m].backward for m in _MODES[mode])
+        return sum(self.outside[m].backward for m in _MODES[mode])
 
     def total_time(self, mode=None):
         """Returns the seconds spent in outermost timed calls.
@@ -326,12 +322,12 @@ class TimerHook(scoped_link_hook.ScopedLinkHook):
         outside = _state.load_rows(serializer['outside'], ('backward_time',))
         if calls is None or outside is None:  # a non-strict deserializer
             return
-        self._calls.store(
+        self.store(
             {m: call_tree.CallRecord() for m in _MODES[None]},
             forget_paths=False)
         self._stored = _trees_from_rows(calls)
         for mode, values in outside:
-            self._calls.outside[mode].backward = values['backward_time']
+            self.outside[mode].backward = values['backward_time']
 
 
 def _trees_from_rows(rows):

@@ -83,3 +83,23 @@ def test_register_is_counted_and_picks_a_free_name():
         with pytest.raises(RuntimeError, match='new_tagger'):
             tagger.register()
     assert list(hooks) == []
+
+
+class Overriding(Recorder):
+    """Overrides a tagging method with one that does not touch the tag."""
+
+    def forward_preprocess(self, function, in_data):
+        pass  # tags nothing
+
+
+def test_an_override_wins_in_every_slot():
+    first = _node_tags.new_tagger(Recorder, 'one')
+    second = _node_tags.new_tagger(Overriding, 'two', name='Other')
+    try:
+        assert second.slot == 1
+        y = F.sum(x())
+    finally:
+        second.unregister()
+        first.unregister()
+    assert second.tag_of(y.creator) is None
+    assert first.tag_of(y.creator) == 'one'

@@ -1,10 +1,15 @@
 """Where a link call's time is measured: the timer's call stack.
 
-:class:`CallStack` installs ``forward_preprocess`` / ``forward_postprocess``
-on its :class:`~chainer_hookext.TimerHook`.  The preprocess looks the called
-link up among the children of the running call (:attr:`CallStack.top`) and
-pushes it, reading the clock; the postprocess reads the clock, adds the
-call's time to its record and pops.  Everything else goes to the slow path
+:class:`CallStack` is the base class of :class:`~chainer_hookext.TimerHook`
+that holds its ``forward_preprocess`` / ``forward_postprocess``.  A base
+class, not an object the hook holds: Chainer calls the hook's methods for
+every link call, and a method of the hook's own class costs about 390
+instructions less per call than a bound method of another object stored on
+the hook (``benchmarks/README.md``, "TimedLinks / TimerHook").
+
+The preprocess looks the called link up among the children of the running
+call (:attr:`CallStack.top`) and pushes it, reading the clock; the
+postprocess reads the clock, adds the call's time to its record and pops.  Everything else goes to the slow path
 (:meth:`CallStack._enter`), which runs once per outermost call and once per
 new call path: the mode and the scope are checked there, records made
 there, and calls left open by an exception ended there.
@@ -23,7 +28,6 @@ outermost call's link is on a GPU.
 """
 
 import sys
-import threading
 import time
 
 import chainer
@@ -56,9 +60,7 @@ class _NoChildren(dict):
 class CallStack(object):
     """The running link calls of one timer, and the live call trees.
 
-    Args:
-        hook (chainer.LinkHook): The hook whose ``forward_preprocess`` and
-            ``forward_postprocess`` the stack provides.
+    The interface the rest of the timer uses (:mod:`.backward` included):
 
     Attributes:
         top (CallRecord): The innermost running timed call, or :attr:`idle`.
@@ -67,14 +69,14 @@ class CallStack(object):
         outside (dict): By mode, the record of the backward steps of nodes
             created outside every timed call.
         paths (LinkPaths): The paths of the links.
-        link_names (dict): ``{id(link): name}`` in scope, or ``None``.
+        link_names (dict): ``{id(link): name}`` in scope, or ``None`` (the
+            hook's scope, see :class:`~chainer_hookext.ScopedLinkHook`).
         mode: ``None`` (both modes), ``True`` (training) or ``False``.
         gpu (bool): Whether CUDA events time the calls.
-        on_device_change (callable): Called with ``gpu`` when it changes.
         thread (int): Ident of the thread timing, while registered.
     """
 
-    def __init__(self, hook):
+    def __init__(self):
         self.idle = call_tree.CallRecord()
         self.idle.parent = self.idle
         self.idle.children = _NoChildren()
@@ -82,16 +84,10 @@ class CallStack(object):
         self.trees = {mode: call_tree.CallRecord() for mode in MODES}
         self.outside = {mode: call_tree.CallRecord() for mode in MODES}
         self.paths = link_paths.LinkPaths()
-        self.link_names = None
-        self.mode = None
         self.gpu = False
-        self.on_device_change = None
         self.thread = None
         self.pending = []  # (record, start event, stop event)
         self._last_event = None
-        self._hook = hook
-        hook.forward_preprocess = self.forward_preprocess
-        hook.forward_postprocess = self.forward_postprocess
 
     # -- hot path: keep it short, it runs twice per link call --------------
     def forward_preprocess(self, args):
@@ -187,15 +183,16 @@ class CallStack(object):
     def _use_gpu(self, gpu):
         # Only while idle: the stack holds one kind of start.
         self.gpu = gpu
-        hook = self._hook
         if gpu:
-            hook.forward_preprocess = self.gpu_forward_preprocess
-            hook.forward_postprocess = self.gpu_forward_postprocess
+            self.forward_preprocess = self.gpu_forward_preprocess
+            self.forward_postprocess = self.gpu_forward_postprocess
         else:
-            hook.forward_preprocess = self.forward_preprocess
-            hook.forward_postprocess = self.forward_postprocess
-        if self.on_device_change is not None:
-            self.on_device_change(gpu)
+            del self.forward_preprocess
+            del self.forward_postprocess
+        self.device_changed(gpu)
+
+    def device_changed(self, gpu):
+        """Called when the calls are timed on a GPU (``gpu``) or not."""
 
     # -- calls left open by exceptions -------------------------------------
     def _chain(self):
@@ -238,14 +235,11 @@ class CallStack(object):
             rec.count += 1
 
     # -- reading -----------------------------------------------------------
-    def flush(self):
+    def flush_calls(self):
         """Ends the stale calls and resolves the CUDA events.
 
-        Does nothing from a thread other than the timing one: those calls
-        are not its to end, and reading leaves them as they are.
+        The caller checks that it runs in the timed thread.
         """
-        if self.thread is not None and self.thread != threading.get_ident():
-            return
         if self.top is not self.idle:
             self._prune(skip_current=False)
         self.resolve()
