@@ -9,10 +9,11 @@ the hook (``benchmarks/README.md``, "TimedLinks / TimerHook").
 
 The preprocess looks the called link up among the children of the running
 call (:attr:`CallStack.top`) and pushes it, reading the clock; the
-postprocess reads the clock, adds the call's time to its record and pops.  Everything else goes to the slow path
-(:meth:`CallStack._enter`), which runs once per outermost call and once per
-new call path: the mode and the scope are checked there, records made
-there, and calls left open by an exception ended there.
+postprocess reads the clock, adds the call's time to its record and pops.
+Everything else goes to the slow path (:meth:`CallStack._enter`), which
+runs once per outermost call and once per new call path: the mode and the
+scope are checked there, records made there, and calls left open by an
+exception ended there.
 
 Invariant: within a timed call every link call is pushed, in scope or not
 (out of scope ones as hidden records), so the postprocess pops without
