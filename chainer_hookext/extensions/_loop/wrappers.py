@@ -132,11 +132,13 @@ class TimedTrigger(object):
         return getattr(self.trigger, name)
 
 
-def _timed_update(clock, update):
+def _timed_update(clock, update, targets):
+    # ``targets``: ids of the links whose forward is wrapped already (the
+    # usual loss function, the optimizer's target): not wrapped twice.
     def call(lossfun=None, *args, **kwargs):
         if not clock.in_update:
             return update(lossfun, *args, **kwargs)
-        if lossfun is not None:
+        if lossfun is not None and id(lossfun) not in targets:
             lossfun = timed(clock, lossfun, phases.FORWARD)
         clock.enter(phases.OPTIMIZER)
         try:
@@ -174,23 +176,23 @@ def _install(patches, clock, trainer):
         else:
             wrapper = timed(clock, converter, phases.DATA)
         patches.set(updater, 'converter', wrapper)
-    targets = []
-    for optimizer in updater.get_all_optimizers().values():
+    optimizers = updater.get_all_optimizers().values()
+    targets = [optimizer.target for optimizer in optimizers]
+    # ParallelUpdater's copies of the model (no public accessor).
+    targets.extend(getattr(updater, '_models', {}).values())
+    wrapped = set()
+    for target in targets:
+        if id(target) not in wrapped:
+            wrapped.add(id(target))
+            patches.set(target, 'forward',
+                        timed(clock, target.forward, phases.FORWARD))
+    for optimizer in optimizers:
         patches.set(optimizer, 'update',
-                    _timed_update(clock, optimizer.update))
+                    _timed_update(clock, optimizer.update, wrapped))
         comm = vars(optimizer).get('communicator')  # ChainerMN
         if comm is not None and hasattr(comm, 'multi_node_mean_grad'):
             patches.set(comm, 'multi_node_mean_grad', timed(
                 clock, comm.multi_node_mean_grad, phases.ALLREDUCE))
-        targets.append(optimizer.target)
-    # ParallelUpdater's copies of the model (no public accessor).
-    targets.extend(getattr(updater, '_models', {}).values())
-    seen = set()
-    for target in targets:
-        if id(target) not in seen:
-            seen.add(id(target))
-            patches.set(target, 'forward',
-                        timed(clock, target.forward, phases.FORWARD))
     thread = threading.get_ident()
     patches.set(chainer.Variable, 'backward', timed(
         clock, chainer.Variable.backward, phases.BACKWARD, thread))
