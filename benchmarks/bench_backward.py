@@ -140,7 +140,7 @@ def new_plain_tag_timer(link_hook):
     plain timer takes its place as ``TimerHook.added`` makes its own.
     """
     timer = _node_tags.new_tagger(
-        PlainTagTimer, link_hook._calls, link_hook.name + '_backward')
+        PlainTagTimer, link_hook, link_hook.name + '_backward')
     if type(timer) is not PlainTagTimer:
         timer.unregister()
         raise RuntimeError('the plain tagging timer needs tag slot 0')
