@@ -56,6 +56,9 @@ class Timeline(loop_extension.LoopExtension):
             its own; without it, each rank writes its own file, the rank in
             its name (``iteration_101_rank1.json.gz``).
 
+    Attributes:
+        written (list of str): The files this extension wrote, in order.
+
     .. admonition:: Example
 
         >>> from chainer_hookext import Timeline
@@ -109,14 +112,11 @@ class Timeline(loop_extension.LoopExtension):
             if number >= window[0] + self.iterations:
                 self._close_window(write=True)
             else:
-                self._iteration_starts.append((number, self._clock_now()))
+                self._iteration_starts.append((number, self._clock.now()))
                 return
         if self._next_window is not None and number >= self._next_window:
             self._next_window = None
             self._open_window(trainer, number)
-
-    def _clock_now(self):
-        return phases._perf_counter()
 
     def _open_window(self, trainer, first):
         optimizers = trainer.updater.get_all_optimizers()
@@ -129,7 +129,7 @@ class Timeline(loop_extension.LoopExtension):
         self._window = first, spans, handle
         # The phase clock has begun this iteration: record from here.
         self._clock.spans = []
-        self._iteration_starts = [(first, self._clock_now())]
+        self._iteration_starts = [(first, self._clock.now())]
 
     def release(self):
         self._clock.stop()  # ends the running phases' spans
@@ -141,7 +141,7 @@ class Timeline(loop_extension.LoopExtension):
         if window is None:
             return
         first, spans, handle = window
-        end = self._clock_now()
+        end = self._clock.now()
         phase_spans, self._clock.spans = self._clock.spans or [], None
         _registry.remove(handle, spans)
         if not write:

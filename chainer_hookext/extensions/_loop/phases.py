@@ -123,6 +123,10 @@ class PhaseClock(object):
         self._mark = None
         self.in_update = False
 
+    def now(self):
+        """Returns the clock's time in seconds."""
+        return _perf_counter()
+
     def read(self):
         """Returns :attr:`totals` with the running phase charged up to now.
         """

@@ -47,11 +47,10 @@ class Patches(object):
     def set(self, obj, name, wrapper):
         """Sets ``obj.name = wrapper`` (in its ``__dict__``; a class's or a
         module's attribute with ``setattr``)."""
-        if isinstance(obj, type):
-            saved = vars(obj).get(name, _MISSING)
+        saved = vars(obj).get(name, _MISSING)
+        if isinstance(obj, type):  # a class's dict is read-only
             setattr(obj, name, wrapper)
-        else:
-            saved = vars(obj).get(name, _MISSING)
+        else:  # past a __setattr__ of its own (ChainerMN's optimizer)
             vars(obj)[name] = wrapper
         self._done.append((obj, name, saved, wrapper))
 

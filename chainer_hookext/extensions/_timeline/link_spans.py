@@ -16,6 +16,7 @@ synchronisation per call.
 import collections
 import time
 
+from chainer_hookext.extensions._loop import phases
 from chainer_hookext.link_hooks import _active_links
 from chainer_hookext.link_hooks import _node_tags
 from chainer_hookext.link_hooks import scoped_link_hook
@@ -26,8 +27,6 @@ from chainer_hookext.link_hooks._timer import keys
 # Bound once; tests replace it with a fake clock.
 _perf_counter = time.perf_counter
 
-#: A recorded span: clock times in seconds (events until resolved).
-Span = collections.namedtuple('Span', ('name', 'start', 'end', 'depth'))
 #: A backward span: ``steps`` steps of ``seconds`` in all.
 BackwardRun = collections.namedtuple(
     'BackwardRun', ('name', 'start', 'end', 'steps', 'seconds'))
@@ -37,7 +36,8 @@ class LinkSpans(scoped_link_hook.ScopedLinkHook):
     """Link hook recording the forward span of each scoped link call.
 
     Attributes:
-        forward (list of Span): The ended calls.
+        forward (list of ~.phases.Span): The ended calls; clock times in
+            seconds (CUDA events until :meth:`resolve`).
         steps (list): ``(name, start, end)`` of each backward step.
     """
 
@@ -87,7 +87,7 @@ class LinkSpans(scoped_link_hook.ScopedLinkHook):
         if name is None:
             return
         depth = len(self.active.names)
-        self.forward.append(Span(name, self._starts[depth], end, depth))
+        self.forward.append(phases.Span(name, self._starts[depth], end, depth))
         del self._starts[depth:]
 
     def resolve(self):
