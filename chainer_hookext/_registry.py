@@ -29,11 +29,7 @@ def add(registry, hook):
     Returns:
         tuple: ``(registry, key)``, the handle for :func:`remove`.
     """
-    base = key = PREFIX + hook.name
-    n = 0
-    while key in registry:
-        n += 1
-        key = '{}_{}'.format(base, n)
+    key = free_key(registry, hook.name)
     registry[key] = hook
     try:
         hook.added(None)
@@ -41,6 +37,17 @@ def add(registry, hook):
         del registry[key]
         raise
     return registry, key
+
+
+def free_key(taken, name):
+    """Returns ``'chainer_hookext.' + name``, then ``_1``, ``_2`` ... until
+    it is not in ``taken``."""
+    base = key = PREFIX + name
+    n = 0
+    while key in taken:
+        n += 1
+        key = '{}_{}'.format(base, n)
+    return key
 
 
 def remove(handle, hook):

@@ -2,7 +2,9 @@ import itertools
 import time
 
 import chainer
+import chainer.function_hooks  # NOQA: F401 (CHAINER_OBJECTS)
 import chainer.functions as F
+import chainer.link_hooks  # NOQA: F401
 import chainer.links as L
 import numpy
 import pytest
@@ -228,20 +230,26 @@ class SlowModel(chainer.Chain):
             self.predictor = MLP()
 
     def forward(self, x, t):
-        self.clock.sleep(FORWARD)
-        y = _SleepingBackward(self.clock).apply((self.predictor(x),))[0]
+        x = _Sleeping(self.clock).apply((x,))[0]
+        y = _Sleeping(self.clock, backward=True).apply(
+            (self.predictor(x),))[0]
         return F.softmax_cross_entropy(y, t)
 
 
-class _SleepingBackward(chainer.FunctionNode):
-    def __init__(self, clock):
+class _Sleeping(chainer.FunctionNode):
+    # Forward takes FORWARD seconds, or backward BACKWARD seconds.
+    def __init__(self, clock, backward=False):
         self.clock = clock
+        self.sleeps_backward = backward
 
     def forward(self, inputs):
+        if not self.sleeps_backward:
+            self.clock.sleep(FORWARD)
         return inputs
 
     def backward(self, indexes, grad_outputs):
-        self.clock.sleep(BACKWARD)
+        if self.sleeps_backward:
+            self.clock.sleep(BACKWARD)
         return grad_outputs
 
 
@@ -275,3 +283,97 @@ def make_slow_trainer(still, tmp_path, stop=4, updater=None):
         still.sleep(SLOW)
     trainer.extend(slow, name='slow')
     return trainer
+
+
+# -- nothing of the user's or of Chainer's changed -----------------------------
+
+#: Chainer's modules and classes whose attributes must stay as they are.
+CHAINER_OBJECTS = (
+    chainer, chainer.Variable, chainer.Parameter, chainer.Link,
+    chainer.Chain, chainer.ChainList, chainer.FunctionNode,
+    chainer.Optimizer, chainer.optimizer.GradientMethod,
+    chainer.optimizers.SGD, chainer.iterators.SerialIterator,
+    training.Trainer, training.updaters.StandardUpdater,
+    training.updaters.ParallelUpdater, chainer.Reporter,
+    chainer.link_hooks, chainer.function_hooks, chainer.dataset,
+    chainer.functions, chainer.links)
+
+
+def _attributes(obj):
+    # {name: value}: identity is what is compared.
+    return dict(vars(obj))
+
+
+class UserState(object):
+    """Everything a trainer's run might touch, to compare before and after:
+    the attributes of the model's links, the optimizers (and their hook
+    lists), the iterators, the updater, the trainer and its reporter and
+    extension entries, Chainer's modules and classes, and the thread's
+    link and function hooks."""
+
+    def __init__(self, trainer):
+        self.trainer = trainer
+        self.objects = self._objects(trainer)
+        self.attributes = [_attributes(o) for o in self.objects]
+        self.hooks = self._hooks(trainer)
+
+    @staticmethod
+    def _objects(trainer):
+        updater = trainer.updater
+        objects = [trainer, trainer.reporter, updater]
+        objects.extend(trainer._extensions.values())
+        objects.extend(updater.get_all_optimizers().values())
+        objects.extend(updater._iterators.values())
+        for optimizer in updater.get_all_optimizers().values():
+            objects.extend(optimizer.target.links())
+        objects.extend(getattr(updater, '_models', {}).values())
+        objects.extend(CHAINER_OBJECTS)
+        return objects
+
+    @staticmethod
+    def _hooks(trainer):
+        hooks = [list(chainer._get_link_hooks().items()),
+                 list(chainer.get_function_hooks().items())]
+        for optimizer in trainer.updater.get_all_optimizers().values():
+            hookable = optimizer._hookable
+            hooks.append(list(hookable._pre_update_hooks.items()))
+            hooks.append(list(hookable._post_update_hooks.items()))
+            for link in optimizer.target.links():
+                local = vars(link).get('_local_link_hooks') or {}
+                hooks.append(list(local.items()))
+        return hooks
+
+    def changes(self):
+        """Returns what differs from when this object was made."""
+        found = []
+        for obj, before in zip(self.objects, self.attributes):
+            after = _attributes(obj)
+            for name in set(before) | set(after):
+                if name in ('observation', '_done', '_final_elapsed_time',
+                            '_start_at', '_snapshot_elapsed_time',
+                            'iteration', 'epoch', 'current_position',
+                            'is_new_epoch', '_previous_epoch_detail',
+                            '_order', 't', 'grad', '_grad', '_grad_var',
+                            '_data', 'data', 'array', '_node', 'rank',
+                            '_state', '_loss_scaling_isnan',
+                            '_local_link_hooks'):
+                    continue  # what training itself changes
+                if before.get(name, '<none>') is not after.get(
+                        name, '<none>') and not _same_value(
+                            before.get(name), after.get(name)):
+                    found.append('{!r}.{}'.format(type(obj), name))
+        if self._hooks(self.trainer) != self.hooks:
+            found.append('hook registries')
+        return found
+
+
+def _same_value(a, b):
+    # Plain values rebuilt equal (a counter's int) are not changes.
+    plain = (int, float, str, bytes, bool, type(None), tuple)
+    return type(a) is type(b) and isinstance(a, plain) and a == b
+
+
+@pytest.fixture
+def user_state():
+    """``user_state(trainer)`` records; ``.changes()`` lists differences."""
+    return UserState

@@ -52,7 +52,7 @@ _ENDED = 'ended'
 _MISSING = object()
 #: What an owner asked for (see :meth:`LoopEntry.install`).
 _Callbacks = collections.namedtuple(
-    '_Callbacks', ('enter', 'end', 'iteration'))
+    '_Callbacks', ('enter', 'end', 'iteration', 'check'))
 
 # {trainer: weakref to the LoopEntry waiting for its loop}, weak both ways
 # (the trainer holds its stand-in); each thread's running ones.
@@ -98,7 +98,7 @@ class LoopEntry(object):
         return self._state is _WAITING
 
     @classmethod
-    def install(cls, trainer, enter, end=None, iteration=None):
+    def install(cls, trainer, enter, end=None, iteration=None, check=None):
         """Arranges for ``enter()`` and ``end()`` at the loop's two ends.
 
         Ends orphaned loops of the thread first (see the module).
@@ -114,6 +114,8 @@ class LoopEntry(object):
                 ``None``.  Extensions that time the loop
                 (``TimedLoop``, ``Timeline``) see the iterations here, so
                 that no second stand-in is stacked over this one.
+            check (callable): Called with no argument before each call of
+                the stop trigger in the loop, or ``None``.
 
         Returns:
             LoopEntry: The object to pass ``enter`` to :meth:`discard`.
@@ -123,7 +125,7 @@ class LoopEntry(object):
         if entry is None:
             entry = cls(trainer)
         if all(c.enter != enter for c in entry._callbacks):
-            entry._callbacks.append(_Callbacks(enter, end, iteration))
+            entry._callbacks.append(_Callbacks(enter, end, iteration, check))
         return entry
 
     def discard(self, enter):
@@ -152,6 +154,9 @@ class LoopEntry(object):
         try:
             if state is _WAITING:
                 self._run_enter_callbacks()
+            for c in self._callbacks:
+                if c.check is not None:
+                    c.check()
             stop = self._trigger(trainer)
         except Exception:
             raise
@@ -190,8 +195,9 @@ class LoopEntry(object):
     def _run_enter_callbacks(self):
         # Only the callbacks with an end are kept: the others are done.
         callbacks = self._callbacks
-        self._callbacks = [c for c in callbacks
-                           if c.end is not None or c.iteration is not None]
+        self._callbacks = [
+            c for c in callbacks
+            if any(f is not None for f in (c.end, c.iteration, c.check))]
         if not self._callbacks:
             self._close()
         for c in callbacks:

@@ -25,34 +25,32 @@ class TimedLoop(loop_extension.LoopExtension):
 
     * ``time/loop/iteration``: a whole iteration, from the start of one
       update to the start of the next (the update and every extension);
-    * ``time/loop/data``: the iterators' ``next`` and the converter (the
-      device transfer included);
-    * ``time/loop/forward``: the optimizers' targets' forward and the loss
-      function given to ``optimizer.update``;
-    * ``time/loop/backward``: ``Variable.backward`` and ``chainer.grad``;
-    * ``time/loop/optimizer``: the optimizers' ``update`` besides the above
-      (their hooks, e.g. ``WeightDecay``, and the parameter updates);
+    * ``time/loop/data``: from the update's start to the first function
+      applied (the iterators and the converter, the device transfer
+      included);
+    * ``time/loop/forward``: from there to the first backward step (the
+      model's forward and the loss);
+    * ``time/loop/backward``: from there to the optimizer's update;
+    * ``time/loop/optimizer``: the optimizers' update, from their ``pre``
+      hooks (e.g. ``WeightDecay``) to their ``post`` hooks;
     * ``time/loop/allreduce``: under ChainerMN, the gradient all-reduce of
-      the multi-node optimizer;
+      the multi-node optimizer (from the last backward step to the update);
     * ``time/loop/extensions``: all extensions' triggers and calls, and
       ``time/loop/extension/<name>`` each one's, by its name in the trainer
       (``validation``, ``LogReport`` ...): averaged over every iteration, so
       that an extension run every 100 iterations shows its true share;
-    * ``time/loop/other``: the rest, so that the phases add up to the
+    * ``time/loop/other``: the rest (the stop trigger, the update's work
+      after the optimizer's update), so that the phases add up to the
       iteration.
 
-    Time is charged to the innermost running phase: the loss function's
-    forward inside ``optimizer.update`` is forward, not optimizer time.
-    What it cannot see in a custom updater (a ``next(iterator)``, a loss
-    computed outside the targets' forward) goes to ``other``, never to
-    another phase.  It costs a few clock reads per iteration, none per link
-    call.
-
-    For the length of the run it wraps, as instance attributes, the
-    iterators' ``next``, the updater's ``converter``, the optimizers'
-    ``update``, the targets' ``forward``, the extensions' triggers, and
-    (for the training thread) ``chainer.Variable.backward`` and
-    ``chainer.grad``; all are restored on every way out of ``run()``.
+    An update that runs several forward and backward passes (a GAN, BPTT)
+    goes from phase to phase as they come: ``docs/timing.md`` defines each
+    mark.  It costs a few clock reads per iteration and two calls of an
+    empty method per function applied and per backward step (a function
+    hook); nothing of the user's is replaced: it listens through a function
+    hook in the training thread, ``pre`` and ``post`` hooks of each
+    optimizer and the trainer's extension entries, all removed on every way
+    out of ``run()``.
 
     The figures (and the last report's) are saved in snapshots, so a
     resumed run reports as an uninterrupted one and :meth:`summary` covers
@@ -111,10 +109,18 @@ class TimedLoop(loop_extension.LoopExtension):
         super().initialize(trainer)
 
     # -- figures -------------------------------------------------------------
+    def release(self):
+        clock = self._clock
+        if clock is not None:  # this run's figures stay when it ends
+            self._saved = self._totals()
+        super().release()
+
     def _totals(self):
         totals = dict(self._saved)
-        for phase, seconds in self._clock.read().items():
-            totals[phase] = totals.get(phase, 0.0) + seconds
+        clock = self._clock
+        if clock is not None:
+            for phase, seconds in clock.read().items():
+                totals[phase] = totals.get(phase, 0.0) + seconds
         return totals
 
     def _figures(self, totals, then, n):
@@ -225,6 +231,5 @@ class TimedLoop(loop_extension.LoopExtension):
             return
         self._saved = {p: v['seconds'] for p, v in loaded['totals']}
         self._baseline = {p: v['seconds'] for p, v in loaded['baseline']}
-        self._clock.totals = {}
         self._first_iteration = None if first < 0 else first
         self._last_iteration = None if last < 0 else last

@@ -95,6 +95,7 @@ class Timeline(loop_extension.LoopExtension):
         self._next_window = None  # first iteration of the scheduled window
         self._window = None  # (first iteration, LinkSpans, registry handle)
         self._iteration_starts = []
+        self._phase_spans = []  # the window's phases, from the clock
         self.written = []  # paths written in this process
 
     def initialize(self, trainer):
@@ -107,18 +108,19 @@ class Timeline(loop_extension.LoopExtension):
 
     def iteration_started(self, trainer):
         number = trainer.updater.iteration + 1  # the iteration starting
+        start = self._loop.iteration_start
         window = self._window
         if window is not None:
             if number >= window[0] + self.iterations:
-                self._close_window(write=True)
+                self._close_window(write=True, end=start)
             else:
-                self._iteration_starts.append((number, self._clock.now()))
+                self._iteration_starts.append((number, start))
                 return
         if self._next_window is not None and number >= self._next_window:
             self._next_window = None
-            self._open_window(trainer, number)
+            self._open_window(trainer, number, start)
 
-    def _open_window(self, trainer, first):
+    def _open_window(self, trainer, first, start):
         optimizers = trainer.updater.get_all_optimizers()
         model = _link_names.model_link_names(trainer)
         gpu = any(cuda_events.is_gpu(o.target) for o in optimizers.values())
@@ -127,22 +129,28 @@ class Timeline(loop_extension.LoopExtension):
                         train=True, eval=self.validation)
         handle = _registry.add(chainer._get_link_hooks(), spans)
         self._window = first, spans, handle
-        # The phase clock has begun this iteration: record from here.
-        self._clock.spans = []
-        self._iteration_starts = [(first, self._clock.now())]
+        # The clock has started this iteration: record its phases.
+        self._phase_spans = []
+        self._clock.span_lists.append(self._phase_spans)
+        self._iteration_starts = [(first, start)]
 
     def release(self):
-        self._clock.stop()  # ends the running phases' spans
         self._close_window(write=True)
         super().release()
 
-    def _close_window(self, write):
+    def _close_window(self, write, end=None):
         window, self._window = self._window, None
         if window is None:
             return
         first, spans, handle = window
-        end = self._clock.now()
-        phase_spans, self._clock.spans = self._clock.spans or [], None
+        clock = self._clock
+        phase_spans, self._phase_spans = self._phase_spans, []
+        if clock is not None:
+            if end is None:  # the loop ends: the running phase so far
+                end = clock.cut()
+            clock.span_lists.remove(phase_spans)
+        elif end is None:
+            end = self._iteration_starts[-1][1]
         _registry.remove(handle, spans)
         if not write:
             return

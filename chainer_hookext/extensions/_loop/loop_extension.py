@@ -1,61 +1,144 @@
-"""The lifecycle shared by the extensions that time the loop's phases.
+"""One phase clock per trainer's loop, shared by the extensions that read it.
 
-A :class:`LoopExtension` owns a :class:`~.phases.PhaseClock` and the
-wrappers that drive it (:mod:`.wrappers`): they are put on when
-``Trainer.run`` enters its loop and taken off when it ends, every way out
-(:class:`~chainer_hookext.extensions._loop_entry.LoopEntry`), which also
-tells each iteration's start.
+:class:`LoopPhases` owns a trainer's :class:`~.phases.PhaseClock` and its
+:class:`~.marks.Marks`: they are added when ``Trainer.run`` enters its loop
+and removed when it ends, every way out
+(:class:`~chainer_hookext.extensions._loop_entry.LoopEntry`), or when the
+last extension reading them releases them.  ``TimedLoop`` and ``Timeline``
+in one trainer read one clock: the marks are never stacked.
 """
 
+import weakref
+
+import chainer
 from chainer.training import extension
 
 from chainer_hookext.extensions import _loop_entry
+from chainer_hookext.extensions._loop import marks as marks_module
 from chainer_hookext.extensions._loop import phases
-from chainer_hookext.extensions._loop import wrappers
+
+
+# {trainer: LoopPhases}, while an extension reads them.
+_shared = weakref.WeakKeyDictionary()
+
+
+class LoopPhases(object):
+    """The phase clock of one trainer's loop and the marks that drive it.
+
+    Use :meth:`subscribe`.
+
+    Attributes:
+        clock (~.phases.PhaseClock): The clock, from the loop's start.
+        iteration_start (float): The clock's time at the running
+            iteration's start.
+    """
+
+    def __init__(self, trainer):
+        self._trainer = weakref.ref(trainer)
+        self._readers = []
+        self.clock = None
+        self.iteration_start = None
+        self._marks = None
+        self._entry = _loop_entry.LoopEntry.install(
+            trainer, self._enter, self._end, self._iteration, self._check)
+
+    @classmethod
+    def subscribe(cls, trainer, reader):
+        """Returns ``trainer``'s loop phases, read by ``reader`` from now.
+
+        ``reader`` has ``iteration_started(trainer)``, called at each
+        iteration's start once the clock has started it, and ``release()``,
+        called when the loop ends and which calls :meth:`unsubscribe`.
+        """
+        shared = _shared.get(trainer)
+        if shared is None:
+            shared = _shared[trainer] = cls(trainer)
+        if reader not in shared._readers:
+            shared._readers.append(reader)
+        return shared
+
+    def unsubscribe(self, reader):
+        """Forgets ``reader``; removes the marks after the last one."""
+        if reader in self._readers:
+            self._readers.remove(reader)
+        if self._readers:
+            return
+        trainer = self._trainer()
+        if trainer is not None and _shared.get(trainer) is self:
+            del _shared[trainer]
+        self._entry.discard(self._enter)
+        marks, self._marks = self._marks, None
+        if marks is not None:
+            self.clock.stop()
+            marks.remove()
+
+    def _enter(self):
+        # The loop's start, inside Trainer.run's try, in the training
+        # thread: the function hook goes in this thread's registry.
+        self.clock = phases.PhaseClock()
+        marks = marks_module.Marks(self.clock)
+        marks.add(self._trainer(), chainer.get_function_hooks())
+        self._marks = marks
+
+    def _check(self):
+        # Before each call of the stop trigger: its time is ``other``.
+        if self._marks is not None:
+            self._marks.outside_update(phases.OTHER)
+
+    def _iteration(self, trainer):
+        if self._marks is None:
+            return
+        self._marks.iteration_started()
+        self.iteration_start = self.clock.started
+        for reader in list(self._readers):
+            reader.iteration_started(trainer)
+
+    def _end(self):
+        error = None
+        for reader in list(self._readers):
+            try:
+                reader.release()
+            except BaseException as e:
+                error = e if error is None else error
+        self.unsubscribe(None)
+        if error is not None:
+            raise error
 
 
 class LoopExtension(extension.Extension):
     """Base of :class:`~chainer_hookext.TimedLoop` and
-    :class:`~chainer_hookext.Timeline`: the phase clock, for the loop.
+    :class:`~chainer_hookext.Timeline`: reads its trainer's
+    :class:`LoopPhases`.
 
     Subclasses call ``super().initialize(trainer)`` and may override
-    :meth:`iteration_started`.
+    :meth:`iteration_started`; a ``release`` of their own calls
+    ``super().release()``.
     """
 
     def __init__(self):
-        self._clock = phases.PhaseClock()
+        self._loop = None  # LoopPhases, while reading them
         self._trainer = None
-        self._entry = None  # the LoopEntry, while waiting or running
-        self._patches = None
+
+    @property
+    def _clock(self):
+        # The running loop's clock, or None.
+        loop = self._loop
+        return None if loop is None else loop.clock
 
     def initialize(self, trainer):
         self.release()
         self._trainer = trainer
-        self._entry = _loop_entry.LoopEntry.install(
-            trainer, self._enter_loop, self.release, self._iteration)
-
-    def _enter_loop(self):
-        # The first iteration's start, inside Trainer.run's try.
-        self._patches = wrappers.install(self._clock, self._trainer)
-
-    def _iteration(self, trainer):
-        # Each iteration's start: the stop trigger said go on.
-        if self._patches is not None:
-            self._clock.begin(phases.OTHER, in_update=True)
-            self.iteration_started(trainer)
+        self._loop = LoopPhases.subscribe(trainer, self)
 
     def iteration_started(self, trainer):
-        """Called at each iteration's start, once the clock has begun it."""
+        """Called at each iteration's start, once the clock has started it.
+        """
 
     def release(self):
-        """Takes every wrapper off; safe to call many times."""
-        self._clock.stop()
-        entry, self._entry = self._entry, None
-        if entry is not None:
-            entry.discard(self._enter_loop)
-        patches, self._patches = self._patches, None
-        if patches is not None:
-            patches.restore()
+        """Stops reading the loop's phases; safe to call many times."""
+        loop, self._loop = self._loop, None
+        if loop is not None:
+            loop.unsubscribe(self)
 
     def on_error(self, trainer, exc, tb):
         self.release()

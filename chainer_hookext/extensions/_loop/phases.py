@@ -1,13 +1,10 @@
-"""Exclusive time per phase of a training iteration.
+"""Time per phase of a training iteration, phase after phase.
 
-A :class:`PhaseClock` keeps a stack of running phases.  Each transition
-(:meth:`~PhaseClock.enter`, :meth:`~PhaseClock.leave`,
-:meth:`~PhaseClock.begin`) reads the clock once and charges the time since
-the last transition to the phase on top, so a phase nested in another
-(the loss function's forward inside ``optimizer.update``) is not charged to
-both, and the phases of an iteration add up to the whole of it.  The bottom
-of the stack is the phase of the loop itself: ``other`` during the update,
-``extension/<name>`` while an extension's trigger and call run.
+A :class:`PhaseClock` runs one phase at a time.  Each
+:meth:`~PhaseClock.switch` reads the clock once and charges the time since
+the last switch to the phase that was running, so the phases of an
+iteration add up to the whole of it.  What starts each phase is in
+:mod:`.marks`.
 """
 
 import collections
@@ -29,99 +26,66 @@ UPDATE_PHASES = (DATA, FORWARD, BACKWARD, OPTIMIZER, ALLREDUCE)
 #: Prefix of an extension's phase: ``extension/<name in the trainer>``.
 EXTENSION = 'extension/'
 
-#: One run of a phase, recorded while :attr:`PhaseClock.spans` is a list:
-#: clock times in seconds; ``depth`` 0 for the bottom of the stack.
+#: One run of a phase (or of a link call, :mod:`.._timeline.link_spans`):
+#: clock times in seconds; ``depth`` 0 for the outermost.
 Span = collections.namedtuple('Span', ('name', 'start', 'end', 'depth'))
 
 
 class PhaseClock(object):
-    """Seconds per phase, charged to the innermost running phase.
+    """Seconds per phase, charged to the running phase.
 
     Attributes:
         totals (dict): ``{phase: seconds}`` since the clock was made.
-        in_update (bool): Whether the update is running (between an
-            iteration's start and its first extension): the update's
-            phases count only then.
-        spans (list): ``None``, or a list to which each ended phase is
-            appended as a :class:`Span` (a :class:`~chainer_hookext.Timeline`
-            window sets it).
-        base_span (bool): Whether the bottom phase makes a span when it
-            ends; false for an extension whose trigger said no.
+        phase (str): The running phase; ``None`` before the first
+            :meth:`switch` and after :meth:`stop`.
+        started (float): When the running phase started.
+        span_lists (list): Lists to which each ended phase is appended as
+            a :class:`Span` (a :class:`~chainer_hookext.Timeline` window
+            adds one).
     """
 
     def __init__(self):
         self.totals = {}
-        self.in_update = False
-        self.spans = None
-        self._stack = [OTHER]
-        self._starts = [None]  # when each phase of the stack started
-        self.base_span = True
-        self._mark = None  # the last transition's time; None: not started
+        self.phase = None
+        self.started = None
+        self.span_lists = []
+        self._mark = None  # the last charge's time
+        self._span = True  # whether the running phase makes a span
 
-    def begin(self, base, in_update):
-        """Starts a new part of the loop: ``base`` at the bottom.
+    def switch(self, phase, t=None):
+        """Ends the running phase and starts ``phase``, at ``t`` or now.
 
-        Called at each iteration's start (``other``, in the update) and at
-        each extension's trigger (``extension/<name>``).  Phases left open
-        by an exception are dropped.  It runs once per extension per
-        iteration: the stack is reused, the charge inlined.
+        Switching to the running phase changes nothing.
         """
-        t = _perf_counter()
-        mark = self._mark
-        stack = self._stack
-        if mark is not None:
-            top = stack[-1]
+        if phase == self.phase:
+            return
+        if t is None:
+            t = _perf_counter()
+        running = self.phase
+        if running is not None:
             totals = self.totals
-            totals[top] = totals.get(top, 0.0) + (t - mark)
-            if self.spans is not None:
-                self._end_all(t)
-        self._mark = t
-        del stack[1:]
-        stack[0] = base
-        starts = self._starts
-        del starts[1:]
-        starts[0] = t
-        self.base_span = True
-        self.in_update = in_update
+            totals[running] = totals.get(running, 0.0) + (t - self._mark)
+            if self.span_lists and self._span:
+                self._add_span(t)
+        self.phase = phase
+        self.started = self._mark = t
+        self._span = True
 
-    def enter(self, phase):
-        """Starts ``phase`` inside the running one."""
-        # _charge inlined: enter and leave run a few times per iteration.
-        t = _perf_counter()
-        mark = self._mark
-        if mark is not None:
-            top = self._stack[-1]
-            totals = self.totals
-            totals[top] = totals.get(top, 0.0) + (t - mark)
-        self._mark = t
-        self._stack.append(phase)
-        self._starts.append(t)
+    def no_span(self):
+        """Makes no span of the running phase (an extension not called)."""
+        self._span = False
 
-    def leave(self):
-        """Ends the innermost phase."""
+    def cut(self):
+        """Adds the running phase's span up to now; it goes on after."""
         t = _perf_counter()
-        mark = self._mark
-        if mark is not None:
-            top = self._stack[-1]
-            totals = self.totals
-            totals[top] = totals.get(top, 0.0) + (t - mark)
-        self._mark = t
-        if len(self._stack) > 1:
-            phase = self._stack.pop()
-            start = self._starts.pop()
-            # A phase inside the same phase (the loss function's forward
-            # calling the target's) is one span: the outer one.
-            if self.spans is not None and self._stack[-1] != phase:
-                self.spans.append(Span(phase, start, t, len(self._stack)))
+        if self.phase is not None and self._span and t > self.started:
+            self._add_span(t)
+            self.started = t
+        return t
 
     def stop(self):
-        """Charges the time so far and stops until the next :meth:`begin`."""
-        if self._mark is not None:
-            t = _perf_counter()
-            self._charge(t)
-            self._end_all(t)
-        self._mark = None
-        self.in_update = False
+        """Ends the running phase; nothing runs until the next switch."""
+        self.switch(None)
 
     def now(self):
         """Returns the clock's time in seconds."""
@@ -130,22 +94,15 @@ class PhaseClock(object):
     def read(self):
         """Returns :attr:`totals` with the running phase charged up to now.
         """
-        if self._mark is not None:
+        if self.phase is not None:
             t = _perf_counter()
-            self._charge(t)
+            totals = self.totals
+            totals[self.phase] = totals.get(self.phase, 0.0) + (
+                t - self._mark)
             self._mark = t
         return dict(self.totals)
 
-    def _end_all(self, t):
-        # Records the end of every running phase, innermost first.
-        if self.spans is None:
-            return
-        for depth in range(len(self._stack) - 1, -1, -1):
-            if depth == 0 and not self.base_span:
-                break
-            self.spans.append(Span(
-                self._stack[depth], self._starts[depth], t, depth))
-
-    def _charge(self, t):
-        phase = self._stack[-1]
-        self.totals[phase] = self.totals.get(phase, 0.0) + (t - self._mark)
+    def _add_span(self, t):
+        span = Span(self.phase, self.started, t, 0)
+        for spans in self.span_lists:
+            spans.append(span)
