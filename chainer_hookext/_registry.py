@@ -1,4 +1,4 @@
-"""Adding a hook to one of Chainer's thread-local registries, and removing it.
+"""Adding a hook to one of Chainer's registries, and removing it.
 
 Chainer keeps the global link hooks (``chainer._get_link_hooks()``) and
 function hooks (``chainer.get_function_hooks()``) of each thread in an
@@ -8,6 +8,8 @@ name.  :func:`add` registers under a free key of this package's own
 user's hooks (``with chainer.link_hooks.TimerHook():`` inside training) and
 two hooks with the same ``name`` never collide; :func:`remove` takes out
 exactly what :func:`add` put in, and nothing the user registered.
+:func:`add_optimizer_hook` and :func:`remove_optimizer_hook` do the same
+for an optimizer's hooks.
 """
 
 #: What the keys of this package's registrations start with.
@@ -63,3 +65,66 @@ def remove(handle, hook):
     if registry.get(key) is hook:
         del registry[key]
         hook.deleted(None)
+
+
+class OptimizerHook(object):
+    """Base of this package's optimizer hooks: called once per update.
+
+    A copy or a pickle of an optimizer holding one gets an
+    :class:`InertOptimizerHook` in its place, which does nothing: the copy
+    updates as without this package, and feeds none of its figures.
+    """
+
+    call_for_each_param = False
+
+    def __reduce__(self):
+        return InertOptimizerHook, ()
+
+
+class InertOptimizerHook(object):
+    """What a copied or unpickled optimizer holds for an
+    :class:`OptimizerHook`: a hook doing nothing."""
+
+    call_for_each_param = False
+
+    def __call__(self, optimizer):
+        pass
+
+
+def add_optimizer_hook(optimizer, hook, name, timing, first=False):
+    """Adds ``hook`` to ``optimizer`` under a free key of this package's.
+
+    Args:
+        optimizer (~chainer.Optimizer): A set-up optimizer.
+        hook (OptimizerHook): The hook.
+        name (str): Its name, after ``chainer_hookext.``.
+        timing (str): ``'pre'`` or ``'post'``.
+        first (bool): Call it before the hooks of the same timing added
+            earlier (a ``pre`` hook timing the user's ``WeightDecay``).
+
+    Returns:
+        tuple: The handle for :func:`remove_optimizer_hook`.
+    """
+    hooks = _optimizer_hooks(optimizer, timing)
+    key = free_key(hooks.keys() | _optimizer_hooks(
+        optimizer, 'post' if timing == 'pre' else 'pre').keys(), name)
+    optimizer.add_hook(hook, name=key, timing=timing)
+    if first:
+        hooks.move_to_end(key, last=False)
+    return optimizer, timing, key, hook
+
+
+def remove_optimizer_hook(handle):
+    """Removes the hook :func:`add_optimizer_hook` added, if still there."""
+    optimizer, timing, key, hook = handle
+    if _optimizer_hooks(optimizer, timing).get(key) is hook:
+        optimizer.remove_hook(key)
+
+
+def _optimizer_hooks(optimizer, timing):
+    # The optimizer's hooks by name, in call order: Chainer keeps them in
+    # ``optimizer._hookable`` (chainer/optimizer.py, _OptimizerHookable)
+    # with no public accessor.
+    hookable = optimizer._hookable
+    return hookable._pre_update_hooks if timing == 'pre' else (
+        hookable._post_update_hooks)

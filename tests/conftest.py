@@ -344,33 +344,34 @@ class UserState(object):
         return hooks
 
     def changes(self):
-        """Returns what differs from when this object was made."""
+        """Returns what differs from when this object was made: an
+        attribute added or removed (but for what training itself adds), a
+        callable replaced, or anything of this package's left."""
         found = []
         for obj, before in zip(self.objects, self.attributes):
             after = _attributes(obj)
             for name in set(before) | set(after):
-                if name in ('observation', '_done', '_final_elapsed_time',
-                            '_start_at', '_snapshot_elapsed_time',
-                            'iteration', 'epoch', 'current_position',
-                            'is_new_epoch', '_previous_epoch_detail',
-                            '_order', 't', 'grad', '_grad', '_grad_var',
-                            '_data', 'data', 'array', '_node', 'rank',
-                            '_state', '_loss_scaling_isnan',
-                            '_local_link_hooks'):
-                    continue  # what training itself changes
-                if before.get(name, '<none>') is not after.get(
-                        name, '<none>') and not _same_value(
-                            before.get(name), after.get(name)):
+                old, new = before.get(name, _ABSENT), after.get(name, _ABSENT)
+                if old is new or name in _TRAINING_ADDS:
+                    continue
+                if old is _ABSENT or new is _ABSENT or _is_ours(new) or (
+                        callable(old) and not isinstance(old, chainer.Link)):
                     found.append('{!r}.{}'.format(type(obj), name))
         if self._hooks(self.trainer) != self.hooks:
             found.append('hook registries')
         return found
 
 
-def _same_value(a, b):
-    # Plain values rebuilt equal (a counter's int) are not changes.
-    plain = (int, float, str, bytes, bool, type(None), tuple)
-    return type(a) is type(b) and isinstance(a, plain) and a == b
+_ABSENT = object()
+#: Attributes that training adds or rebuilds without any extension.
+_TRAINING_ADDS = frozenset((
+    'observation', '_done', '_final_elapsed_time', '_start_at',
+    '_snapshot_elapsed_time', '_previous_epoch_detail', '_state',
+    '_loss_scaling_isnan', '_local_link_hooks', '_grad', '_grad_var'))
+
+
+def _is_ours(value):
+    return type(value).__module__.startswith('chainer_hookext')
 
 
 @pytest.fixture

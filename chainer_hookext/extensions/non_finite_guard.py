@@ -97,29 +97,16 @@ class NonFiniteGuard(link_hook_extension.LinkHookExtension):
         # The loop's start: an optimizer hook on each optimizer.
         optimizers, self._grads_optimizers = self._grads_optimizers, []
         for optimizer in optimizers:
-            base = key = _registry.PREFIX + type(self).__name__
-            n = 0
-            while True:
-                try:
-                    optimizer.add_hook(self._check_grads, key, 'pre')
-                    break
-                except KeyError:  # the key is taken
-                    n += 1
-                    key = '{}_{}'.format(base, n)
-            self._grads_added.append((optimizer, key))
-
-    def _check_grads(self, optimizer):
-        # The optimizer hook: after backward, before the update.
-        self.hook.check_grads(optimizer.target)
+            self._grads_added.append(_registry.add_optimizer_hook(
+                optimizer, _GradientCheck(self.hook), type(self).__name__,
+                'pre'))
 
     def _remove_grad_checks(self):
         # The loop's end: removes what _add_grad_checks added.
         added, self._grads_added = self._grads_added, []
-        for optimizer, key in added:
-            try:
-                optimizer.remove_hook(key)
-            except KeyError:  # removed by someone else already
-                pass
+        for handle in added:
+            handle[-1].hook = None
+            _registry.remove_optimizer_hook(handle)
 
     def release(self):
         """Removes the hooks and disarms them; safe to call many times."""
@@ -146,3 +133,14 @@ class NonFiniteGuard(link_hook_extension.LinkHookExtension):
     def finalize(self):
         super().finalize()
         self.hook.updater = None
+
+
+class _GradientCheck(_registry.OptimizerHook):
+    # The optimizer hook: after backward, before the update.
+
+    def __init__(self, hook):
+        self.hook = hook
+
+    def __call__(self, optimizer):
+        if self.hook is not None:
+            self.hook.check_grads(optimizer.target)

@@ -81,8 +81,9 @@ class LoopPhases(object):
         self._marks = marks
 
     def _check(self):
-        # Before each call of the stop trigger: its time is ``other``.
-        if self._marks is not None:
+        # Before each call of the stop trigger: its time is ``other``, from
+        # the end of the first iteration.
+        if self._marks is not None and self.clock.phase is not None:
             self._marks.outside_update(phases.OTHER)
 
     def _iteration(self, trainer):

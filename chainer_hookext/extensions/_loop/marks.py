@@ -25,9 +25,9 @@ the stop trigger                            ``other``
 Functions applied inside a backward step (``F.forget`` recomputing its
 forward, double backpropagation) stay ``backward``.  The function hook is
 registered in the training thread only, from the loop's start to its end;
-outside the update it only returns.  Optimizer hooks are copied and
-pickled with an optimizer: a copy's is :class:`_InertHook`, which does
-nothing.
+outside the update it only returns.  A copy or a pickle of an optimizer
+holds, for each optimizer hook, one that does nothing
+(:class:`~chainer_hookext._registry.OptimizerHook`).
 """
 
 from chainer import function_hook
@@ -45,7 +45,7 @@ class PhaseMarks(function_hook.FunctionHook):
             (:attr:`step_end`), for ``allreduce``.
     """
 
-    name = 'loop_phases'
+    name = 'loop_phases'  # Marks.NAME
 
     def __init__(self, clock, step_ends=False):
         self.clock = clock
@@ -80,7 +80,7 @@ class PhaseMarks(function_hook.FunctionHook):
         self.step_end = None
 
 
-class OptimizerMark(object):
+class OptimizerMark(_registry.OptimizerHook):
     """Optimizer hook switching the clock, once per update.
 
     Args:
@@ -89,8 +89,6 @@ class OptimizerMark(object):
         multi_node (bool): Whether the optimizer all-reduces its gradients
             before its ``pre`` hooks (ChainerMN's multi-node optimizer).
     """
-
-    call_for_each_param = False
 
     def __init__(self, marks, pre, multi_node=False):
         self.marks = marks
@@ -102,18 +100,6 @@ class OptimizerMark(object):
         if marks is not None and marks.in_update:
             marks.optimizer_mark(self)
 
-    def __reduce__(self):
-        # A copy or a pickle of the optimizer gets a hook doing nothing.
-        return _InertHook, ()
-
-
-class _InertHook(object):
-    # What a copied or unpickled optimizer holds in place of OptimizerMark.
-
-    call_for_each_param = False
-
-    def __call__(self, optimizer):
-        pass
 
 
 class TimedTrigger(object):
@@ -156,12 +142,15 @@ class Marks(object):
         in_update (bool): Whether the update is running.
     """
 
+    #: The name of every mark's registration, after ``chainer_hookext.``.
+    NAME = 'loop_phases'
+
     def __init__(self, clock):
         self.clock = clock
         self.in_update = False
         self._hook = None
         self._hook_handle = None
-        self._optimizer_hooks = []  # (optimizer, name, hook)
+        self._optimizer_hooks = []  # handles
         self._triggers = []  # (extension entry, TimedTrigger)
 
     def add(self, trainer, function_hooks):
@@ -186,8 +175,11 @@ class Marks(object):
             node = 'communicator' in vars(optimizer)
             multi_node.append(node)
             for pre in (True, False):
-                self._add_optimizer_hook(
-                    optimizer, OptimizerMark(self, pre, node))
+                # Ours first among the pre hooks: the user's (WeightDecay
+                # ...) are optimizer time.
+                self._optimizer_hooks.append(_registry.add_optimizer_hook(
+                    optimizer, OptimizerMark(self, pre, node), self.NAME,
+                    'pre' if pre else 'post', first=pre))
         self._hook = PhaseMarks(self.clock, step_ends=any(multi_node))
         self._hook_handle = _registry.add(function_hooks, self._hook)
         # Trainer keeps its extension entries in ``_extensions``.
@@ -195,16 +187,6 @@ class Marks(object):
             timed = TimedTrigger(self, entry.trigger, phases.EXTENSION + name)
             entry.trigger = timed
             self._triggers.append((entry, timed))
-
-    def _add_optimizer_hook(self, optimizer, hook):
-        name = _registry.free_key(
-            _optimizer_hooks(optimizer, True).keys()
-            | _optimizer_hooks(optimizer, False).keys(), 'loop_phases')
-        optimizer.add_hook(hook, name=name, timing='pre' if hook.pre else (
-            'post'))
-        self._optimizer_hooks.append((optimizer, name, hook))
-        if hook.pre:  # before the user's pre hooks (WeightDecay ...)
-            _optimizer_hooks(optimizer, True).move_to_end(name, last=False)
 
     def remove(self):
         """Removes every mark added; safe to call again."""
@@ -214,11 +196,10 @@ class Marks(object):
             if entry.trigger is timed:
                 entry.trigger = timed.trigger
         self._triggers = []
-        hooks, self._optimizer_hooks = self._optimizer_hooks, []
-        for optimizer, name, hook in hooks:
-            hook.marks = None
-            if _optimizer_hooks(optimizer, hook.pre).get(name) is hook:
-                optimizer.remove_hook(name)
+        handles, self._optimizer_hooks = self._optimizer_hooks, []
+        for handle in handles:
+            handle[-1].marks = None
+            _registry.remove_optimizer_hook(handle)
         hook, self._hook = self._hook, None
         if hook is not None:
             _registry.remove(self._hook_handle, hook)
@@ -244,16 +225,7 @@ class Marks(object):
             return
         step_end = self._hook.step_end
         if (hook.multi_node and clock.phase == phases.BACKWARD
-                and step_end is not None and step_end > clock.started):
+                and step_end is not None and step_end >= clock.started):
             clock.switch(phases.ALLREDUCE, step_end)
         self._hook.watch(False)
         clock.switch(phases.OPTIMIZER)
-
-
-def _optimizer_hooks(optimizer, pre):
-    # The optimizer's hooks by name, in call order: Chainer keeps them in
-    # ``optimizer._hookable`` (chainer/optimizer.py, _OptimizerHookable),
-    # with no public accessor; ours goes first among the pre hooks.
-    hookable = optimizer._hookable
-    return hookable._pre_update_hooks if pre else (
-        hookable._post_update_hooks)
