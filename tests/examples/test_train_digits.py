@@ -159,3 +159,46 @@ def test_killed_run_resumes_where_it_stopped(tmp_path):
     for files in (timeline(out), timeline(straight)):
         assert list(files) == ['iteration_16.json.gz']
         assert spans(files['iteration_16.json.gz'], 'iteration') == WINDOW
+
+
+@pytest.mark.parametrize('interrupt', [False, True])
+def test_example_leaves_nothing(tmp_path, monkeypatch, user_state, interrupt):
+    # The example's own set-up, in this process: after its trainer.run()
+    # ends or is interrupted (inside Timeline's window), nothing of the
+    # user's or of Chainer's is changed.
+    import importlib.util
+
+    import chainer
+    from chainer import training
+
+    spec = importlib.util.spec_from_file_location('train_digits', SCRIPT)
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    run_trainer = training.Trainer.run
+    found = {}
+
+    @training.make_extension(trigger=(17, 'iteration'))
+    def ctrl_c(trainer):
+        raise KeyboardInterrupt
+
+    def run_and_compare(trainer, *args, **kwargs):
+        if interrupt:
+            trainer.extend(ctrl_c)
+        state = user_state(trainer)
+        try:
+            return run_trainer(trainer, *args, **kwargs)
+        finally:
+            found['changes'] = state.changes()
+            found['iteration'] = trainer.updater.iteration
+
+    monkeypatch.setattr(training.Trainer, 'run', run_and_compare)
+    monkeypatch.setenv('MPLBACKEND', 'Agg')
+    argv = ['--out', str(tmp_path), '--iterations', '20', '--noplot',
+            '--no-progress']
+    with chainer.using_config('train', True):
+        if interrupt:
+            with pytest.raises(KeyboardInterrupt):
+                example.main(argv)
+        else:
+            assert example.main(argv) == 0
+    assert found == {'changes': [], 'iteration': 17 if interrupt else 20}
