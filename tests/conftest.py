@@ -285,7 +285,7 @@ def make_slow_trainer(still, tmp_path, stop=4, updater=None):
     return trainer
 
 
-# -- nothing of the user's or of Chainer's changed -----------------------------
+# -- nothing of the user's or of Chainer's changed ----------------------------
 
 #: Chainer's modules and classes whose attributes must stay as they are.
 CHAINER_OBJECTS = (

@@ -212,7 +212,7 @@ def test_restored_on_every_way_out(still, tmp_path, way_out, user_state):
 
 
 def test_later_initialize_failing_leaves_nothing(still, tmp_path,
-                                                user_state):
+                                                 user_state):
     class FailingInit(training.Extension):
         priority = training.PRIORITY_READER - 1  # after TimedLoop
 

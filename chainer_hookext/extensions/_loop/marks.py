@@ -101,7 +101,6 @@ class OptimizerMark(_registry.OptimizerHook):
             marks.optimizer_mark(self)
 
 
-
 class TimedTrigger(object):
     """An extension entry's trigger that starts the extension's phase.
 
