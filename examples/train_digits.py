@@ -114,7 +114,8 @@ def plot_loop_time(log, path):
 #: Timeline's categories, top to bottom of a flame chart, and their colours.
 TIMELINE_CATEGORIES = (('iteration', 'lightgray'), ('phase', 'tab:blue'),
                        ('extension', 'tab:purple'),
-                       ('forward', 'tab:orange'), ('backward', 'tab:green'))
+                       ('link_forward', 'tab:orange'),
+                       ('link_backward', 'tab:green'))
 
 
 def end_of_epoch(epoch):

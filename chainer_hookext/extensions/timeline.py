@@ -1,4 +1,5 @@
 import os
+import time
 import warnings
 
 import chainer
@@ -10,7 +11,7 @@ from chainer_hookext import _state
 from chainer_hookext.extensions import _gathered_figures
 from chainer_hookext.extensions import _link_names
 from chainer_hookext.extensions._loop import loop_extension
-from chainer_hookext.extensions._loop import phases
+from chainer_hookext.extensions._timeline import events
 from chainer_hookext.extensions._timeline import link_spans
 from chainer_hookext.extensions._timeline import trace
 from chainer_hookext.link_hooks._timer import cuda_events
@@ -22,28 +23,25 @@ class Timeline(loop_extension.LoopExtension):
     Each time its trigger fires, the next ``iterations`` training
     iterations (after ``warmup`` more) are recorded, and one file is
     written when they end: ``<trainer.out>/timeline/iteration_<N>.json.gz``,
-    ``N`` the first traced iteration.  The file is in the Trace Event Format:
-    open it as it is in Perfetto (ui.perfetto.dev) or chrome://tracing.
-
-    It holds one span per iteration (``iteration 101``), in it the phases of
-    :class:`~chainer_hookext.TimedLoop` (``data``, ``forward``,
-    ``backward``, ``optimizer``, ``allreduce``) and one span per extension
-    call (by its name in the trainer).  In ``forward``, one span per call of
-    a link of the model (``main/predictor/l1``), nested as the calls nest;
-    in ``backward``, one span per run of consecutive backward steps of the
-    same link, with its steps and their seconds in ``args``.  With
-    ``validation=True`` the ``Evaluator``'s link calls are shown too.
+    ``N`` the first traced iteration.  Open it in Perfetto
+    (ui.perfetto.dev, "Open trace file"): ``docs/timing.md`` shows what each
+    track and name means.  In the thread ``training loop``, nested by time:
+    ``iteration N`` > the phases of :class:`~chainer_hookext.TimedLoop`
+    (``data``, ``forward`` ...) and each extension call > the spans of the
+    model's links, ``main/predictor/l1`` forward and
+    ``main/predictor/l1 (backward)``, one per run of consecutive backward
+    steps of the link.  With ``validation=True`` the ``Evaluator``'s link
+    calls are shown too.
 
     Nothing is recorded outside windows, where the extension costs what
     :class:`~chainer_hookext.TimedLoop` does; its link hook is registered
-    for the window only.  A file holds its window only, is written aside
-    then renamed (a killed run never leaves a truncated trace), and is never
-    overwritten: after a resume, windows already written are kept and the
-    trigger goes on as in an uninterrupted run.  (Chainer skips the
-    ``initialize`` of an extension whose trigger is ``finished``, e.g. a
-    ``ManualScheduleTrigger`` past its last point: a window scheduled
-    before such a snapshot is not recorded after the resume.  A trigger
-    function of the iteration has no such state.)
+    for the window only.  The output folder is checked when training
+    starts; a file that cannot be written later is warned about, and
+    training goes on.  A file is written aside then renamed, and never
+    overwritten: after a resume, windows already written are kept, a
+    window interrupted by the resume is completed (without the iterations
+    before the snapshot), and the trigger goes on as in an uninterrupted
+    run.  One ``Timeline`` per trainer.
 
     Args:
         iterations (int): Iterations per window.
@@ -53,8 +51,9 @@ class Timeline(loop_extension.LoopExtension):
         compress (bool): Write gzip (``.json.gz``); ``False``: ``.json``.
         comm (chainermn.CommunicatorBase): Under ChainerMN, rank 0 gathers
             every rank's window and writes one file, each rank a process of
-            its own; without it, each rank writes its own file, the rank in
-            its name (``iteration_101_rank1.json.gz``).
+            its own on one time axis (the hosts' clocks); without it, each
+            rank writes its own file, the rank in its name
+            (``iteration_101_rank1.json.gz``).
 
     Attributes:
         written (list of str): The files this extension wrote, in order.
@@ -96,10 +95,27 @@ class Timeline(loop_extension.LoopExtension):
         self._window = None  # (first iteration, LinkSpans, registry handle)
         self._iteration_starts = []
         self._phase_spans = []  # the window's phases, from the clock
+        self._unix_start = None
+        self._loaded = False  # a snapshot loaded since the last run
+        self._failed = False  # a file could not be written in this run
         self.written = []  # paths written in this process
 
     def initialize(self, trainer):
         self._close_window(write=False)
+        others = [name for name, entry in trainer._extensions.items()
+                  if isinstance(entry.extension, Timeline)
+                  and entry.extension is not self]
+        if others:
+            raise ValueError(
+                'Timeline: the trainer has another Timeline extension ({}), '
+                'which would write the same files; use one Timeline, with a '
+                'trigger that fires at every window wanted.'.format(
+                    ', '.join(repr(n) for n in others)))
+        _check_folder(os.path.join(trainer.out, 'timeline'))
+        if not self._loaded:  # a reused Timeline: only this run's windows
+            self._next_window = None
+        self._loaded = False
+        self._failed = False
         super().initialize(trainer)
 
     def __call__(self, trainer):
@@ -115,12 +131,24 @@ class Timeline(loop_extension.LoopExtension):
                 self._close_window(write=True, end=start)
             else:
                 self._iteration_starts.append((number, start))
+                window[1].in_step = 0  # a step that raised never ended
                 return
-        if self._next_window is not None and number >= self._next_window:
-            self._next_window = None
-            self._open_window(trainer, number, start)
+        first = self._next_window
+        if first is None or number < first:
+            return
+        self._next_window = None
+        if number >= first + self.iterations:
+            warnings.warn(
+                'Timeline: the window of iterations {}-{} was scheduled '
+                'before the snapshot this run resumed from, and has '
+                'passed.'.format(first, first + self.iterations - 1),
+                RuntimeWarning)
+            return
+        self._open_window(trainer, first, number, start)
 
-    def _open_window(self, trainer, first, start):
+    def _open_window(self, trainer, first, number, start):
+        # ``first`` the window's first iteration; ``number`` > ``first``
+        # when it resumes inside it.
         optimizers = trainer.updater.get_all_optimizers()
         model = _link_names.model_link_names(trainer)
         gpu = any(cuda_events.is_gpu(o.target) for o in optimizers.values())
@@ -132,7 +160,9 @@ class Timeline(loop_extension.LoopExtension):
         # The clock has started this iteration: record its phases.
         self._phase_spans = []
         self._clock.span_lists.append(self._phase_spans)
-        self._iteration_starts = [(first, start)]
+        self._iteration_starts = [(number, start)]
+        # The hosts' clock at the window's start: ranks on one time axis.
+        self._unix_start = time.time() - (self._clock.now() - start)
 
     def release(self):
         self._close_window(write=True)
@@ -155,54 +185,39 @@ class Timeline(loop_extension.LoopExtension):
         if not write:
             return
         spans.resolve()
-        events = self._events(first, spans, phase_spans, end)
-        self._write(first, events)
+        recorded = events.Window(self._iteration_starts, end, phase_spans,
+                                 spans)
+        rank = self.comm.rank if self.comm is not None else (
+            _launcher_rank() or 0)
+        self._write(first, events.window_events(recorded, rank, spans.gpu))
 
-    def _events(self, first, spans, phase_spans, end):
-        origin = self._iteration_starts[0][1]
-        rank = 0 if self.comm is None else self.comm.rank
-        events = trace.metadata(rank, 'rank {}'.format(rank))
-        starts = self._iteration_starts + [(None, end)]
-        for (number, start), (_, stop) in zip(starts, starts[1:]):
-            events.append(trace.complete(
-                'iteration {}'.format(number), 'iteration', start, stop,
-                origin, rank))
-        for span in phase_spans:
-            if span.name == phases.OTHER or span.start < origin:
-                continue
-            if span.name.startswith(phases.EXTENSION):
-                events.append(trace.complete(
-                    span.name[len(phases.EXTENSION):], 'extension',
-                    span.start, span.end, origin, rank))
-            else:
-                events.append(trace.complete(
-                    span.name, 'phase', span.start, span.end, origin, rank))
-        for span in spans.forward:
-            events.append(trace.complete(
-                span.name, 'forward', span.start, span.end, origin, rank))
-        for run in link_spans.backward_runs(spans.steps):
-            length = run.end - run.start
-            events.append(trace.complete(
-                run.name, 'backward', run.start, run.end, origin, rank, {
-                    'steps': run.steps, 'step_seconds': run.seconds,
-                    'share': run.seconds / length if length > 0 else 1.0}))
-        return events
-
-    def _write(self, first, events):
+    def _write(self, first, trace_events):
         name = 'iteration_{}'.format(first)
         if self.comm is not None:
-            gathered = self.comm.gather_obj(events)  # a collective
+            gathered = self.comm.gather_obj(  # a collective
+                (self._unix_start, trace_events))
             if self.comm.rank != 0:
                 return
-            events = [e for rank_events in gathered for e in rank_events]
-        else:
-            rank = _launcher_rank()
-            if rank is not None:
-                name += '_rank{}'.format(rank)
+            earliest = min(unix for unix, _ in gathered)
+            trace_events = [
+                e for unix, rank_events in gathered
+                for e in events.shift(
+                    rank_events, int(round((unix - earliest) * 1e9)))]
+        elif _launcher_rank() is not None:
+            name += '_rank{}'.format(_launcher_rank())
         path = os.path.join(
             self._trainer.out, 'timeline',
             name + ('.json.gz' if self.compress else '.json'))
-        if trace.write(path, events, self.compress):
+        try:
+            written = trace.write(path, trace_events, self.compress)
+        except (OSError, ValueError) as e:
+            if not self._failed:
+                self._failed = True
+                warnings.warn('Timeline: {} could not be written ({}); '
+                              'training goes on.'.format(path, e),
+                              RuntimeWarning)
+            return
+        if written:
             self.written.append(path)
         else:
             warnings.warn(
@@ -225,6 +240,7 @@ class Timeline(loop_extension.LoopExtension):
                                 'No window is scheduled.')
             return
         self._next_window = None if pending < 0 else pending
+        self._loaded = True
 
 
 def _launcher_rank():
@@ -234,3 +250,16 @@ def _launcher_rank():
         if value is not None and value.isdigit():
             return int(value)
     return None
+
+
+def _check_folder(path):
+    # The traces' folder can be made and written, or a clear error now.
+    try:
+        os.makedirs(path, exist_ok=True)
+        if not os.access(path, os.W_OK | os.X_OK):
+            raise PermissionError('not writable')
+    except OSError as e:
+        raise ValueError(
+            'Timeline cannot write its traces to {!r}: {}. Give the trainer '
+            'an `out` folder it can write, with no file named '
+            '`timeline` in it.'.format(path, e)) from None

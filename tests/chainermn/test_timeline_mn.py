@@ -16,9 +16,9 @@ def test_one_file_holds_every_rank(mpirun, tmp_path):
         'written'][0]))
     processes = {e['pid']: e['args']['name'] for e in events
                  if e['name'] == 'process_name'}
-    assert processes == {0: 'rank 0', 1: 'rank 1'}
-    for pid, seconds in ((0, 0.0), (1, DELAY)):
-        l2 = [e['dur'] / 1e6 for e in events if e.get('cat') == 'forward'
+    assert processes == {1: 'rank 0', 2: 'rank 1'}
+    for pid, seconds in ((1, 0.0), (2, DELAY)):
+        l2 = [e['dur'] / 1e6 for e in events if e.get('cat') == 'link_forward'
               and e['pid'] == pid and e['name'] == 'main/predictor/l2']
         assert l2 == [seconds, seconds]  # one call per traced iteration
 
@@ -30,3 +30,9 @@ def test_without_comm_each_rank_writes_its_own(mpirun, tmp_path):
     folder = tmp_path / 'out' / 'trainer' / 'timeline'
     assert sorted(os.listdir(folder)) == [
         'iteration_5_rank0.json.gz', 'iteration_5_rank1.json.gz']
+    for rank in (0, 1):
+        events = trace.read(str(folder / 'iteration_5_rank{}.json.gz'.format(
+            rank)))
+        assert [e['args']['name'] for e in events
+                if e['name'] == 'process_name'] == ['rank {}'.format(rank)]
+        assert {e['pid'] for e in events} == {rank + 1}

@@ -74,15 +74,16 @@ def test_windows_spans_and_known_delays(still, tmp_path):
     slow = [e for e in spans(events, 'extension') if e['name'] == 'slow']
     assert [e['dur'] / 1e6 for e in slow] == [SLOW]
     # Link spans: each call, nested; sums as TimedLinks reports.
-    forward = spans(events, 'forward')
+    forward = spans(events, 'link_forward')
     assert [e['name'] for e in forward].count('main/predictor/l1') == 2
     per_iteration = timed.summary(by='name')['main']['elapsed_time'] / 8
     main = sum(e['dur'] for e in forward if e['name'] == 'main') / 1e6
     assert main == 2 * per_iteration == 2 * FORWARD
-    backward = spans(events, 'backward')
-    first = [e['name'] for e in backward][:4]
+    backward = spans(events, 'link_backward')
+    first = [e['args']['link'] for e in backward][:4]
     assert first == ['main', 'main/predictor/l2', 'main/predictor',
                      'main/predictor/l1']
+    assert backward[0]['name'] == 'main (backward)'
     assert backward[0]['dur'] / 1e6 == BACKWARD
     assert backward[0]['args']['steps'] == 2  # the loss, the sleeping node
 
@@ -101,7 +102,7 @@ def test_warmup_and_validation(still, tmp_path):
     validation = [e for e in spans(events, 'extension')
                   if e['name'] == 'validation']
     assert len(validation) == 1
-    inside = [e for e in spans(events, 'forward')
+    inside = [e for e in spans(events, 'link_forward')
               if e['ts'] >= validation[0]['ts']]
     assert {e['name'] for e in inside} >= {'main', 'main/predictor/l1'}
 
@@ -167,6 +168,277 @@ def test_gpu_link_spans_resolved_when_the_window_ends(
     assert resolved and set(resolved) == {resolved[0]}
     events = files['iteration_3.json.gz']
     assert_nested(events)
-    main = [e['dur'] / 1e6 for e in spans(events, 'forward')
+    main = [e['dur'] / 1e6 for e in spans(events, 'link_forward')
             if e['name'] == 'main']
     assert main == [FORWARD, FORWARD]
+
+
+# -- what a Perfetto user sees ------------------------------------------------
+
+def perfetto_ns(event):
+    # Perfetto's reading of a span: int(microseconds * 1000), truncated.
+    start = int(event['ts'] * 1000.0)
+    return start, start + int(event['dur'] * 1000.0)
+
+
+def assert_nested_per_thread(events):
+    # As Perfetto nests: in each thread, a span that starts inside another
+    # ends inside it, to the nanosecond.
+    threads = {}
+    for e in spans(events):
+        threads.setdefault((e['pid'], e['tid']), []).append(e)
+    for thread_spans in threads.values():
+        stack = []
+        for e in sorted(thread_spans, key=lambda e: (
+                perfetto_ns(e)[0], -perfetto_ns(e)[1])):
+            start, end = perfetto_ns(e)
+            while stack and start >= stack[-1][1]:
+                stack.pop()
+            if stack:
+                assert end <= stack[-1][1], (e, stack[-1])
+            stack.append((start, end))
+
+
+def parent_of(event, candidates):
+    start, end = perfetto_ns(event)
+    inside = [c for c in candidates if c['tid'] == event['tid']
+              and perfetto_ns(c)[0] <= start and end <= perfetto_ns(c)[1]]
+    return min(inside, key=lambda c: c['dur'], default=None)
+
+
+def test_names_tracks_and_one_nesting_rule(tmp_path):
+    # A real clock: the model's call starts before its first function, so
+    # its span is fitted into the forward phase.
+    from tests.conftest import make_trainer
+
+    trainer = make_trainer(tmp_path, stop=(6, 'iteration'))
+    _, files = run_with_timeline(trainer, iterations=2)
+    events = files['iteration_3.json.gz']
+    assert_nested_per_thread(events)
+    named = {(e['name'], e['pid'], e['tid']): e['args']['name']
+             for e in events if e['ph'] == 'M' and 'name' in e['args']}
+    assert named == {('process_name', 1, 0): 'rank 0',
+                     ('thread_name', 1, 1): 'training loop'}
+    assert {e['pid'] for e in events} == {1}
+    categories = {e['cat'] for e in spans(events)}
+    assert categories == {'iteration', 'phase', 'extension', 'link_forward',
+                          'link_backward'}
+    assert not {e['name'] for e in spans(events)} & categories
+    phase_spans = spans(events, 'phase')
+    for category, phase in (('link_forward', 'forward'),
+                            ('link_backward', 'backward')):
+        links = spans(events, category)
+        assert links
+        for e in links:
+            # iteration > phase > the links' spans, both ways.
+            parent = parent_of(e, phase_spans)
+            assert parent is not None and parent['name'] == phase, e
+            assert parent_of(parent, spans(events, 'iteration'))
+    forward = {e['name'] for e in spans(events, 'link_forward')}
+    backward = {e['name'] for e in spans(events, 'link_backward')}
+    assert 'main/predictor/l1' in forward
+    assert 'main/predictor/l1 (backward)' in backward
+    assert not forward & backward
+
+
+def test_per_rank_file_names_its_rank(still, tmp_path, monkeypatch):
+    monkeypatch.setenv('OMPI_COMM_WORLD_RANK', '1')
+    trainer = make_slow_trainer(still, tmp_path)
+    _, files = run_with_timeline(trainer, iterations=1)
+    events = files['iteration_3_rank1.json.gz']
+    process = [e for e in events if e['name'] == 'process_name']
+    assert process == [{'name': 'process_name', 'ph': 'M', 'pid': 2,
+                        'tid': 0, 'args': {'name': 'rank 1'}}]
+    assert {e['pid'] for e in spans(events)} == {2}
+
+
+class ForgetModel(chainer.Chain):
+    """A classifier whose predictor runs under ``F.forget``: the sleeping
+    node's forward runs again in backward."""
+
+    def __init__(self, clock):
+        super().__init__()
+        self.clock = clock
+        with self.init_scope():
+            self.predictor = ForgetMLP(clock)
+
+    def forward(self, x, t):
+        return chainer.functions.softmax_cross_entropy(self.predictor(x), t)
+
+
+class ForgetMLP(chainer.Chain):
+    def __init__(self, clock):
+        super().__init__()
+        self.clock = clock
+        with self.init_scope():
+            self.l1 = chainer.links.Linear(4, 3)
+
+    def forward(self, x):
+        def block(x):
+            return SleepingForward(self.clock).apply((self.l1(x),))[0]
+        return chainer.functions.forget(block, x)
+
+
+class SleepingForward(chainer.FunctionNode):
+    def __init__(self, clock):
+        self.clock = clock
+
+    def forward(self, inputs):
+        self.clock.sleep(FORWARD)
+        return inputs
+
+    def backward(self, indexes, grad_outputs):
+        return grad_outputs
+
+
+def test_forget_recomputation_inside_the_callers_backward(still, tmp_path):
+    from tests.conftest import make_trainer
+
+    trainer = make_trainer(tmp_path, model=ForgetModel(still))
+    _, files = run_with_timeline(trainer, iterations=1)
+    events = files['iteration_3.json.gz']
+    assert_nested_per_thread(events)
+    backward = {e['name']: e for e in spans(events, 'link_backward')}
+    # The recomputed forward is the backward of the link calling forget.
+    assert backward['main/predictor (backward)']['dur'] == FORWARD * 1e6
+    assert 'main/predictor/l1 (backward)' not in backward
+    forward = spans(events, 'link_forward')
+    assert [e['name'] for e in forward].count('main/predictor/l1') == 1
+
+
+def test_gpu_spans_on_a_device_track_never_overrun(
+        still, tmp_path, monkeypatch):
+    from chainer_hookext.link_hooks._timer import cuda_events
+
+    lag = [0.0]
+
+    class LaggingEvent(object):
+        # The device runs behind the host, more and more.
+        def __init__(self):
+            lag[0] += 5e-5
+            self.seconds = still() + lag[0]
+
+    monkeypatch.setattr(cuda_events, 'is_gpu', lambda link: True)
+    monkeypatch.setattr(cuda_events, 'record_event', LaggingEvent)
+    monkeypatch.setattr(cuda_events, 'elapsed',
+                        lambda a, b: b.seconds - a.seconds)
+    trainer = make_slow_trainer(still, tmp_path, stop=4)
+    _, files = run_with_timeline(trainer, iterations=2)
+    events = files['iteration_3.json.gz']
+    assert_nested_per_thread(events)
+    threads = {e['tid']: e['args']['name'] for e in events
+               if e['name'] == 'thread_name'}
+    assert threads == {1: 'training loop', 2: 'device (CUDA events)'}
+    assert {e['tid'] for e in spans(events) if e['cat'].startswith(
+        'link_')} == {2}
+
+
+def test_second_timeline_refused(still, tmp_path, user_state):
+    trainer = make_slow_trainer(still, tmp_path)
+    trainer.extend(Timeline(), name='first')
+    trainer.extend(Timeline(), name='second')
+    state = user_state(trainer)
+    with pytest.raises(ValueError, match=r"another Timeline extension \("):
+        trainer.run()
+    assert trainer.updater.iteration == 0
+    assert chainer._get_link_hooks() == {}
+    assert [c for c in state.changes() if 'stop_trigger' not in c] == []
+
+
+def test_unwritable_folder_refused_before_training(still, tmp_path):
+    trainer = make_slow_trainer(still, tmp_path)
+    os.makedirs(trainer.out)
+    with open(os.path.join(trainer.out, 'timeline'), 'w'):
+        pass
+    trainer.extend(Timeline())
+    with pytest.raises(ValueError, match=r"Timeline cannot write its "
+                       r"traces to '.*timeline'"):
+        trainer.run()
+    assert trainer.updater.iteration == 0
+
+
+def test_failed_write_warns_once_and_training_goes_on(
+        still, tmp_path, monkeypatch):
+    def full_disk(path, events, compress=True):
+        raise OSError(28, 'No space left on device')
+
+    monkeypatch.setattr(trace, 'write', full_disk)
+    trainer = make_slow_trainer(still, tmp_path, stop=8)
+    timeline = Timeline(iterations=1)
+    trainer.extend(timeline, trigger=(2, 'iteration'))
+    with pytest.warns(RuntimeWarning, match='No space left') as caught:
+        trainer.run()
+    assert trainer.updater.iteration == 8
+    assert len(caught) == 1 and timeline.written == []
+
+
+def snapshot_at(iteration, target):
+    @chainer.training.make_extension(
+        trigger=(iteration, 'iteration'), priority=-100)
+    def snapshot(trainer):
+        if not target:
+            trainer.serialize(chainer.serializers.DictionarySerializer(
+                target))
+    return snapshot
+
+
+def test_resumed_inside_a_window_writes_the_uninterrupted_windows(
+        still, tmp_path):
+    whole = make_slow_trainer(still, tmp_path / 'whole', stop=11)
+    whole.extend(Timeline(iterations=2), trigger=(3, 'iteration'))
+    whole.run()
+    expected = sorted(os.listdir(os.path.join(whole.out, 'timeline')))
+    assert expected == ['iteration_10.json.gz', 'iteration_4.json.gz',
+                        'iteration_7.json.gz']
+    # Snapshot at 4, inside the window 4-5, then the run ends there.
+    target = {}
+    first = make_slow_trainer(still, tmp_path / 'run', stop=4)
+    first.extend(Timeline(iterations=2), trigger=(3, 'iteration'))
+    first.extend(snapshot_at(4, target))
+    first.run()
+    second = make_slow_trainer(still, tmp_path / 'run', stop=11)
+    timeline = Timeline(iterations=2)
+    second.extend(timeline, trigger=(3, 'iteration'))
+    second.extend(snapshot_at(4, {}))
+    chainer.serializers.NpzDeserializer(target).load(second)
+    with pytest.warns(RuntimeWarning, match='iteration_4.json.gz exists'):
+        second.run()
+    assert sorted(os.listdir(os.path.join(second.out, 'timeline'))) == (
+        expected)
+    assert [os.path.basename(p) for p in timeline.written] == [
+        'iteration_7.json.gz', 'iteration_10.json.gz']
+
+
+def test_reused_timeline_writes_only_its_runs_windows(still, tmp_path):
+    timeline = Timeline(iterations=2)
+    first = make_slow_trainer(still, tmp_path / 'first', stop=4)
+    first.extend(timeline, trigger=(4, 'iteration'))  # fires at the end
+    first.run()
+    second = make_slow_trainer(still, tmp_path / 'second', stop=4)
+    second.extend(timeline, trigger=lambda trainer: False)
+    second.run()
+    assert not os.listdir(os.path.join(second.out, 'timeline'))
+
+
+def test_times_read_back_exactly_and_nan_refused(tmp_path):
+    late = range(10 ** 9, 10 ** 9 + 10 ** 7, 7919)
+    for ns in list(range(0, 3000)) + list(late):
+        us = trace.microseconds(ns)
+        assert int(us * 1000.0) == ns and round(us * 1000.0) == ns
+    path = str(tmp_path / 'nan.json')
+    event = trace.complete('x', 'phase', 0, 10, 1, 1, {'share': float('nan')})
+    with pytest.raises(ValueError):
+        trace.write(path, [event], compress=False)
+    assert os.listdir(str(tmp_path)) == []
+
+
+def test_args_carry_no_float_noise(tmp_path):
+    from tests.conftest import make_trainer
+
+    trainer = make_trainer(tmp_path, stop=(4, 'iteration'))
+    _, files = run_with_timeline(trainer, iterations=1)
+    backward = spans(files['iteration_3.json.gz'], 'link_backward')
+    assert backward
+    for e in backward:
+        assert isinstance(e['args']['steps_ns'], int)
+        assert e['args']['share'] == round(e['args']['share'], 4)

@@ -49,6 +49,7 @@ class LinkSpans(scoped_link_hook.ScopedLinkHook):
         self.active = _active_links.ActiveLinks()
         self.forward = []
         self.steps = []
+        self.in_step = 0  # backward steps running (F.forget recomputes)
         self._starts = []
         self._tagger = None
         self._now = cuda_events.record_event if gpu else _perf_counter
@@ -69,6 +70,8 @@ class LinkSpans(scoped_link_hook.ScopedLinkHook):
         self.active.reset()
 
     def forward_preprocess(self, args):
+        if self.in_step:  # recomputed inside a backward step: its time
+            return
         link = args.link
         names = self.link_names
         name = None if names is None else names.get(id(link))
@@ -105,6 +108,8 @@ class LinkSpans(scoped_link_hook.ScopedLinkHook):
 
 class _StepRecorder(_node_tags.NodeTagger):
     # Tags nodes with the innermost running link; records backward steps.
+    # Steps run inside a step (F.forget recomputing its forward and
+    # backpropagating through it) are the outer step's time.
 
     def __init__(self, spans):
         super().__init__(spans.name + '_backward')
@@ -116,12 +121,19 @@ class _StepRecorder(_node_tags.NodeTagger):
         function._chainer_hookext_tag = names[-1] if names else None
 
     def backward_preprocess(self, function, in_data, out_grad):
-        self._start = self.spans._now()
+        spans = self.spans
+        spans.in_step += 1
+        if spans.in_step == 1:
+            self._start = spans._now()
 
     def backward_postprocess(self, function, in_data, out_grad):
-        end = self.spans._now()
+        spans = self.spans
+        spans.in_step -= 1
+        if spans.in_step:
+            return
+        end = spans._now()
         name = self.tag_of(function) or keys.OUTSIDE
-        self.spans.steps.append((name, self._start, end))
+        spans.steps.append((name, self._start, end))
 
 
 def backward_runs(steps):

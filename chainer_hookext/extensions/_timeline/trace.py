@@ -1,38 +1,66 @@
 """A window's spans as a Trace Event Format file.
 
-The format of chrome://tracing and Perfetto (ui.perfetto.dev): a JSON
+The format Perfetto (ui.perfetto.dev) and chrome://tracing read: a JSON
 object with ``traceEvents``, each span a complete event (``"ph": "X"``)
 with its start ``ts`` and length ``dur`` in microseconds, nested by time
-within one process (``pid``: the ChainerMN rank) and thread; metadata
-events name them.  :func:`write` writes the file aside, then renames it:
-a killed run never leaves a truncated trace.
+within one process and thread; metadata events name them.
+
+Times are kept as integers of nanoseconds and written as microseconds that
+Perfetto reads back as exactly those nanoseconds (it truncates
+``ts * 1000``): a span that ends where its parent ends is never 1 ns past
+it, which would make Perfetto drop it.  :func:`write` refuses non-finite
+numbers, and writes the file aside, then renames it: a killed run never
+leaves a truncated trace.
 """
 
 import gzip
 import json
+import math
 import os
 
 
-def complete(name, category, start, end, origin, pid, args=None):
-    """Returns one span's event; times in seconds, ``origin`` at 0."""
+def microseconds(ns):
+    """Returns ``ns`` nanoseconds in microseconds, as the float whose
+    ``int(value * 1000.0)`` (and rounding) is ``ns``."""
+    value = ns / 1000
+    while int(value * 1000.0) < ns:
+        value = math.nextafter(value, math.inf)
+    return value
+
+
+def complete(name, category, start, end, pid, tid, args=None):
+    """Returns one span's event; ``start`` and ``end`` integers of ns."""
     event = {'name': name, 'cat': category, 'ph': 'X', 'pid': pid,
-             'tid': 0, 'ts': round((start - origin) * 1e6, 3),
-             'dur': round(max(end - start, 0.0) * 1e6, 3)}
+             'tid': tid, 'ts': microseconds(start),
+             'dur': microseconds(max(end - start, 0))}
     if args:
         event['args'] = args
     return event
 
 
-def metadata(pid, process):
-    """Returns the events naming process ``pid`` and its thread."""
-    return [
+def shifted(event, ns):
+    """Returns ``event`` moved by ``ns`` nanoseconds (a span; metadata is
+    returned as it is)."""
+    if event.get('ph') != 'X':
+        return event
+    start = int(round(event['ts'] * 1000)) + ns
+    return dict(event, ts=microseconds(start))
+
+
+def metadata(pid, process, threads):
+    """Returns the events naming process ``pid`` and its ``threads``
+    (``{tid: name}``, in that order)."""
+    events = [
         {'name': 'process_name', 'ph': 'M', 'pid': pid, 'tid': 0,
          'args': {'name': process}},
         {'name': 'process_sort_index', 'ph': 'M', 'pid': pid, 'tid': 0,
-         'args': {'sort_index': pid}},
-        {'name': 'thread_name', 'ph': 'M', 'pid': pid, 'tid': 0,
-         'args': {'name': 'training loop'}},
-    ]
+         'args': {'sort_index': pid}}]
+    for tid, name in threads.items():
+        events.append({'name': 'thread_name', 'ph': 'M', 'pid': pid,
+                       'tid': tid, 'args': {'name': name}})
+        events.append({'name': 'thread_sort_index', 'ph': 'M', 'pid': pid,
+                       'tid': tid, 'args': {'sort_index': tid}})
+    return events
 
 
 def write(path, events, compress=True):
@@ -44,8 +72,9 @@ def write(path, events, compress=True):
     if os.path.exists(path):
         return False
     os.makedirs(os.path.dirname(path) or '.', exist_ok=True)
+    # allow_nan=False: one NaN makes Perfetto refuse the whole file.
     data = json.dumps({'traceEvents': events, 'displayTimeUnit': 'ms'},
-                      separators=(',', ':')).encode('utf-8')
+                      separators=(',', ':'), allow_nan=False).encode('utf-8')
     aside = '{}.{}.tmp'.format(path, os.getpid())
     try:
         with (gzip.open if compress else open)(aside, 'wb') as f:

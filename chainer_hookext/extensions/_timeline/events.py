@@ -1,0 +1,131 @@
+"""A window's events: the tracks, names and nesting a Perfetto user sees.
+
+One process per rank (``pid`` = rank + 1, named ``rank N``).  Its thread
+``training loop`` holds, nested by time: ``iteration N`` > the phases of
+:class:`~chainer_hookext.TimedLoop` (``data``, ``forward`` ...; category
+``phase``) and each extension call (``extension``) > the links' spans:
+``main/predictor/l1`` (category ``link_forward``) and
+``main/predictor/l1 (backward)`` (``link_backward``), the link's name in
+``args``.  A link span is fitted into the phase that holds its end (a
+model's call starts a little before its first function, which starts the
+``forward`` phase): ``args.fitted_ns`` says by how much it was shortened.
+On a GPU the links' spans are device times (CUDA events): they go to a
+thread of their own, ``device``, where nothing else is their parent.
+
+Times are integers of nanoseconds from the window's start until
+:mod:`.trace` writes them.
+"""
+
+import collections
+
+from chainer_hookext.extensions._loop import phases
+from chainer_hookext.extensions._timeline import link_spans
+from chainer_hookext.extensions._timeline import trace
+
+
+#: The thread of the training loop, and of device-time spans.
+LOOP_THREAD = 1
+DEVICE_THREAD = 2
+
+#: What a window recorded; clock times in seconds.
+Window = collections.namedtuple('Window', (
+    'iteration_starts',  # [(iteration number, start)]
+    'end',  # when the last iteration ended
+    'phase_spans',  # [phases.Span] from the loop's clock
+    'links',  # link_spans.LinkSpans, resolved
+))
+
+_Slice = collections.namedtuple('_Slice', (
+    'name', 'category', 'start', 'end', 'thread', 'args'))
+
+
+def window_events(window, rank, device):
+    """Returns the events of ``window`` for process ``rank`` (from 0).
+
+    Args:
+        window (Window): What was recorded.
+        rank (int): The rank; its process id is ``rank + 1``.
+        device (bool): Whether the link spans are device times.
+    """
+    origin = window.iteration_starts[0][1]
+
+    def ns(seconds):
+        return int(round((seconds - origin) * 1e9))
+
+    loop = _iterations(window, ns) + _phases(window, ns)
+    links = _links(window, ns, DEVICE_THREAD if device else LOOP_THREAD)
+    if not device:
+        parents = [s for s in loop if s.category in ('phase', 'extension')]
+        links = [_fit(s, parents) for s in links]
+    pid = rank + 1
+    events = trace.metadata(pid, 'rank {}'.format(rank), {
+        LOOP_THREAD: 'training loop',
+        DEVICE_THREAD: 'device (CUDA events)'} if device else {
+        LOOP_THREAD: 'training loop'})
+    for s in loop + links:
+        events.append(trace.complete(
+            s.name, s.category, s.start, s.end, pid, s.thread, s.args))
+    return events
+
+
+def _iterations(window, ns):
+    starts = window.iteration_starts + [(None, window.end)]
+    return [_Slice('iteration {}'.format(number), 'iteration', ns(start),
+                   ns(stop), LOOP_THREAD, None)
+            for (number, start), (_, stop) in zip(starts, starts[1:])]
+
+
+def _phases(window, ns):
+    first, end = window.iteration_starts[0][1], window.end
+    slices = []
+    for span in window.phase_spans:
+        if span.name == phases.OTHER or span.start < first or (
+                span.end > end):
+            continue
+        if span.name.startswith(phases.EXTENSION):
+            name, category = span.name[len(phases.EXTENSION):], 'extension'
+        else:
+            name, category = span.name, 'phase'
+        slices.append(_Slice(name, category, ns(span.start), ns(span.end),
+                             LOOP_THREAD, None))
+    return slices
+
+
+def _links(window, ns, thread):
+    slices = [_Slice(s.name, 'link_forward', ns(s.start), ns(s.end), thread,
+                     {'link': s.name}) for s in window.links.forward]
+    for run in link_spans.backward_runs(window.links.steps):
+        start, end = ns(run.start), ns(run.end)
+        busy = int(round(run.seconds * 1e9))
+        slices.append(_Slice(
+            run.name + ' (backward)', 'link_backward', start, end, thread, {
+                'link': run.name, 'steps': run.steps, 'steps_ns': busy,
+                'share': round(busy / (end - start), 4) if end > start
+                else 1.0}))
+    return slices
+
+
+def _fit(child, parents):
+    # ``child`` shortened to lie inside the parent holding its end (or,
+    # failing that, its start); unchanged when no parent overlaps it.
+    parent = None
+    for p in parents:
+        if p.start < child.end <= p.end or p.start <= child.start < p.end:
+            parent = p
+            if p.start < child.end <= p.end:
+                break
+    if parent is None:
+        return child
+    start = max(child.start, parent.start)
+    end = max(min(child.end, parent.end), start)
+    if (start, end) == (child.start, child.end):
+        return child
+    args = dict(child.args or {})
+    args['fitted_ns'] = (child.end - child.start) - (end - start)
+    return child._replace(start=start, end=end, args=args)
+
+
+def shift(events, ns):
+    """Moves every span of ``events`` by ``ns`` nanoseconds (ranks put on
+    one time axis)."""
+    return [trace.shifted(e, ns) for e in events]
