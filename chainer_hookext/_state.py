@@ -6,6 +6,11 @@ One encoding serves the timer's stored call trees,
 some labels (strings and integers, saved as UTF-8 JSON in a ``uint8``
 array, which every serializer stores) and numeric fields (one ``float64``
 array per field).
+
+Loading, :func:`read` and :func:`child` raise :class:`MissingState` for an
+entry the snapshot lacks, whatever the deserializer (npz or hdf5, strict or
+not): each extension's ``serialize`` catches it, warns with
+:func:`warn_missing` and starts afresh.
 """
 
 import json
@@ -13,11 +18,61 @@ import warnings
 
 import numpy
 from chainer import serializer as serializer_module
+from chainer.serializers import hdf5
+
+
+class MissingState(KeyError):
+    """A snapshot lacks an entry: taken before the extension was added."""
 
 
 def is_loading(serializer):
     """Returns whether ``serializer`` reads (a Chainer deserializer)."""
     return isinstance(serializer, serializer_module.Deserializer)
+
+
+def _lacks_group(deserializer):
+    # Chainer's HDF5Deserializer.__getitem__ gives a missing group as
+    # ``group=None``: its __call__ then raises ValueError('Inexistent group
+    # is specified') (strict) and its __getitem__ AttributeError (reading
+    # ``None.name``), strict or not.
+    return (isinstance(deserializer, hdf5.HDF5Deserializer)
+            and deserializer.group is None)
+
+
+def _missing(deserializer, key):
+    return MissingState('{}{}'.format(getattr(
+        deserializer, 'path', ''), key))
+
+
+def read(deserializer, key):
+    """Returns the array saved as ``key``.
+
+    Raises:
+        MissingState: The snapshot has no ``key``: a strict deserializer
+            raised ``KeyError`` (npz; hdf5 in a group that exists), or hdf5
+            has no group for it, or a non-strict deserializer gave the
+            default back.
+    """
+    if _lacks_group(deserializer):
+        raise _missing(deserializer, key)
+    try:
+        value = deserializer(key, None)
+    except KeyError as e:
+        raise _missing(deserializer, key) from e
+    if value is None:  # a non-strict deserializer's default
+        raise _missing(deserializer, key)
+    return value
+
+
+def child(deserializer, key):
+    """Returns ``deserializer[key]``.
+
+    Raises:
+        MissingState: hdf5 has no group for the entry (see :func:`read`).
+    """
+    if _lacks_group(deserializer):
+        raise _missing(deserializer, key)
+    return deserializer[key]
 
 
 def save_rows(serializer, labels, columns):
@@ -42,21 +97,18 @@ def load_rows(serializer, fields):
         fields (tuple of str): The numeric fields to read.
 
     Returns:
-        list: ``(labels, {field: value})`` per row; ``None`` when a
-        non-strict deserializer has no table.
+        list: ``(labels, {field: value})`` per row.
 
     Raises:
-        KeyError: A strict deserializer has no table.
+        MissingState: The snapshot has no table (see :func:`read`).
         ValueError: The columns do not match the labels.
     """
-    labels = serializer('labels', None)
-    if labels is None:
-        return None
+    labels = read(serializer, 'labels')
     labels = json.loads(
         numpy.asarray(labels, numpy.uint8).tobytes().decode('utf-8'))
     columns = {}
     for field in fields:
-        values = numpy.asarray(serializer(field, None), numpy.float64)
+        values = numpy.asarray(read(serializer, field), numpy.float64)
         columns[field] = values.ravel()
         if len(columns[field]) != len(labels):
             raise ValueError(

@@ -1,7 +1,7 @@
 from chainer import reporter
 from chainer.training import extension
 
-from chainer_hookext import _modes
+from chainer_hookext import _checks
 from chainer_hookext.extensions import link_hook_extension
 from chainer_hookext.link_hooks import activation_statistics
 
@@ -43,7 +43,7 @@ class ActivationStatistics(link_hook_extension.LinkHookExtension):
                  statistics=activation_statistics.STATISTICS, train=True,
                  eval=False):
         call = type(self).__name__
-        _modes.check_modes(call, train, eval)
+        train, eval = _checks.check_modes(call, train, eval)
         activation_statistics.check_statistics(call, statistics)
         hook = activation_statistics.ActivationStatisticsHook(
             statistics=statistics, train=train, eval=eval)

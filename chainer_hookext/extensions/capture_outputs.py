@@ -2,7 +2,7 @@ import sys
 
 from chainer.training import extension
 
-from chainer_hookext import _modes
+from chainer_hookext import _checks
 from chainer_hookext.extensions import link_hook_extension
 from chainer_hookext.link_hooks import capture_outputs
 
@@ -69,8 +69,8 @@ class CaptureOutputs(link_hook_extension.LinkHookExtension):
             raise ValueError(
                 '`{}(keep={!r})` is not a choice: use False (drop the outputs '
                 "after training), True or 'on_error'.".format(call, keep))
-        copy = _modes.check_flag(call, 'copy', copy)
-        _modes.check_modes(call, train, eval)
+        copy = _checks.check_flag(call, 'copy', copy)
+        train, eval = _checks.check_modes(call, train, eval)
         hook = capture_outputs.CaptureOutputsHook(
             copy=copy, train=train, eval=eval)
         super().__init__(hook, links, train=train, eval=eval)

@@ -2,15 +2,15 @@ import warnings
 import weakref
 
 import chainer
-from chainer import serializer as serializer_module
 from chainer.link_hooks import spectral_normalization
 from chainer.link_hooks import weight_standardization
 from chainer.training import extension
 
-from chainer_hookext.extensions import _loop_entry
-from chainer_hookext import _modes
-from chainer_hookext.extensions import _link_names
+from chainer_hookext import _checks
 from chainer_hookext import _registry
+from chainer_hookext import _state
+from chainer_hookext.extensions import _link_names
+from chainer_hookext.extensions import _loop_entry
 from chainer_hookext.extensions import _scope_filter
 from chainer_hookext.link_hooks import scoped_link_hook
 
@@ -113,7 +113,7 @@ class LinkHookExtension(extension.Extension):
                 '`added(None)`), for the length of training only.  It is '
                 'part of the model: add it with `link.add_hook(hook)`.'.format(
                     call, hook, type(hook).__name__, call))
-        _modes.check_modes(call, train, eval)
+        train, eval = _checks.check_modes(call, train, eval)
         self.hook = hook
         self.links = _as_links(call, links)
         self.train = train
@@ -258,12 +258,12 @@ class LinkHookExtension(extension.Extension):
         serialize = getattr(self.hook, 'serialize', None)
         if serialize is None:
             return
-        if not isinstance(serializer, serializer_module.Deserializer):
+        if not _state.is_loading(serializer):
             serialize(serializer['hook'])
             return
         try:
-            serialize(serializer['hook'])
-        except KeyError as e:
+            serialize(_state.child(serializer, 'hook'))
+        except KeyError as e:  # _state.MissingState, or the hook's own
             warnings.warn(
                 '{}: the snapshot has no state for hook {!r} ({}); it was '
                 'probably taken before this extension was added.  Starting '

@@ -1,7 +1,7 @@
 from chainer import reporter
 from chainer.training import extension
 
-from chainer_hookext import _modes
+from chainer_hookext import _checks
 from chainer_hookext import _registry
 from chainer_hookext.extensions import _loop_entry
 from chainer_hookext.extensions import link_hook_extension
@@ -61,9 +61,9 @@ class NonFiniteGuard(link_hook_extension.LinkHookExtension):
     def __init__(self, links=None, *, action='raise', backward=True,
                  train=True, eval=True):
         call = type(self).__name__
-        _modes.check_modes(call, train, eval)
+        train, eval = _checks.check_modes(call, train, eval)
         non_finite.check_action(call, action)
-        backward = _modes.check_flag(call, 'backward', backward)
+        backward = _checks.check_flag(call, 'backward', backward)
         hook = non_finite.NonFiniteHook(
             backward=backward, action=action, train=train, eval=eval)
         super().__init__(hook, links, train=train, eval=eval)

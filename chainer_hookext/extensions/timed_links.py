@@ -4,6 +4,7 @@ import sys
 import chainer
 from chainer.training import extension
 
+from chainer_hookext import _checks
 from chainer_hookext import _state
 from chainer_hookext.extensions import _gathered_figures
 from chainer_hookext.extensions import _link_names
@@ -60,7 +61,9 @@ class TimedLinks(link_hook_extension.LinkHookExtension):
     The state (cumulative times and counts, and the baseline of the last
     report) is serialized with the trainer, so a run resumed from a snapshot
     reports the same keys at the same iterations, and :meth:`summary` covers
-    the whole run.
+    the whole run.  Extended to a new trainer (one whose iteration is below
+    that of the last report), it starts afresh, as after a snapshot without
+    its state.
 
     Args:
         links (~chainer.Link or list of ~chainer.Link): Sub-trees to time;
@@ -100,14 +103,10 @@ class TimedLinks(link_hook_extension.LinkHookExtension):
 
     def __init__(self, links=None, *, validation=False, print_report=False,
                  unit='auto', comm=None, local_report=False, backward=True):
-        for arg, value in (('validation', validation),
-                           ('print_report', print_report),
-                           ('local_report', local_report),
-                           ('backward', backward)):
-            if not isinstance(value, bool):
-                raise TypeError(
-                    '`TimedLinks({}={!r})` needs True or False.'.format(
-                        arg, value))
+        validation, print_report, local_report, backward = (
+            _checks.check_flag('TimedLinks', arg, value) for arg, value in (
+                ('validation', validation), ('print_report', print_report),
+                ('local_report', local_report), ('backward', backward)))
         units.check_unit('TimedLinks', unit)
         if comm is not None:
             _gathered_figures.check_comm('TimedLinks', comm)
@@ -163,6 +162,9 @@ class TimedLinks(link_hook_extension.LinkHookExtension):
             self._start(trainer)
 
     def _start(self, trainer):
+        # A new run (a new trainer, or a snapshot without our state): the
+        # figures of an earlier one are forgotten.
+        self.hook.reset()
         self._last_iteration = trainer.updater.iteration
         self._baseline = self._totals()
 
@@ -251,13 +253,21 @@ class TimedLinks(link_hook_extension.LinkHookExtension):
 
     def serialize(self, serializer):
         """Saves or restores the hook's figures and the last report's.
+
+        Loading a snapshot without them (taken before this extension was
+        added) warns, and timing starts afresh.
         """
-        try:
+        if not _state.is_loading(serializer):
             self.hook.serialize(serializer['hook'])
             self._serialize_baseline(serializer)
-        except KeyError as e:
+            return
+        try:
+            self.hook.serialize(_state.child(serializer, 'hook'))
+            self._serialize_baseline(serializer)
+        except _state.MissingState as e:
             _state.warn_missing(self.name or self.default_name, e,
                                 'Timing starts afresh.')
+            self._last_iteration = None  # initialize starts a new run
 
     def _serialize_baseline(self, serializer):
         if not _state.is_loading(serializer):
@@ -272,10 +282,9 @@ class TimedLinks(link_hook_extension.LinkHookExtension):
                 {f: [getattr(e, f) for e in rows]
                  for f in call_tree.FIELDS})
             return
-        last = int(serializer('last_iteration', -1))
-        rows = _state.load_rows(serializer['baseline'], call_tree.FIELDS)
-        if rows is None:  # a non-strict deserializer
-            return
+        last = int(_state.read(serializer, 'last_iteration'))
+        rows = _state.load_rows(
+            _state.child(serializer, 'baseline'), call_tree.FIELDS)
         self._last_iteration = None if last < 0 else last
         self._baseline = {}
         for (mode, key, parent), values in rows:

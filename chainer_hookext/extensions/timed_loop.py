@@ -5,6 +5,7 @@ import chainer
 import numpy
 from chainer.training import extension
 
+from chainer_hookext import _checks
 from chainer_hookext import _state
 from chainer_hookext.extensions import _gathered_figures
 from chainer_hookext.extensions._loop import loop_extension
@@ -81,10 +82,8 @@ class TimedLoop(loop_extension.LoopExtension):
     default_name = 'TimedLoop'
 
     def __init__(self, *, print_report=False, unit='auto', comm=None):
-        if not isinstance(print_report, bool):
-            raise TypeError(
-                '`TimedLoop(print_report={!r})` needs True or False.'.format(
-                    print_report))
+        print_report = _checks.check_flag(
+            'TimedLoop', 'print_report', print_report)
         units.check_unit('TimedLoop', unit)
         if comm is not None:
             _gathered_figures.check_comm('TimedLoop', comm)
@@ -197,17 +196,27 @@ class TimedLoop(loop_extension.LoopExtension):
     def summary(self):
         """Returns seconds per iteration of each phase over the whole run.
 
-        Resumed parts included: ``{'iteration': ..., 'data': ..., ...}``
-        with the keys of the reports (without ``time/loop/``).
+        Resumed parts included, and the iterations since the last report:
+        ``{'iteration': ..., 'data': ..., ...}`` with the keys of the
+        reports (without ``time/loop/``); ``{}`` before any iteration.
         """
-        n = (self._last_iteration or 0) - (self._first_iteration or 0)
+        if self._first_iteration is None:
+            return collections.OrderedDict()
+        trainer = self._trainer  # during its run, or after it
+        last = (self._last_iteration if trainer is None
+                else trainer.updater.iteration)
+        n = last - self._first_iteration
         if n <= 0:
             return collections.OrderedDict()
         return self._figures(self._totals(), {}, n)
 
     # -- snapshots -----------------------------------------------------------
     def serialize(self, serializer):
-        """Saves or restores the figures and the last report's."""
+        """Saves or restores the figures and the last report's.
+
+        Loading a snapshot without them (taken before this extension was
+        added) warns, and timing starts afresh.
+        """
         if not _state.is_loading(serializer):
             totals = self._totals()
             for name, values in (('totals', totals),
@@ -220,14 +229,16 @@ class TimedLoop(loop_extension.LoopExtension):
                 numpy.int64))
             return
         try:
-            loaded = {name: _state.load_rows(serializer[name], ('seconds',))
-                      for name in ('totals', 'baseline')}
-            first, last = (int(i) for i in serializer('iterations', None))
-        except KeyError as e:
+            loaded = {name: _state.load_rows(
+                _state.child(serializer, name), ('seconds',))
+                for name in ('totals', 'baseline')}
+            first, last = (
+                int(i) for i in _state.read(serializer, 'iterations'))
+        except _state.MissingState as e:
             _state.warn_missing(self.name or self.default_name, e,
                                 'Timing starts afresh.')
-            return
-        if loaded['totals'] is None:  # a non-strict deserializer
+            self._saved, self._baseline = {}, {}
+            self._first_iteration = self._last_iteration = None
             return
         self._saved = {p: v['seconds'] for p, v in loaded['totals']}
         self._baseline = {p: v['seconds'] for p, v in loaded['baseline']}

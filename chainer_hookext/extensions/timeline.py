@@ -6,6 +6,7 @@ import chainer
 import numpy
 from chainer.training import extension
 
+from chainer_hookext import _checks
 from chainer_hookext import _registry
 from chainer_hookext import _state
 from chainer_hookext.extensions import _gathered_figures
@@ -70,19 +71,11 @@ class Timeline(loop_extension.LoopExtension):
 
     def __init__(self, iterations=3, *, warmup=0, validation=False,
                  compress=True, comm=None):
-        for arg, value, least in (('iterations', iterations, 1),
-                                  ('warmup', warmup, 0)):
-            if isinstance(value, bool) or not isinstance(
-                    value, int) or value < least:
-                raise ValueError(
-                    '`Timeline({}={!r})` needs an integer of at least '
-                    '{}.'.format(arg, value, least))
-        for arg, value in (('validation', validation),
-                           ('compress', compress)):
-            if not isinstance(value, bool):
-                raise ValueError(
-                    '`Timeline({}={!r})` is not a flag: use True or '
-                    'False.'.format(arg, value))
+        iterations = _checks.check_int(
+            'Timeline', 'iterations', iterations, 1)
+        warmup = _checks.check_int('Timeline', 'warmup', warmup, 0)
+        validation = _checks.check_flag('Timeline', 'validation', validation)
+        compress = _checks.check_flag('Timeline', 'compress', compress)
         if comm is not None:
             _gathered_figures.check_comm('Timeline', comm)
         super().__init__()
@@ -234,7 +227,7 @@ class Timeline(loop_extension.LoopExtension):
                 -1 if pending is None else pending, numpy.int64))
             return
         try:
-            pending = int(serializer('next_window', -1))
+            pending = int(_state.read(serializer, 'next_window'))
         except KeyError as e:
             _state.warn_missing(self.name or self.default_name, e,
                                 'No window is scheduled.')

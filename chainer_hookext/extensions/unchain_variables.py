@@ -1,9 +1,10 @@
 import chainerx
 from chainer import configuration
-from chainer import serializer as serializer_module
 from chainer import variable
 from chainer.training import extension
 
+from chainer_hookext import _checks
+from chainer_hookext import _state
 from chainer_hookext.extensions import _loop_entry
 from chainer_hookext.extensions import _priorities
 
@@ -90,12 +91,7 @@ class UnchainVariables(extension.Extension):
     default_name = 'UnchainVariables'
 
     def __init__(self, *, always=False):
-        if not isinstance(always, bool):
-            raise TypeError(
-                '`UnchainVariables(always={!r})` needs a bool: True to '
-                'unchain every iteration, False (default) to follow '
-                'chainer.config.keep_graph_on_report.'.format(always))
-        self.always = always
+        self.always = _checks.check_flag('UnchainVariables', 'always', always)
         self._carried_flag = False
         self._entry = None
 
@@ -142,17 +138,20 @@ class UnchainVariables(extension.Extension):
         Saving records ``keep_graph_on_report`` as it stands: ``snapshot``
         runs after every extension but this one, so that is the value carried
         from the snapshot's iteration into the next update.  Loading a
-        snapshot taken before this extension was added keeps the fresh state
-        (the flag read when the loop starts still applies).
+        snapshot taken before this extension was added warns and starts
+        afresh: the flag read when the loop starts applies.
         """
-        if not isinstance(serializer, serializer_module.Deserializer):
+        if not _state.is_loading(serializer):
             serializer('carried_flag',
                        bool(configuration.config.keep_graph_on_report))
             return
         try:
-            value = serializer('carried_flag', self._carried_flag)
-        except KeyError:
-            return
+            value = _state.read(serializer, 'carried_flag')
+        except _state.MissingState as e:
+            _state.warn_missing(
+                self.name or self.default_name, e,
+                'It follows keep_graph_on_report from the loop\'s start.')
+            value = False
         self._carried_flag = bool(value)
 
     def _disarm(self):

@@ -1,4 +1,4 @@
-from chainer_hookext import _modes
+from chainer_hookext import _checks
 from chainer_hookext.link_hooks import scoped_link_hook
 
 
@@ -57,7 +57,7 @@ class CallbackHook(scoped_link_hook.ScopedLinkHook):
                     '`{}({}={!r})` is not callable: pass a function or '
                     'None.'.format(call, arg, value))
         if name is not None:
-            _modes.check_name(call, 'name', name)
+            _checks.check_name(call, 'name', name)
         super().__init__(train=train, eval=eval)
         if name is not None:
             self.name = name

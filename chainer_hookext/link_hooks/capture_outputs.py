@@ -1,6 +1,6 @@
 import chainer
 
-from chainer_hookext import _modes
+from chainer_hookext import _checks
 from chainer_hookext.link_hooks import _output_hook
 
 
@@ -43,7 +43,7 @@ class CaptureOutputsHook(_output_hook.OutputHook):
     name = 'CaptureOutputsHook'
 
     def __init__(self, *, copy=False, train=True, eval=False):
-        copy = _modes.check_flag(type(self).__name__, 'copy', copy)
+        copy = _checks.check_flag(type(self).__name__, 'copy', copy)
         super().__init__(train=train, eval=eval)
         self.copy = copy
         self.outputs = {}

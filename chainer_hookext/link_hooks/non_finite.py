@@ -5,6 +5,7 @@ import weakref
 import numpy
 
 from chainer_hookext import _arrays
+from chainer_hookext import _checks
 from chainer_hookext import _modes
 from chainer_hookext.link_hooks import _finite
 from chainer_hookext.link_hooks import _node_tags
@@ -86,10 +87,10 @@ class NonFiniteHook(_output_hook.OutputHook):
     def __init__(self, *, backward=True, action='raise', deferred=None,
                  train=True, eval=True):
         call = type(self).__name__
-        backward = _modes.check_flag(call, 'backward', backward)
+        backward = _checks.check_flag(call, 'backward', backward)
         check_action(call, action)
-        deferred = _modes.check_flag(call, 'deferred', deferred,
-                                     none='NumPy at once, others at check()')
+        deferred = _checks.check_flag(call, 'deferred', deferred,
+                                      none='NumPy at once, others at check()')
         self.track_links = backward
         super().__init__(train=train, eval=eval)
         self.backward = backward

@@ -1,5 +1,6 @@
 import chainer
 
+from chainer_hookext import _checks
 from chainer_hookext import _modes
 
 
@@ -59,8 +60,8 @@ no mode to act in: ...
     scope_modes = _modes.Modes(True, True)
 
     def __init__(self, *, train=True, eval=True):
-        _modes.check_modes(type(self).__name__, train, eval)
-        self.own_modes = _modes.Modes(bool(train), bool(eval))
+        self.own_modes = _modes.Modes(
+            *_checks.check_modes(type(self).__name__, train, eval))
         self.mode = _combined_mode(self.own_modes, self.scope_modes)
 
     def set_scope(self, link_names=None, train=True, eval=True):
@@ -82,8 +83,7 @@ no mode to act in: ...
                 no mode of the hook's own.
         """
         call = type(self).__name__ + '.set_scope'
-        _modes.check_modes(call, train, eval)
-        scope = _modes.Modes(bool(train), bool(eval))
+        scope = _modes.Modes(*_checks.check_modes(call, train, eval))
         mode = _combined_mode(self.own_modes, scope)
         if mode is _NO_MODE:
             own = self.own_modes

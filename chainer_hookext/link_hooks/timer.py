@@ -4,6 +4,7 @@ import threading
 
 import chainer
 
+from chainer_hookext import _checks
 from chainer_hookext import _state
 from chainer_hookext.link_hooks import _node_tags
 from chainer_hookext.link_hooks import scoped_link_hook
@@ -99,16 +100,8 @@ class TimerHook(call_stack.CallStack, scoped_link_hook.ScopedLinkHook):
 
     def __init__(self, *, name=None, backward=False):
         if name is not None:
-            if not isinstance(name, str) or not name:
-                raise TypeError(
-                    '`TimerHook(name={!r})` needs a non-empty string, e.g. '
-                    "'TimerHook'.".format(name))
-            self.name = name
-        if not isinstance(backward, bool):
-            raise TypeError(
-                '`TimerHook(backward={!r})` needs True or False.'.format(
-                    backward))
-        self.backward = backward
+            self.name = _checks.check_name('TimerHook', 'name', name)
+        self.backward = _checks.check_flag('TimerHook', 'backward', backward)
         call_stack.CallStack.__init__(self)
         self._stored = {mode: call_tree.CallRecord() for mode in _MODES[None]}
         self._backward_timer = None
@@ -304,6 +297,11 @@ class TimerHook(call_stack.CallStack, scoped_link_hook.ScopedLinkHook):
         """Saves or restores all accumulated times and counts.
 
         Loading replaces the hook's figures.
+
+        Raises:
+            KeyError: Loading, the snapshot has none of the hook's state
+                (:class:`chainer_hookext._state.MissingState`, whatever the
+                deserializer, strict or not); the figures are kept.
         """
         fields = ('elapsed_time', 'occurrence', 'backward_time')
         if not _state.is_loading(serializer):
@@ -318,16 +316,22 @@ class TimerHook(call_stack.CallStack, scoped_link_hook.ScopedLinkHook):
             _state.save_rows(serializer['outside'], list(_MODES[None]), {
                 'backward_time': [self._outside(m) for m in _MODES[None]]})
             return
-        calls = _state.load_rows(serializer['calls'], fields)
-        outside = _state.load_rows(serializer['outside'], ('backward_time',))
-        if calls is None or outside is None:  # a non-strict deserializer
-            return
-        self.store(
-            {m: call_tree.CallRecord() for m in _MODES[None]},
-            forget_paths=False)
+        calls = _state.load_rows(_state.child(serializer, 'calls'), fields)
+        outside = _state.load_rows(
+            _state.child(serializer, 'outside'), ('backward_time',))
+        self.reset()
         self._stored = _trees_from_rows(calls)
         for mode, values in outside:
             self.outside[mode].backward = values['backward_time']
+
+    def reset(self):
+        """Forgets every time and count so far; the links' paths are kept.
+        """
+        self.store({m: call_tree.CallRecord() for m in _MODES[None]},
+                   forget_paths=False)
+        self._stored = {m: call_tree.CallRecord() for m in _MODES[None]}
+        for mode in _MODES[None]:
+            self.outside[mode].backward = 0.0
 
 
 def _trees_from_rows(rows):

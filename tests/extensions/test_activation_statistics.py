@@ -105,9 +105,9 @@ def test_bad_arguments_name_the_class(cls):
     with pytest.raises(ValueError,
                        match=r"`{}\(statistics='avg'\)`".format(cls.__name__)):
         cls(statistics='avg')
-    with pytest.raises(ValueError, match=r'`{}\(eval=1\)` is not a flag: '
-                                         'use True or False'
-                                         .format(cls.__name__)):
+    with pytest.raises(TypeError, match=r'`{}\(eval=1\)` is not a flag: '
+                                        'use True or False'
+                                        .format(cls.__name__)):
         cls(eval=1)
 
 

@@ -364,7 +364,7 @@ class MyExtension(LinkHookExtension):
     ({'train': None}, 'train=None'),
 ])
 def test_modes_need_true_or_false(cls, kwargs, shown):
-    with pytest.raises(ValueError, match=re.escape(
+    with pytest.raises(TypeError, match=re.escape(
             '`{}({})` is not a flag'.format(cls.__name__, shown))):
         cls(RecordingHook(), **kwargs)
 

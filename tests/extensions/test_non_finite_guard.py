@@ -292,7 +292,7 @@ class MyGuard(NonFiniteGuard):
     ({'eval': None}, 'eval=None'),
 ])
 def test_flags_need_true_or_false(cls, kwargs, shown):
-    with pytest.raises(ValueError, match=r'`{}\({}\)` is not a flag: use '
+    with pytest.raises(TypeError, match=r'`{}\({}\)` is not a flag: use '
                        'True or False'.format(cls.__name__, shown)):
         cls(**kwargs)
 

@@ -139,9 +139,9 @@ def test_nothing_left_registered(still, tmp_path):
 def test_bad_arguments():
     with pytest.raises(ValueError, match=r'Timeline\(iterations=0\)'):
         Timeline(iterations=0)
-    with pytest.raises(ValueError, match=r"Timeline\(warmup='1'\)"):
+    with pytest.raises(TypeError, match=r"Timeline\(warmup='1'\)"):
         Timeline(warmup='1')
-    with pytest.raises(ValueError, match=r"Timeline\(compress='yes'\)"):
+    with pytest.raises(TypeError, match=r"Timeline\(compress='yes'\)"):
         Timeline(compress='yes')
 
 

@@ -158,6 +158,6 @@ def test_bad_statistics(cls, bad):
 
 @pytest.mark.parametrize('cls', [ActivationStatisticsHook, MyStatistics])
 def test_flags_need_true_or_false(cls):
-    with pytest.raises(ValueError, match=r"`{}\(train='yes'\)` is not a "
-                                         'flag'.format(cls.__name__)):
+    with pytest.raises(TypeError, match=r"`{}\(train='yes'\)` is not a "
+                                        'flag'.format(cls.__name__)):
         cls(train='yes')

@@ -74,14 +74,14 @@ class MyCallback(CallbackHook):
 
 
 @pytest.mark.parametrize('cls', [CallbackHook, MyCallback])
-@pytest.mark.parametrize('kwargs,shown', [
-    ({'name': 3}, 'name=3'),
-    ({'name': ''}, "name=''"),
-    ({'train': 'yes'}, "train='yes'"),
+@pytest.mark.parametrize('kwargs,shown,error', [
+    ({'name': 3}, 'name=3', TypeError),
+    ({'name': ''}, "name=''", ValueError),
+    ({'train': 'yes'}, "train='yes'", TypeError),
 ])
-def test_name_and_flags_are_checked(cls, kwargs, shown):
-    with pytest.raises(ValueError, match=r'`{}\({}\)` is not a '
-                                         .format(cls.__name__, shown)):
+def test_name_and_flags_are_checked(cls, kwargs, shown, error):
+    with pytest.raises(error, match=r'`{}\({}\)` is not a '
+                       .format(cls.__name__, shown)):
         cls(print, **kwargs)
 
 

@@ -94,8 +94,8 @@ def test_never_fires():
 @pytest.mark.parametrize('kwargs,shown', [
     ({'copy': 'no'}, "copy='no'"), ({'eval': 'no'}, "eval='no'")])
 def test_flags_need_true_or_false(kwargs, shown):
-    with pytest.raises(ValueError, match=r'`CaptureOutputsHook\({}\)` is '
-                                         'not a flag'.format(shown)):
+    with pytest.raises(TypeError, match=r'`CaptureOutputsHook\({}\)` is '
+                                        'not a flag'.format(shown)):
         CaptureOutputsHook(**kwargs)
 
 

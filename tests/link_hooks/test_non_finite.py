@@ -370,7 +370,7 @@ class MyHook(NonFiniteHook):
 ])
 def test_flags_need_true_or_false(kwargs, shown):
     for cls in (NonFiniteHook, MyHook):
-        with pytest.raises(ValueError, match=r'`{}\({}\)` is not a flag: '
+        with pytest.raises(TypeError, match=r'`{}\({}\)` is not a flag: '
                            'use True'.format(cls.__name__, shown)):
             cls(**kwargs)
 
@@ -380,7 +380,7 @@ def test_bad_arguments():
         MyHook(action='stop')
     with pytest.raises(ValueError, match=r"NonFiniteHook\(action='stop'\)"):
         NonFiniteHook(action='stop')
-    with pytest.raises(ValueError, match=r"NonFiniteHook\(deferred='gpu'\)"):
+    with pytest.raises(TypeError, match=r"NonFiniteHook\(deferred='gpu'\)"):
         NonFiniteHook(deferred='gpu')
     with pytest.raises(ValueError,
                        match=r'`NonFiniteHook\(train=False, eval=False\)`'):

@@ -1,0 +1,118 @@
+"""Checks of the arguments of the public classes, one rule for all.
+
+NumPy booleans and integers pass as Python's (as Chainer takes them) and are
+returned converted.  A value of the wrong type raises ``TypeError``, a value
+of the right type out of range ``ValueError``; the message names the call,
+shows the value (``numpy.int64(3)``, not ``3``) and says what works.
+"""
+
+import numbers
+
+import numpy
+
+
+def shown(value):
+    """Returns ``repr(value)``, with the type of a NumPy scalar.
+
+    >>> shown(numpy.int64(3)), shown(3)
+    ('numpy.int64(3)', '3')
+    """
+    if isinstance(value, numpy.generic):
+        return 'numpy.{}({!r})'.format(type(value).__name__, value.item())
+    return repr(value)
+
+
+def check_flag(call, name, value, none=None):
+    """Returns ``value`` as a ``bool``; raises unless it is True or False.
+
+    Args:
+        call (str): The call to name, e.g. ``'TimedLoop'``.
+        name (str): The argument's name, e.g. ``'print_report'``.
+        value: The value given.
+        none (str): What ``None`` means, when it is accepted too (returned
+            as it is); ``None`` (default) refuses it.
+
+    Raises:
+        TypeError: ``value`` is not a ``bool`` or ``numpy.bool_``.
+
+    >>> check_flag('TimedLoop', 'print_report', numpy.True_)
+    True
+    >>> check_flag('TimedLoop', 'print_report', numpy.int64(1))
+    Traceback (most recent call last):
+    ...
+    TypeError: `TimedLoop(print_report=numpy.int64(1))` is not a flag: use \
+True or False (a bool or numpy.bool_).
+    """
+    if value is None and none is not None:
+        return None
+    if not isinstance(value, (bool, numpy.bool_)):
+        raise TypeError(
+            '`{}({}={})` is not a flag: use True or False (a bool or '
+            'numpy.bool_){}.'.format(call, name, shown(value), '' if (
+                none is None) else ', or None ({})'.format(none)))
+    return bool(value)
+
+
+def check_int(call, name, value, least):
+    """Returns ``value`` as an ``int``; raises unless it is one >= ``least``.
+
+    Args:
+        call (str): The call to name, e.g. ``'Timeline'``.
+        name (str): The argument's name, e.g. ``'iterations'``.
+        value: The value given.
+        least (int): The smallest value allowed.
+
+    Raises:
+        TypeError: ``value`` is not an integer (Python's or NumPy's; a bool
+            is not one).
+        ValueError: ``value`` is below ``least``.
+
+    >>> check_int('Timeline', 'iterations', numpy.int64(3), 1)
+    3
+    >>> check_int('Timeline', 'iterations', 0, 1)
+    Traceback (most recent call last):
+    ...
+    ValueError: `Timeline(iterations=0)` is below 1: use an integer of at \
+least 1.
+    """
+    what = 'use an integer of at least {}.'.format(least)
+    if isinstance(value, (bool, numpy.bool_)) or not isinstance(
+            value, numbers.Integral):
+        raise TypeError('`{}({}={})` is not an integer: {}'.format(
+            call, name, shown(value), what))
+    if value < least:
+        raise ValueError('`{}({}={})` is below {}: {}'.format(
+            call, name, shown(value), least, what))
+    return int(value)
+
+
+def check_name(call, name, value):
+    """Returns ``value``; raises unless it is a non-empty string.
+
+    Raises:
+        TypeError: ``value`` is not a string.
+        ValueError: ``value`` is empty.
+    """
+    if not isinstance(value, str):
+        raise TypeError('`{}({}={})` is not a name: use a non-empty '
+                        'string.'.format(call, name, shown(value)))
+    if not value:
+        raise ValueError('`{}({}={!r})` is not a name: use a non-empty '
+                         'string.'.format(call, name, value))
+    return value
+
+
+def check_modes(call, train, eval):
+    """Returns the flags ``(train, eval)`` as bools.
+
+    Raises:
+        TypeError: A flag is not True or False (:func:`check_flag`).
+        ValueError: Both are false: nothing would ever act.
+    """
+    train = check_flag(call, 'train', train)
+    eval = check_flag(call, 'eval', eval)
+    if not (train or eval):
+        raise ValueError(
+            '`{}(train=False, eval=False)` would never fire: enable '
+            'training mode, evaluation mode or both.'.format(call))
+    return train, eval
