@@ -101,11 +101,19 @@ class TimedLoop(loop_extension.LoopExtension):
     def initialize(self, trainer):
         self.release()
         self._names = list(trainer._extensions)
-        iteration = trainer.updater.iteration
-        if self._last_iteration is None or iteration < self._last_iteration:
-            self._first_iteration = self._last_iteration = iteration
+        last = self._last_iteration
+        if last is not None and trainer.updater.iteration < last:
+            # A new run, not a resumed one: start afresh.
+            self._first_iteration = self._last_iteration = None
             self._saved, self._baseline = {}, {}
         super().initialize(trainer)
+
+    def iteration_started(self, trainer):
+        # Where figures start is known only now: a snapshot loaded after
+        # initialize (``snapshot(autoload=True)``) has moved the iteration.
+        if self._last_iteration is None:
+            iteration = trainer.updater.iteration
+            self._first_iteration = self._last_iteration = iteration
 
     # -- figures -------------------------------------------------------------
     def release(self):
