@@ -205,13 +205,14 @@ class StillClock(object):
 @pytest.fixture
 def still(monkeypatch):
     """Every timer of the package on one :class:`StillClock`."""
+    from chainer_hookext.extensions._loop import marks
     from chainer_hookext.extensions._loop import phases
     from chainer_hookext.extensions._timeline import link_spans
     from chainer_hookext.link_hooks._timer import backward
     from chainer_hookext.link_hooks._timer import call_stack
 
     clock = StillClock()
-    for module in (phases, link_spans, backward, call_stack):
+    for module in (phases, marks, link_spans, backward, call_stack):
         monkeypatch.setattr(module, '_perf_counter', clock)
     return clock
 

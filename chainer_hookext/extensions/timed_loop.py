@@ -31,27 +31,27 @@ class TimedLoop(loop_extension.LoopExtension):
       included);
     * ``time/loop/forward``: from there to the first backward step (the
       model's forward and the loss);
-    * ``time/loop/backward``: from there to the optimizer's update;
-    * ``time/loop/optimizer``: the optimizers' update, from their ``pre``
-      hooks (e.g. ``WeightDecay``) to their ``post`` hooks;
+    * ``time/loop/backward``: from there to the end of the last backward
+      step;
+    * ``time/loop/optimizer``: from there to the next mark: the
+      optimizers' update with their hooks (e.g. ``WeightDecay``);
     * ``time/loop/allreduce``: under ChainerMN, the gradient all-reduce of
       the multi-node optimizer (from the last backward step to the update);
     * ``time/loop/extensions``: all extensions' triggers and calls, and
       ``time/loop/extension/<name>`` each one's, by its name in the trainer
       (``validation``, ``LogReport`` ...): averaged over every iteration, so
       that an extension run every 100 iterations shows its true share;
-    * ``time/loop/other``: the rest (the stop trigger, the update's work
-      after the optimizer's update), so that the phases add up to the
-      iteration.
+    * ``time/loop/other``: the rest (the stop trigger), so that the
+      phases add up to the iteration.
 
     An update that runs several forward and backward passes (a GAN, BPTT)
     goes from phase to phase as they come: ``docs/timing.md`` defines each
     mark.  It costs a few clock reads per iteration and two calls of an
     empty method per function applied and per backward step (a function
     hook); nothing of the user's is replaced: it listens through a function
-    hook in the training thread, ``pre`` and ``post`` hooks of each
-    optimizer and the trainer's extension entries, all removed on every way
-    out of ``run()``.
+    hook in the training thread, a ``pre`` hook of each optimizer where
+    there are several (or under ChainerMN) and the trainer's extension
+    entries, all removed on every way out of ``run()``.
 
     The figures (and the last report's) are saved in snapshots, so a
     resumed run reports as an uninterrupted one and :meth:`summary` covers

@@ -264,3 +264,30 @@ def test_added_at_an_autoloaded_resume_averages_since_the_resume(
     # The resumed LogReport's log holds the first run's entries too.
     assert [e['iteration'] for e in log if e] == [
         DATA + FORWARD + BACKWARD + OPTIMIZER + SLOW / 2] * 2
+
+
+def test_two_optimizers_each_pass_in_its_phases(still, tmp_path):
+    # A GAN-like update: two models, each its forward, backward and update.
+    from tests.conftest import OPTIMIZER as OPT
+    from tests.conftest import SlowModel
+
+    class TwoModels(training.updaters.StandardUpdater):
+        def update_core(self):
+            batch = self.get_iterator('main').next()
+            x, t = self.converter(batch, None)
+            for name in ('gen', 'dis'):
+                optimizer = self.get_optimizer(name)
+                optimizer.update(optimizer.target, x, t)
+
+    def updater(iterator, optimizer):
+        second = chainer.optimizers.SGD().setup(SlowModel(still))
+        second.add_hook(lambda opt: still.sleep(OPT), name='slow')
+        return TwoModels(iterator, {'gen': optimizer, 'dis': second})
+
+    _, log = run_timed(make_slow_trainer(still, tmp_path, updater=updater))
+    for figures in log:
+        assert figures['data'] == DATA
+        assert figures['forward'] == 2 * FORWARD
+        assert figures['backward'] == 2 * BACKWARD
+        assert figures['optimizer'] == 2 * OPT
+        assert figures['other'] == 0.0

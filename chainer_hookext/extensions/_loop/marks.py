@@ -7,16 +7,16 @@ mark                                        phase started
 the iteration's start (the stop trigger     ``data``
 said go on)
 the first function applied in the update    ``forward``
-after the start, an optimizer's update or
-a backward (a function hook's
-``forward_preprocess``)
+after the start or an optimizer's update
+(a function hook's ``forward_preprocess``)
 the first backward step after a forward     ``backward``
 (the function hook's
 ``backward_preprocess``)
-an optimizer's ``pre`` hooks (ours first)   ``optimizer``; under ChainerMN
-                                            the time from the last backward
-                                            step to there is ``allreduce``
-an optimizer's ``post`` hooks (ours last)   ``other``
+the next mark after a backward              ``optimizer``, from the last
+                                            backward step's end
+an optimizer's ``pre`` hooks (ours first),  ``optimizer``; under ChainerMN
+with several optimizers or ChainerMN only   the time from the last
+                                            backward step is ``allreduce``
 an extension's trigger (the trainer's       ``extension/<name>``: its
 extension entry)                            trigger and call
 the stop trigger                            ``other``
@@ -25,8 +25,8 @@ the stop trigger                            ``other``
 Functions applied inside a backward step (``F.forget`` recomputing its
 forward, double backpropagation) stay ``backward``.  The function hook is
 registered in the training thread only, from the loop's start to its end;
-outside the update it only returns.  A copy or a pickle of an optimizer
-holds, for each optimizer hook, one that does nothing
+outside the update it only returns.  A copy or a pickle of a multi-node
+optimizer holds, for our hook, one that does nothing
 (:class:`~chainer_hookext._registry.OptimizerHook`).
 """
 
@@ -36,69 +36,86 @@ from chainer_hookext import _registry
 from chainer_hookext.extensions._loop import phases
 
 
+# Bound once: read at each backward step.  Tests replace it with a fake
+# clock (the phase clock's, :data:`.phases._perf_counter`).
+_perf_counter = phases._perf_counter
+
+
 class PhaseMarks(function_hook.FunctionHook):
-    """Function hook starting the ``forward`` and ``backward`` phases.
+    """Function hook starting the ``forward`` and ``backward`` phases, and
+    ending ``backward`` at its last step.
 
     Args:
         clock (~.phases.PhaseClock): The clock to switch.
-        step_ends (bool): Record each backward step's end
-            (:attr:`step_end`), for ``allreduce``.
     """
 
     name = 'loop_phases'  # Marks.NAME
 
-    def __init__(self, clock, step_ends=False):
+    def __init__(self, clock):
         self.clock = clock
         self.watch_forward = False  # a function applied starts forward
         self.watch_backward = False  # a backward step starts backward
         self.steps = 0  # backward steps running
-        self.step_ends = step_ends
-        self.step_end = None
+        self.step_end = None  # when the last backward step ended
 
     def forward_preprocess(self, function, in_data):
         if self.watch_forward and not self.steps:
             self.watch_forward = False
             self.watch_backward = True
-            self.clock.switch(phases.FORWARD)
+            self.switch(phases.FORWARD)
 
     def backward_preprocess(self, function, in_data, out_grad):
         self.steps += 1
         if self.watch_backward:
-            self.watch_backward = False
-            self.watch_forward = True  # a second loss's forward
+            # Functions applied after a backward (ParallelUpdater's
+            # addgrads) are not a forward: only an optimizer's update
+            # (UpdateMark) watches for a forward again.
+            self.watch_backward = self.watch_forward = False
             self.clock.switch(phases.BACKWARD)
 
     def backward_postprocess(self, function, in_data, out_grad):
         self.steps -= 1
-        if self.step_ends:
-            self.step_end = phases._perf_counter()
+        self.step_end = _perf_counter()
+
+    def switch(self, phase):
+        """Starts ``phase``; a ``backward`` running ends at its last step,
+        the time since is ``optimizer``."""
+        clock = self.clock
+        if clock.phase == phases.BACKWARD and self.step_end is not None:
+            clock.switch(phases.OPTIMIZER, self.step_end)
+        clock.switch(phase)
 
     def watch(self, update):
         """Watches for forward and backward (``update``) or for nothing."""
         self.watch_forward = self.watch_backward = update
         self.steps = 0
-        self.step_end = None
 
 
-class OptimizerMark(_registry.OptimizerHook):
-    """Optimizer hook switching the clock, once per update.
+class UpdateMark(_registry.OptimizerHook):
+    """An optimizer's first ``pre`` hook: its update starts.
+
+    Added only where it is needed, to an updater with several optimizers (a
+    GAN: after one optimizer's update, the next loss is ``forward``) and to
+    ChainerMN's multi-node optimizer (the time from the last backward step
+    to its update is ``allreduce``).  Chainer's
+    ``GradientMethod.call_hook`` runs ``reallocate_cleared_grads()``, a walk
+    over every parameter, after each hook: that costs more than the rest of
+    ``TimedLoop`` (``benchmarks/README.md``).
 
     Args:
         marks (Marks): What it tells.
-        pre (bool): ``True`` for the ``pre`` hook, ``False`` for ``post``.
-        multi_node (bool): Whether the optimizer all-reduces its gradients
-            before its ``pre`` hooks (ChainerMN's multi-node optimizer).
+        multi_node (bool): Whether the optimizer all-reduces the gradients
+            before its update.
     """
 
-    def __init__(self, marks, pre, multi_node=False):
+    def __init__(self, marks, multi_node):
         self.marks = marks
-        self.pre = pre
         self.multi_node = multi_node
 
     def __call__(self, optimizer):
         marks = self.marks
         if marks is not None and marks.in_update:
-            marks.optimizer_mark(self)
+            marks.update_started(self.multi_node)
 
 
 class TimedTrigger(object):
@@ -167,19 +184,17 @@ class Marks(object):
             raise
 
     def _add(self, trainer, function_hooks):
-        multi_node = []
-        for optimizer in trainer.updater.get_all_optimizers().values():
+        optimizers = trainer.updater.get_all_optimizers().values()
+        for optimizer in optimizers:
             # ChainerMN's multi-node optimizer keeps its communicator in
-            # its own __dict__ (chainermn/optimizers.py).
-            node = 'communicator' in vars(optimizer)
-            multi_node.append(node)
-            for pre in (True, False):
-                # Ours first among the pre hooks: the user's (WeightDecay
-                # ...) are optimizer time.
+            # its own __dict__ (chainermn/optimizers.py).  Ours first among
+            # the pre hooks: the user's (WeightDecay ...) are optimizer time.
+            multi_node = 'communicator' in vars(optimizer)
+            if multi_node or len(optimizers) > 1:
                 self._optimizer_hooks.append(_registry.add_optimizer_hook(
-                    optimizer, OptimizerMark(self, pre, node), self.NAME,
-                    'pre' if pre else 'post', first=pre))
-        self._hook = PhaseMarks(self.clock, step_ends=any(multi_node))
+                    optimizer, UpdateMark(self, multi_node), self.NAME,
+                    'pre', first=True))
+        self._hook = PhaseMarks(self.clock)
         self._hook_handle = _registry.add(function_hooks, self._hook)
         # Trainer keeps its extension entries in ``_extensions``.
         for name, entry in trainer._extensions.items():
@@ -206,25 +221,25 @@ class Marks(object):
     def iteration_started(self):
         """Starts ``data``: the update begins."""
         self.in_update = True
-        self._hook.watch(True)
+        hook = self._hook
+        hook.watch(True)
+        hook.step_end = None
         self.clock.switch(phases.DATA)
 
     def outside_update(self, phase):
         """Starts ``phase`` of the loop (an extension, the stop trigger)."""
         self.in_update = False
-        self._hook.watch(False)
-        self.clock.switch(phase)
+        hook = self._hook
+        if hook.watch_forward or hook.watch_backward:
+            hook.watch(False)
+        hook.switch(phase)
 
-    def optimizer_mark(self, hook):
-        """An optimizer's ``pre`` or ``post`` hook is called."""
+    def update_started(self, multi_node):
+        """An optimizer's update starts (after its all-reduce)."""
         clock = self.clock
-        if not hook.pre:
-            self._hook.watch(True)
-            clock.switch(phases.OTHER)
-            return
-        step_end = self._hook.step_end
-        if (hook.multi_node and clock.phase == phases.BACKWARD
-                and step_end is not None and step_end >= clock.started):
-            clock.switch(phases.ALLREDUCE, step_end)
-        self._hook.watch(False)
-        clock.switch(phases.OPTIMIZER)
+        hook = self._hook
+        if multi_node and clock.phase == phases.BACKWARD and (
+                hook.step_end is not None):
+            clock.switch(phases.ALLREDUCE, hook.step_end)
+        hook.switch(phases.OPTIMIZER)
+        hook.watch(True)  # the next loss's forward and backward

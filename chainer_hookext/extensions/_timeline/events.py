@@ -6,9 +6,10 @@ One process per rank (``pid`` = rank + 1, named ``rank N``).  Its thread
 ``phase``) and each extension call (``extension``) > the links' spans:
 ``main/predictor/l1`` (category ``link_forward``) and
 ``main/predictor/l1 (backward)`` (``link_backward``), the link's name in
-``args``.  A link span is fitted into the phase that holds its end (a
-model's call starts a little before its first function, which starts the
-``forward`` phase): ``args.fitted_ns`` says by how much it was shortened.
+``args``.  A link span is fitted into the phase it overlaps most (a model's
+call starts a little before its first function, which starts the
+``forward`` phase; the function hooks that end a backward step run one
+after the other): ``args.fitted_ns`` says by how much it was shortened.
 On a GPU the links' spans are device times (CUDA events): they go to a
 thread of their own, ``device``, where nothing else is their parent.
 
@@ -106,14 +107,13 @@ def _links(window, ns, thread):
 
 
 def _fit(child, parents):
-    # ``child`` shortened to lie inside the parent holding its end (or,
-    # failing that, its start); unchanged when no parent overlaps it.
-    parent = None
+    # ``child`` shortened to lie inside the parent it overlaps most;
+    # unchanged when it overlaps none.
+    parent, most = None, 0
     for p in parents:
-        if p.start < child.end <= p.end or p.start <= child.start < p.end:
-            parent = p
-            if p.start < child.end <= p.end:
-                break
+        overlap = min(child.end, p.end) - max(child.start, p.start)
+        if overlap > most:
+            parent, most = p, overlap
     if parent is None:
         return child
     start = max(child.start, parent.start)
