@@ -8,7 +8,9 @@ over workers (``time/main/predictor/l1``), the spread
 (``time/main/predictor/l1/max``, ``.../min``) and the slowest worker
 (``.../slowest_rank``), and prints them as a tree table.
 :class:`~chainer_hookext.TimedLoop`, given it too, does the same for where
-each iteration goes (``time/loop/forward``, ``time/loop/allreduce`` ...).
+each iteration goes (``time/loop/forward``, ``time/loop/allreduce`` ...),
+and :class:`~chainer_hookext.Timeline` writes one trace of three iterations
+holding every rank.
 
 Run it with two processes (offline: scikit-learn's bundled 8x8 digits)::
 
@@ -32,7 +34,8 @@ from chainer import training
 from chainer.training import extensions
 
 import chainer_hookext
-from train_digits import load_digits  # the single-process example, beside
+from train_digits import end_of_epoch  # the single-process example, beside
+from train_digits import load_digits
 
 
 class DelayedLinear(L.Linear):
@@ -138,6 +141,11 @@ def main(argv=None):
     # same epoch's figures.
     trainer.extend(chainer_hookext.TimedLoop(comm=comm, print_report=True),
                    trigger=(1, 'epoch'))
+    # Three iterations of epoch 2 traced on every rank; rank 0 writes one
+    # file, each rank a process of its own on one time axis:
+    # <out>/timeline/iteration_<N>.json.gz.  Every rank must have it.
+    trainer.extend(chainer_hookext.Timeline(iterations=3, comm=comm),
+                   trigger=end_of_epoch(1))
 
     # Each rank saves and resumes its own state (its own timings): one
     # replica set per rank.  The wrapper has the default priority: give it

@@ -328,9 +328,9 @@ def test_gpu_spans_on_a_device_track_never_overrun(
     assert_nested_per_thread(events)
     threads = {e['tid']: e['args']['name'] for e in events
                if e['name'] == 'thread_name'}
-    assert threads == {1: 'training loop', 2: 'device (CUDA events)'}
+    assert threads == {1: 'training loop', 1001: 'device (CUDA events)'}
     assert {e['tid'] for e in spans(events) if e['cat'].startswith(
-        'link_')} == {2}
+        'link_')} == {1001}
 
 
 def test_second_timeline_refused(still, tmp_path, user_state):

@@ -1,17 +1,19 @@
 """A window's events: the tracks, names and nesting a Perfetto user sees.
 
-One process per rank (``pid`` = rank + 1, named ``rank N``).  Its thread
-``training loop`` holds, nested by time: ``iteration N`` > the phases of
-:class:`~chainer_hookext.TimedLoop` (``data``, ``forward`` ...; category
-``phase``) and each extension call (``extension``) > the links' spans:
-``main/predictor/l1`` (category ``link_forward``) and
-``main/predictor/l1 (backward)`` (``link_backward``), the link's name in
-``args``.  A link span is fitted into the phase it overlaps most (a model's
-call starts a little before its first function, which starts the
-``forward`` phase; the function hooks that end a backward step run one
-after the other): ``args.fitted_ns`` says by how much it was shortened.
-On a GPU the links' spans are device times (CUDA events): they go to a
-thread of their own, ``device``, where nothing else is their parent.
+One process per rank (``pid`` = rank + 1, named ``rank N``).  Its main
+thread (``tid`` = ``pid``), ``training loop``, holds, nested by time:
+``iteration N`` > the phases of :class:`~chainer_hookext.TimedLoop`
+(``data``, ``forward`` ...; category ``phase``) and each extension call
+(``extension``) > the links' spans: ``main/predictor/l1`` (category
+``link_forward``) and ``main/predictor/l1 (backward)``
+(``link_backward``), the link's name in ``args``.  A link span is fitted
+into the phase it overlaps most (a model's call starts a little before its
+first function, which starts the ``forward`` phase; the function hooks
+that end a backward step run one after the other): ``args.fitted_ns``
+says by how much it was shortened.  On a GPU the links' spans are device
+times (CUDA events): they go to a thread of their own,
+``device (CUDA events)`` (``tid`` = 1000 + ``pid``), where nothing else
+is their parent.
 
 Times are integers of nanoseconds from the window's start until
 :mod:`.trace` writes them.
@@ -24,9 +26,9 @@ from chainer_hookext.extensions._timeline import link_spans
 from chainer_hookext.extensions._timeline import trace
 
 
-#: The thread of the training loop, and of device-time spans.
-LOOP_THREAD = 1
-DEVICE_THREAD = 2
+#: The thread id of device-time spans, after the process id; the training
+#: loop is the process's main thread (its id the process's).
+DEVICE_THREAD = 1000
 
 #: What a window recorded; clock times in seconds.
 Window = collections.namedtuple('Window', (
@@ -37,7 +39,7 @@ Window = collections.namedtuple('Window', (
 ))
 
 _Slice = collections.namedtuple('_Slice', (
-    'name', 'category', 'start', 'end', 'thread', 'args'))
+    'name', 'category', 'start', 'end', 'args'))
 
 
 def window_events(window, rank, device):
@@ -53,26 +55,31 @@ def window_events(window, rank, device):
     def ns(seconds):
         return int(round((seconds - origin) * 1e9))
 
+    pid = loop_thread = rank + 1
+    device_thread = DEVICE_THREAD + pid
     loop = _iterations(window, ns) + _phases(window, ns)
-    links = _links(window, ns, DEVICE_THREAD if device else LOOP_THREAD)
+    links = _links(window, ns)
     if not device:
         parents = [s for s in loop if s.category in ('phase', 'extension')]
         links = [_fit(s, parents) for s in links]
-    pid = rank + 1
-    events = trace.metadata(pid, 'rank {}'.format(rank), {
-        LOOP_THREAD: 'training loop',
-        DEVICE_THREAD: 'device (CUDA events)'} if device else {
-        LOOP_THREAD: 'training loop'})
-    for s in loop + links:
+    threads = {loop_thread: 'training loop'}
+    if device:
+        threads[device_thread] = 'device (CUDA events)'
+    events = trace.metadata(pid, 'rank {}'.format(rank), threads)
+    for s in loop:
         events.append(trace.complete(
-            s.name, s.category, s.start, s.end, pid, s.thread, s.args))
+            s.name, s.category, s.start, s.end, pid, loop_thread, s.args))
+    for s in links:
+        events.append(trace.complete(
+            s.name, s.category, s.start, s.end, pid,
+            device_thread if device else loop_thread, s.args))
     return events
 
 
 def _iterations(window, ns):
     starts = window.iteration_starts + [(None, window.end)]
     return [_Slice('iteration {}'.format(number), 'iteration', ns(start),
-                   ns(stop), LOOP_THREAD, None)
+                   ns(stop), None)
             for (number, start), (_, stop) in zip(starts, starts[1:])]
 
 
@@ -88,18 +95,18 @@ def _phases(window, ns):
         else:
             name, category = span.name, 'phase'
         slices.append(_Slice(name, category, ns(span.start), ns(span.end),
-                             LOOP_THREAD, None))
+                             None))
     return slices
 
 
-def _links(window, ns, thread):
-    slices = [_Slice(s.name, 'link_forward', ns(s.start), ns(s.end), thread,
+def _links(window, ns):
+    slices = [_Slice(s.name, 'link_forward', ns(s.start), ns(s.end),
                      {'link': s.name}) for s in window.links.forward]
     for run in link_spans.backward_runs(window.links.steps):
         start, end = ns(run.start), ns(run.end)
         busy = int(round(run.seconds * 1e9))
         slices.append(_Slice(
-            run.name + ' (backward)', 'link_backward', start, end, thread, {
+            run.name + ' (backward)', 'link_backward', start, end, {
                 'link': run.name, 'steps': run.steps, 'steps_ns': busy,
                 'share': round(busy / (end - start), 4) if end > start
                 else 1.0}))
