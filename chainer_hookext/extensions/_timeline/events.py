@@ -19,6 +19,7 @@ Times are integers of nanoseconds from the window's start until
 :mod:`.trace` writes them.
 """
 
+import bisect
 import collections
 
 from chainer_hookext.extensions._loop import phases
@@ -60,8 +61,10 @@ def window_events(window, rank, device):
     loop = _iterations(window, ns) + _phases(window, ns)
     links = _links(window, ns)
     if not device:
-        parents = [s for s in loop if s.category in ('phase', 'extension')]
-        links = [_fit(s, parents) for s in links]
+        parents = sorted((s for s in loop if s.category in (
+            'phase', 'extension')), key=lambda s: s.start)
+        ends = [s.end for s in parents]
+        links = [_fit(s, parents, ends) for s in links]
     threads = {loop_thread: 'training loop'}
     if device:
         threads[device_thread] = 'device (CUDA events)'
@@ -113,11 +116,15 @@ def _links(window, ns):
     return slices
 
 
-def _fit(child, parents):
+def _fit(child, parents, ends):
     # ``child`` shortened to lie inside the parent it overlaps most;
-    # unchanged when it overlaps none.
+    # unchanged when it overlaps none.  ``parents`` follow one another
+    # (phases, extension calls): sorted by start, ``ends`` theirs.
     parent, most = None, 0
-    for p in parents:
+    for i in range(bisect.bisect_right(ends, child.start), len(parents)):
+        p = parents[i]
+        if p.start >= child.end:
+            break
         overlap = min(child.end, p.end) - max(child.start, p.start)
         if overlap > most:
             parent, most = p, overlap
