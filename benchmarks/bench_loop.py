@@ -1,10 +1,17 @@
 #!/usr/bin/env python
 """Cost of TimedLoop and Timeline on a whole training iteration.
 
-A real ``Trainer`` trains the small MLP classifier of ``bench_timer.py``
-(784-100-100-10, batch 32, SGD) for ``--iterations`` iterations per run,
-with a ``LogReport`` as the only other extension.  Variants, in shuffled
-order in each round, each on a fresh trainer:
+A real ``Trainer`` trains a classifier (SGD, batch 32) for
+``--iterations`` iterations per run, with a ``LogReport`` as the only
+other extension.  ``--model`` picks the classifier:
+
+* ``mlp``: the small MLP of ``bench_timer.py`` (784-100-100-10);
+* ``deep``: 100 ``L.Linear`` links (784-10, then 99 of 10-10) with a
+  ``relu`` between two, some 400 function calls (forward applications and
+  backward steps) per iteration at little arithmetic each: the phase marks
+  cost something per function call, and this is where it shows.
+
+Variants, in shuffled order in each round, each on a fresh trainer:
 
 * no extension of ours (twice: the A/A row shows the noise);
 * ``TimedLoop()`` (reporting every 100 iterations);
@@ -18,13 +25,27 @@ iteration divided by the baseline's of the same round (paired medians
 cancel the machine's drifts), and the best time per iteration.  Times are
 the process's CPU time of ``trainer.run()``.
 
-Run: ``python benchmarks/bench_loop.py [--rounds 15] [--iterations 300]``
+``--instructions`` counts instructions instead, free of the timing noise of
+a shared machine: each variant but the window one runs in a subprocess
+under valgrind's cachegrind (``PYTHONHASHSEED=0``) for N1 and N2
+iterations (``--counts``), and (I(N2) - I(N1)) / (N2 - N1) is the count
+per iteration, start-up cost cancelled.  Neither the ``LogReport`` nor
+``TimedLoop`` reports within 100 iterations: these are warm iterations.
+It takes some minutes.
+
+Run: ``python benchmarks/bench_loop.py [--model mlp|deep] [--rounds 15]
+[--iterations 300]`` or ``python benchmarks/bench_loop.py --instructions
+[--model mlp|deep] [--counts 20 70]``
 """
 
 import argparse
 import os
 import random
+import re
+import shutil
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 
@@ -33,6 +54,7 @@ for _var in ('OMP_NUM_THREADS', 'OPENBLAS_NUM_THREADS', 'MKL_NUM_THREADS'):
     os.environ.setdefault(_var, '1')
 
 import chainer  # NOQA: E402 (after the BLAS settings)
+import chainer.functions as F  # NOQA: E402
 import chainer.links as L  # NOQA: E402
 import numpy  # NOQA: E402
 from chainer import training  # NOQA: E402
@@ -42,8 +64,25 @@ import bench_timer  # NOQA: E402 (benchmarks/, beside this script)
 import chainer_hookext  # NOQA: E402
 
 
-def make_trainer(out, iterations, batchsize=32):
-    model = L.Classifier(bench_timer.MLP())
+class Deep(chainer.ChainList):
+    """100 ``L.Linear`` links, 784-10 then 10-10, ``relu`` between two."""
+
+    def __init__(self, n=100, n_in=784, n_units=10):
+        super().__init__(L.Linear(n_in, n_units), *[
+            L.Linear(n_units, n_units) for _ in range(n - 1)])
+
+    def forward(self, x):
+        x = self[0](x)
+        for link in self[1:]:
+            x = link(F.relu(x))
+        return x
+
+
+MODELS = {'mlp': bench_timer.MLP, 'deep': Deep}
+
+
+def make_trainer(model, out, iterations, batchsize=32):
+    model = L.Classifier(MODELS[model]())
     optimizer = chainer.optimizers.SGD()
     optimizer.setup(model)
     rng = numpy.random.RandomState(0)
@@ -76,10 +115,13 @@ VARIANTS = {
         (chainer_hookext.Timeline(iterations=n), first)],
     'no extension, again': lambda n: [],
 }
+#: The variants counted in instructions.
+COUNTED = ('no extension', 'TimedLoop()', 'Timeline, outside windows',
+           'no extension, again')
 
 
-def run(variant, iterations, out):
-    trainer = make_trainer(out, iterations)
+def run(model, variant, iterations, out):
+    trainer = make_trainer(model, out, iterations)
     for extension, trigger in VARIANTS[variant](iterations):
         trainer.extend(extension, trigger=trigger, call_before_training=(
             trigger is first))
@@ -88,25 +130,81 @@ def run(variant, iterations, out):
     return (time.process_time() - start) / iterations
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
-    parser.add_argument('--rounds', type=int, default=15)
-    parser.add_argument('--iterations', type=int, default=300)
-    args = parser.parse_args()
+class CountCalls(chainer.FunctionHook):
+    """Counts forward applications and backward steps."""
+
+    name = 'CountCalls'
+
+    def __init__(self):
+        self.calls = 0
+
+    def forward_preprocess(self, function, in_data):
+        self.calls += 1
+
+    def backward_preprocess(self, function, in_data, out_grad):
+        self.calls += 1
+
+
+def function_calls(model):
+    """Function calls (forward and backward) in one iteration of ``model``.
+    """
+    with tempfile.TemporaryDirectory() as out:
+        trainer = make_trainer(model, out, 1)
+        with CountCalls() as hook:
+            trainer.updater.update()
+    return hook.calls
+
+
+def instructions_table(model, counts):
+    valgrind = shutil.which('valgrind')
+    if valgrind is None:
+        print('valgrind not found')
+        return
+    n1, n2 = counts
+    per_iteration = {}
+    for variant in COUNTED:
+        refs = []
+        for n in (n1, n2):
+            done = subprocess.run(
+                [valgrind, '--tool=cachegrind', '--cache-sim=no',
+                 '--cachegrind-out-file=/dev/null', sys.executable,
+                 os.path.abspath(__file__), '--model', model,
+                 '--run', variant, str(n)],
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                universal_newlines=True, check=True,
+                env=dict(os.environ, PYTHONHASHSEED='0'))
+            match = re.search(r'I\s+refs:\s+([\d,]+)', done.stderr)
+            refs.append(int(match.group(1).replace(',', '')))
+        per_iteration[variant] = (refs[1] - refs[0]) / (n2 - n1)
+    calls = function_calls(model)
+    bare = per_iteration['no extension']
+    print('Instructions per training iteration, model {}, batch 32, {} '
+          'function calls per iteration (cachegrind; ({} - {} iterations) '
+          '/ {})'.format(model, calls, n2, n1, n2 - n1))
+    print('| variant | instructions / iteration | extra | vs no extension '
+          '| extra / function call |')
+    print('|---|---:|---:|---:|---:|')
+    for variant, count in per_iteration.items():
+        print('| {} | {:,.0f} | {:+,.0f} | {:+.2f}% | {:+.0f} |'.format(
+            variant, count, count - bare, (count / bare - 1) * 100,
+            (count - bare) / calls))
+
+
+def time_table(model, rounds, iterations):
     times = {v: [] for v in VARIANTS}
     with tempfile.TemporaryDirectory() as out:
         for variant in VARIANTS:  # warm-up
-            run(variant, 20, os.path.join(out, 'warm'))
-        for r in range(args.rounds):
+            run(model, variant, 20, os.path.join(out, 'warm'))
+        for r in range(rounds):
             order = list(VARIANTS)
             random.shuffle(order)
             for variant in order:
                 times[variant].append(run(
-                    variant, args.iterations,
+                    model, variant, iterations,
                     os.path.join(out, '{}-{}'.format(r, len(times[variant])))))
     bare = times['no extension']
-    print('Whole training iteration, MLP 784-100-100-10, batch 32, {} '
-          'iterations per run, {} rounds'.format(args.iterations, args.rounds))
+    print('Whole training iteration, model {}, batch 32, {} iterations per '
+          'run, {} rounds'.format(model, iterations, rounds))
     print('| variant | us / iteration (best) | vs no extension (median of '
           'paired rounds) |')
     print('|---|---:|---:|')
@@ -114,6 +212,29 @@ def main():
         paired = statistics.median(v / b for v, b in zip(values, bare))
         print('| {} | {:.1f} | {:+.2f}% |'.format(
             variant, min(values) * 1e6, (paired - 1) * 100))
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    parser.add_argument('--model', choices=sorted(MODELS), default='mlp')
+    parser.add_argument('--rounds', type=int, default=15)
+    parser.add_argument('--iterations', type=int, default=300)
+    parser.add_argument('--instructions', action='store_true',
+                        help='count instructions per iteration under '
+                        'valgrind instead (some minutes)')
+    parser.add_argument('--counts', type=int, nargs=2, default=(20, 70),
+                        metavar=('N1', 'N2'),
+                        help='iterations of the two runs under valgrind')
+    parser.add_argument('--run', nargs=2, help=argparse.SUPPRESS,
+                        metavar=('VARIANT', 'ITERATIONS'))
+    args = parser.parse_args()
+    if args.run:
+        with tempfile.TemporaryDirectory() as out:
+            run(args.model, args.run[0], int(args.run[1]), out)
+    elif args.instructions:
+        instructions_table(args.model, args.counts)
+    else:
+        time_table(args.model, args.rounds, args.iterations)
 
 
 if __name__ == '__main__':
