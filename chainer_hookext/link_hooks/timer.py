@@ -40,7 +40,12 @@ class TimerHook(call_stack.CallStack, scoped_link_hook.ScopedLinkHook):
     * Links on a GPU are timed with CUDA events resolved when a summary is
       asked for; no device synchronisation per link call.
     * Exception safe: a forward that raises is counted with the time up to
-      its last timed event; later calls are timed as if nothing happened.
+      its last timed event, whether the model catches the exception or
+      not; later calls are timed as if nothing happened.  A backward step
+      that raises is dropped.
+    * A link added to the model while timing (a layer replaced between
+      iterations) is timed under its path, and its name when its parent
+      has one (see :meth:`set_scope`).
     * Training and evaluation calls are kept apart (``mode=``), and
       :meth:`set_scope` restricts timing to some links and modes.
     * :meth:`serialize` saves and restores all accumulated state.
@@ -136,6 +141,8 @@ class TimerHook(call_stack.CallStack, scoped_link_hook.ScopedLinkHook):
         """Sets the links and modes to time, as in :class:`ScopedLinkHook`.
 
         The figures so far are kept; later calls are named by the new scope.
+        A link added to a root's tree later is in scope when its parent is,
+        named after it (``'main/predictor'`` and ``'/l2'``).
         """
         self.store(self._stored, forget_paths=False)
         super().set_scope(link_names, train=train, eval=eval)

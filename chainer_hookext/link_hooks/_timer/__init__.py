@@ -6,6 +6,8 @@
 * :mod:`.call_tree`: records of the call paths, their merge, and the
   :class:`~.call_tree.Entry` rows every output is made from;
 * :mod:`.link_paths`: the path of each link;
+* :mod:`.frames`: which calls still run, when an exception skipped a
+  postprocess;
 * :mod:`.keys`: the layout of the reported keys (add a figure there);
 * :mod:`.table`, :mod:`.units`: text tables;
 * :mod:`.cuda_events`: GPU timing.

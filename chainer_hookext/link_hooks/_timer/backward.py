@@ -19,6 +19,11 @@ in backward, links included) is backward work of the link that called
 ``F.forget``: the nodes recomputed inside the step take its tag, and the
 step's time before its inner steps is charged to it too.
 
+A step that raises (e.g. out of memory, the batch skipped by the caller)
+is dropped: Chainer calls no ``backward_postprocess`` for it, so when it
+ended is not known, and it charges nothing.  The next step tells it from
+``F.forget``'s step by the frames (:func:`.frames.running_step`).
+
 The tag refers to a record, of which the timer keeps one per call path, so
 nothing is kept per call.  A record moved into the stored trees when the
 hook was removed charges later steps (of nodes still alive) to the stored
@@ -32,6 +37,7 @@ import time
 from chainer_hookext import _modes
 from chainer_hookext.link_hooks import _node_tags
 from chainer_hookext.link_hooks._timer import cuda_events
+from chainer_hookext.link_hooks._timer import frames
 
 
 # Bound once: the hot path pays no module attribute lookup.  Tests replace
@@ -69,7 +75,7 @@ class BackwardTimer(_node_tags.NodeTagger):
 
     def backward_preprocess(self, function, in_data, out_grad):
         t = _perf_counter()
-        if self._running is not None:  # inside a step: F.forget
+        if self._running is not None:  # inside a step, or one that raised
             self._charge_running(t)
         self._running = function
         self._mark = t
@@ -100,6 +106,10 @@ class BackwardTimer(_node_tags.NodeTagger):
         return self.tag_of(self._running)
 
     def _charge_running(self, t):
+        # F.forget's step, before its inner steps; a step left by an
+        # exception (not running) is dropped.
+        if frames.running_step() is not self._running:
+            return
         rec = self.tag_of(self._running) or self._outside()
         if rec is not None:
             rec.owner.backward += t - self._mark

@@ -46,6 +46,10 @@ class CallRecord(object):
             started.
         start_event: The CUDA event recorded then, for a link on a GPU.
         last_end (float): ``time.perf_counter()`` when its last call ended.
+        ended_in: On a GPU, the ``start_event`` of the parent's call in
+            which its last call ended.
+        loop_code: The code that called a child of its link again within
+            one call, found to run inside that call (a loop).
         elapsed (float): Inclusive seconds of the ended calls.
         count (int): Number of ended calls.
         backward (float): Seconds of the backward steps of the nodes created
@@ -58,8 +62,8 @@ class CallRecord(object):
     """
 
     __slots__ = ('key', 'labels', 'parent', 'children', 'start',
-                 'start_event', 'last_end', 'elapsed', 'count', 'backward',
-                 'owner', 'hidden')
+                 'start_event', 'last_end', 'ended_in', 'loop_code',
+                 'elapsed', 'count', 'backward', 'owner', 'hidden')
 
     def __init__(self, key=None, parent=None, labels=None, hidden=False):
         self.key = key
@@ -69,6 +73,8 @@ class CallRecord(object):
         self.start = 0.0
         self.start_event = None
         self.last_end = 0.0
+        self.ended_in = None
+        self.loop_code = None
         self.elapsed = 0.0
         self.count = 0
         self.backward = 0.0

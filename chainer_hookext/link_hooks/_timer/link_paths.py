@@ -49,6 +49,31 @@ class LinkPaths(object):
                 self._paths[link] = path if sub == '/' else parent + sub
         return path
 
+    def refresh(self):
+        """Indexes the links added under the roots since they were indexed.
+
+        A layer replaced during training (``del model.l2`` then
+        ``model.add_link('l2', ...)``) is a new link at an old path.
+
+        Returns:
+            list: ``(link, parent, suffix)`` for each link indexed now, in
+            :meth:`~chainer.Link.namedlinks` order (a parent before its
+            children): its parent link and its path past the parent's
+            (``'/l2'``).
+        """
+        added = []
+        for path, root in list(self._owners.items()):
+            parent = path.rstrip('/')
+            at = {}  # {path: link} of this root's tree
+            for sub, link in root.namedlinks():
+                at[sub] = link
+                if link in self._paths:
+                    continue
+                self._paths[link] = parent + sub
+                up, name = sub.rsplit('/', 1)
+                added.append((link, at[up or '/'], '/' + name))
+        return added
+
     def clear(self):
         """Forgets every link."""
         self._paths.clear()

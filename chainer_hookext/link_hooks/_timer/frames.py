@@ -1,0 +1,83 @@
+"""Which link calls and backward steps still run, read from Python frames.
+
+Chainer calls a link hook's ``forward_postprocess`` and a function hook's
+``backward_postprocess`` only when the call returns: in Chainer 7.8.1,
+``Link.__call__`` (``chainer/link.py``) and ``_backprop_to_all``
+(``chainer/_backprop.py``) have no ``try`` / ``finally`` around
+``forward`` and ``backprop_step``.  A call left by an exception is seen
+only by its missing postprocess, so the timer's slow paths read the frames
+of the calling thread to tell which calls still run.  Never on the hot
+path: a frame walk costs microseconds.
+"""
+
+import sys
+
+import chainer
+from chainer import _backprop_utils
+
+
+_LINK_CALL = chainer.Link.__call__.__code__
+# The backward step of one function node: its local ``func`` is the node.
+_STEP = _backprop_utils.backprop_step.__code__
+
+
+def running_links(skip_current):
+    """Returns the links whose ``Link.__call__`` runs, outermost first.
+
+    Args:
+        skip_current (bool): Leave out the innermost, the call whose hook
+            asks.
+    """
+    links = []
+    frame = sys._getframe(1)
+    while frame is not None:
+        if frame.f_code is _LINK_CALL:
+            links.append(frame.f_locals.get('self'))
+        frame = frame.f_back
+    if skip_current and links:
+        del links[0]
+    links.reverse()
+    return links
+
+
+def calling_link():
+    """Returns the link whose call encloses the innermost link call.
+
+    ``None`` when the innermost call is an outermost one.
+    """
+    frame = sys._getframe(1)
+    seen = False
+    while frame is not None:
+        if frame.f_code is _LINK_CALL:
+            if seen:
+                return frame.f_locals.get('self')
+            seen = True
+        frame = frame.f_back
+    return None
+
+
+def calling_code():
+    """Returns the code object that made the innermost link call.
+
+    Asked from a helper of a hook's method, which ``Link.__call__`` calls:
+    that call is three frames up (looked for above when it is not).
+    """
+    frame = sys._getframe(3)
+    while frame is not None and frame.f_code is not _LINK_CALL:
+        frame = frame.f_back
+    return None if frame is None else frame.f_back.f_code
+
+
+def running_step():
+    """Returns the function node of the innermost running backward step.
+
+    ``None`` outside every step.  A step's hooks run outside its own
+    ``backprop_step``: from a step's ``backward_preprocess`` this is the
+    step that encloses it (``F.forget`` runs a backward inside its step).
+    """
+    frame = sys._getframe(1)
+    while frame is not None:
+        if frame.f_code is _STEP:
+            return frame.f_locals.get('func')
+        frame = frame.f_back
+    return None
