@@ -116,3 +116,26 @@ def check_modes(call, train, eval):
             '`{}(train=False, eval=False)` would never fire: enable '
             'training mode, evaluation mode or both.'.format(call))
     return train, eval
+
+
+def check_one_per_trainer(trainer, extension, why, instead):
+    """Raises ``ValueError`` if ``trainer`` has another extension of
+    ``extension``'s class.
+
+    Args:
+        trainer (~chainer.training.Trainer): The trainer.
+        extension: The extension being initialized.
+        why (str): What two of them would do, e.g. ``'write the same
+            files'``.
+        instead (str): What works, e.g. ``'use one Timeline'``.
+    """
+    cls = type(extension)
+    # Trainer keeps its extensions in ``_extensions`` (no public list).
+    others = [name for name, entry in trainer._extensions.items()
+              if isinstance(entry.extension, cls)
+              and entry.extension is not extension]
+    if others:
+        raise ValueError(
+            '{0}: the trainer has another {0} extension ({1}), which would '
+            '{2}; {3}.'.format(cls.__name__, ', '.join(
+                repr(n) for n in others), why, instead))

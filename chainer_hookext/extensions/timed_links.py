@@ -132,16 +132,9 @@ class TimedLinks(link_hook_extension.LinkHookExtension):
         return ('train', 'eval') if self.validation else ('train',)
 
     def initialize(self, trainer):
-        # Trainer keeps its extensions in ``_extensions`` (no public list).
-        others = [name for name, entry in trainer._extensions.items()
-                  if isinstance(entry.extension, TimedLinks)
-                  and entry.extension is not self]
-        if others:
-            raise ValueError(
-                'TimedLinks: the trainer has another TimedLinks extension '
-                '({}), whose keys this one would overwrite; use one '
-                'TimedLinks, with `links=` naming every link to time.'.format(
-                    ', '.join(repr(n) for n in others)))
+        _checks.check_one_per_trainer(
+            trainer, self, 'overwrite its keys', 'use one TimedLinks, with '
+            '`links=` naming every link to time')
         names = self.scope_link_names(trainer)
         model = _link_names.model_link_names(trainer)
         _link_names.warn_unhooked(
@@ -160,6 +153,13 @@ class TimedLinks(link_hook_extension.LinkHookExtension):
         last = self._last_iteration
         if last is None or trainer.updater.iteration < last:  # a new run
             self._start(trainer)
+
+    def _register(self):
+        # The loop's start: a snapshot loaded after initialize without our
+        # state (``snapshot(autoload=True)``) left no start: it is here.
+        if self._last_iteration is None and self._entry is not None:
+            self._start(self._entry.trainer)
+        super()._register()
 
     def _start(self, trainer):
         # A new run (a new trainer, or a snapshot without our state): the

@@ -95,15 +95,9 @@ class Timeline(loop_extension.LoopExtension):
 
     def initialize(self, trainer):
         self._close_window(write=False)
-        others = [name for name, entry in trainer._extensions.items()
-                  if isinstance(entry.extension, Timeline)
-                  and entry.extension is not self]
-        if others:
-            raise ValueError(
-                'Timeline: the trainer has another Timeline extension ({}), '
-                'which would write the same files; use one Timeline, with a '
-                'trigger that fires at every window wanted.'.format(
-                    ', '.join(repr(n) for n in others)))
+        _checks.check_one_per_trainer(
+            trainer, self, 'write the same files', 'use one Timeline, with a '
+            'trigger that fires at every window wanted')
         _check_folder(os.path.join(trainer.out, 'timeline'))
         if not self._loaded:  # a reused Timeline: only this run's windows
             self._next_window = None
