@@ -6,6 +6,7 @@ import re
 import chainer
 import numpy
 import pytest
+from chainer.training import extensions
 
 from chainer_hookext import ActivationStatistics
 from chainer_hookext import ActivationStatisticsHook
@@ -125,7 +126,31 @@ def test_hdf5_resumes_as_npz(fmt, still, tmp_path):
     assert occurrences(links.summary()) == occurrences(whole_links.summary())
 
 
-# -- 3: TimedLoop.summary covers every iteration ------------------------------
+# -- 3: autoload; TimedLoop.summary covers every iteration --------------------
+
+# Chainer's IntervalTrigger of an extension new at the resume warns too.
+@pytest.mark.filterwarnings('ignore:The previous value of')
+@pytest.mark.parametrize('extension,key,expected', [
+    (TimedLoop, 'time/loop/iteration',
+     DATA + FORWARD + BACKWARD + OPTIMIZER + SLOW / 2),
+    (TimedLinks, 'time/main', FORWARD)])
+def test_added_at_an_autoloaded_resume_averages_since_the_resume(
+        still, tmp_path, extension, key, expected):
+    # The snapshot has none of its state: its figures start at the resume.
+    first = make_slow_trainer(still, tmp_path, stop=4)
+    first.extend(extensions.snapshot(), trigger=(4, 'iteration'))
+    first.extend(extensions.LogReport(trigger=(2, 'iteration')))
+    first.run()
+    second = make_slow_trainer(still, tmp_path, stop=8)
+    second.extend(extensions.snapshot(autoload=True),
+                  trigger=(4, 'iteration'))
+    second.extend(extension(), trigger=(2, 'iteration'))
+    second.extend(extensions.LogReport(trigger=(2, 'iteration')))
+    with pytest.warns(RuntimeWarning, match='Timing starts afresh'):
+        second.run()
+    log = second.get_extension('LogReport').log
+    assert [e[key] for e in log if key in e] == [expected, expected]
+
 
 def test_timed_loop_summary_covers_iterations_after_the_last_report(
         still, tmp_path):

@@ -351,26 +351,3 @@ def test_model_defining_call_is_named_and_figures_are_per_model_call(
     out = capsys.readouterr().out
     # The Evaluator made 2 calls of the model (16 examples, batches of 8).
     assert 'evaluation call of the model, averaged over 2 calls' in out
-
-
-# Chainer's IntervalTrigger of an extension new at the resume warns too.
-@pytest.mark.filterwarnings('ignore:The previous value of')
-def test_added_at_an_autoloaded_resume_averages_since_the_resume(
-        still, tmp_path):
-    from tests.conftest import FORWARD
-    from tests.conftest import make_slow_trainer
-
-    first = make_slow_trainer(still, tmp_path, stop=4)
-    first.extend(extensions.snapshot(), trigger=(4, 'iteration'))
-    first.extend(extensions.LogReport(trigger=(2, 'iteration')))
-    first.run()
-    second = make_slow_trainer(still, tmp_path, stop=8)
-    second.extend(extensions.snapshot(autoload=True),
-                  trigger=(4, 'iteration'))
-    second.extend(TimedLinks(), trigger=(2, 'iteration'))
-    second.extend(extensions.LogReport(trigger=(2, 'iteration')))
-    with pytest.warns(RuntimeWarning, match='Timing starts afresh'):
-        second.run()
-    log = second.get_extension('LogReport').log
-    assert [e['time/main'] for e in log if 'time/main' in e] == [
-        FORWARD, FORWARD]

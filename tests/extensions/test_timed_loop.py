@@ -247,25 +247,6 @@ def test_with_timeline_and_timed_links(still, tmp_path):
         'iteration_3.json.gz']
 
 
-# Chainer's IntervalTrigger of an extension new at the resume warns too.
-@pytest.mark.filterwarnings('ignore:The previous value of')
-def test_added_at_an_autoloaded_resume_averages_since_the_resume(
-        still, tmp_path):
-    # The snapshot has no TimedLoop: its figures start at the resume.
-    first = make_slow_trainer(still, tmp_path, stop=4)
-    first.extend(extensions.snapshot(), trigger=(4, 'iteration'))
-    first.extend(extensions.LogReport(trigger=(2, 'iteration')))
-    first.run()
-    second = make_slow_trainer(still, tmp_path, stop=8)
-    second.extend(extensions.snapshot(autoload=True),
-                  trigger=(4, 'iteration'))
-    with pytest.warns(RuntimeWarning, match='Timing starts afresh'):
-        _, log = run_timed(second)
-    # The resumed LogReport's log holds the first run's entries too.
-    assert [e['iteration'] for e in log if e] == [
-        DATA + FORWARD + BACKWARD + OPTIMIZER + SLOW / 2] * 2
-
-
 def test_two_optimizers_each_pass_in_its_phases(still, tmp_path):
     # A GAN-like update: two models, each its forward, backward and update.
     from tests.conftest import OPTIMIZER as OPT
