@@ -1,6 +1,7 @@
 """Timeline on a real Trainer, with known delays on a still clock."""
 
 import os
+import time
 
 import chainer
 import pytest
@@ -442,3 +443,16 @@ def test_args_carry_no_float_noise(tmp_path):
     for e in backward:
         assert isinstance(e['args']['steps_ns'], int)
         assert e['args']['share'] == round(e['args']['share'], 4)
+
+
+def test_ranks_on_one_time_axis(still, tmp_path, monkeypatch):
+    # Rank 1 started its window 0.5 s (host clock) before rank 0.
+    from tests.conftest import FakeComm
+
+    monkeypatch.setattr(time, 'time', lambda: 1000.0)
+    other = trace.complete('iteration 3', 'iteration', 0, 10 ** 6, 2, 2)
+    comm = FakeComm(0, [(999.5, [other])])
+    trainer = make_slow_trainer(still, tmp_path)
+    _, files = run_with_timeline(trainer, iterations=1, comm=comm)
+    events = spans(files['iteration_3.json.gz'], 'iteration')
+    assert [(e['pid'], e['ts']) for e in events] == [(1, 5e5), (2, 0.0)]
