@@ -46,12 +46,12 @@ class TimedLoop(loop_extension.LoopExtension):
 
     An update that runs several forward and backward passes (a GAN, BPTT)
     goes from phase to phase as they come: ``docs/timing.md`` defines each
-    mark.  It costs a few clock reads per iteration and two calls of an
-    empty method per function applied and per backward step (a function
-    hook); nothing of the user's is replaced: it listens through a function
-    hook in the training thread, a ``pre`` hook of each optimizer where
-    there are several (or under ChainerMN) and the trainer's extension
-    entries, all removed on every way out of ``run()``.
+    mark.  It costs a few clock reads per iteration and a function hook's
+    calls per function applied and per backward step.  Nothing of the
+    user's is replaced: it listens through a function hook in the training
+    thread, a ``pre`` hook of each optimizer where there are several (or
+    under ChainerMN) and the trainer's extension entries, all removed on
+    every way out of ``run()``.
 
     The figures (and the last report's) are saved in snapshots, so a
     resumed run reports as an uninterrupted one and :meth:`summary` covers
@@ -147,6 +147,8 @@ class TimedLoop(loop_extension.LoopExtension):
         return figures
 
     def __call__(self, trainer):
+        if self._last_iteration is None:  # called before training
+            return
         iteration = trainer.updater.iteration
         n = iteration - self._last_iteration
         totals = self._totals()

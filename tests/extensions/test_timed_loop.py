@@ -272,3 +272,46 @@ def test_two_optimizers_each_pass_in_its_phases(still, tmp_path):
         assert figures['backward'] == 2 * BACKWARD
         assert figures['optimizer'] == 2 * OPT
         assert figures['other'] == 0.0
+
+
+def test_backward_step_that_raised_charges_no_earlier_time(still, tmp_path):
+    # The first backward step of the second pass raises and is caught: the
+    # backward's end is unknown, never a step of the pass before it.
+    from tests.conftest import OPTIMIZER as OPT
+    from tests.conftest import SlowModel
+
+    class Raising(chainer.FunctionNode):
+        def forward(self, inputs):
+            return inputs
+
+        def backward(self, indexes, grad_outputs):
+            raise Boom('out of memory')
+
+    class SkipsABatch(training.updaters.StandardUpdater):
+        def update_core(self):
+            batch = self.get_iterator('main').next()
+            x, t = self.converter(batch, None)
+            for name in ('gen', 'dis'):
+                optimizer = self.get_optimizer(name)
+                loss = optimizer.target(x, t)
+                if name == 'dis':
+                    loss = Raising().apply((loss,))[0]
+                optimizer.target.cleargrads()
+                try:
+                    loss.backward()
+                except Boom:
+                    continue
+                optimizer.update()
+
+    def updater(iterator, optimizer):
+        second = chainer.optimizers.SGD().setup(SlowModel(still))
+        second.add_hook(lambda opt: still.sleep(OPT), name='slow')
+        return SkipsABatch(iterator, {'gen': optimizer, 'dis': second})
+
+    _, log = run_timed(make_slow_trainer(still, tmp_path, updater=updater))
+    for figures in log:
+        assert min(figures.values()) >= 0.0
+        assert figures['optimizer'] == OPT
+        assert sum(v for k, v in figures.items() if k in (
+            'data', 'forward', 'backward', 'optimizer', 'extensions',
+            'other')) == figures['iteration']

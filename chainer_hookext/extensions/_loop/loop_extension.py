@@ -61,8 +61,11 @@ class LoopPhases(object):
         """Forgets ``reader``; removes the marks after the last one."""
         if reader in self._readers:
             self._readers.remove(reader)
-        if self._readers:
-            return
+        if not self._readers:
+            self._close()
+
+    def _close(self):
+        # The marks removed, the loop forgotten; safe to call again.
         trainer = self._trainer()
         if trainer is not None and _shared.get(trainer) is self:
             del _shared[trainer]
@@ -101,7 +104,7 @@ class LoopPhases(object):
                 reader.release()
             except BaseException as e:
                 error = e if error is None else error
-        self.unsubscribe(None)
+        self._close()
         if error is not None:
             raise error
 

@@ -36,6 +36,9 @@ from chainer_hookext import _registry
 from chainer_hookext.extensions._loop import phases
 
 
+#: The name of every mark's registration, after ``chainer_hookext.``.
+NAME = 'loop_phases'
+
 # Bound once: read at each backward step.  Tests replace it with a fake
 # clock (the phase clock's, :data:`.phases._perf_counter`).
 _perf_counter = phases._perf_counter
@@ -49,7 +52,7 @@ class PhaseMarks(function_hook.FunctionHook):
         clock (~.phases.PhaseClock): The clock to switch.
     """
 
-    name = 'loop_phases'  # Marks.NAME
+    name = NAME
 
     def __init__(self, clock):
         self.clock = clock
@@ -77,13 +80,23 @@ class PhaseMarks(function_hook.FunctionHook):
         self.steps -= 1
         self.step_end = _perf_counter()
 
+    def backward_ended(self):
+        """When the running ``backward`` ended (its last step's end), or
+        ``None`` when no ``backward`` runs or no step of it has ended."""
+        clock = self.clock
+        end = self.step_end
+        if clock.phase == phases.BACKWARD and end is not None and (
+                end >= clock.started):
+            return end
+        return None
+
     def switch(self, phase):
         """Starts ``phase``; a ``backward`` running ends at its last step,
         the time since is ``optimizer``."""
-        clock = self.clock
-        if clock.phase == phases.BACKWARD and self.step_end is not None:
-            clock.switch(phases.OPTIMIZER, self.step_end)
-        clock.switch(phase)
+        end = self.backward_ended()
+        if end is not None:
+            self.clock.switch(phases.OPTIMIZER, end)
+        self.clock.switch(phase)
 
     def watch(self, update):
         """Watches for forward and backward (``update``) or for nothing."""
@@ -158,9 +171,6 @@ class Marks(object):
         in_update (bool): Whether the update is running.
     """
 
-    #: The name of every mark's registration, after ``chainer_hookext.``.
-    NAME = 'loop_phases'
-
     def __init__(self, clock):
         self.clock = clock
         self.in_update = False
@@ -192,7 +202,7 @@ class Marks(object):
             multi_node = 'communicator' in vars(optimizer)
             if multi_node or len(optimizers) > 1:
                 self._optimizer_hooks.append(_registry.add_optimizer_hook(
-                    optimizer, UpdateMark(self, multi_node), self.NAME,
+                    optimizer, UpdateMark(self, multi_node), NAME,
                     'pre', first=True))
         self._hook = PhaseMarks(self.clock)
         self._hook_handle = _registry.add(function_hooks, self._hook)
@@ -236,10 +246,9 @@ class Marks(object):
 
     def update_started(self, multi_node):
         """An optimizer's update starts (after its all-reduce)."""
-        clock = self.clock
         hook = self._hook
-        if multi_node and clock.phase == phases.BACKWARD and (
-                hook.step_end is not None):
-            clock.switch(phases.ALLREDUCE, hook.step_end)
+        end = hook.backward_ended()
+        if multi_node and end is not None:
+            self.clock.switch(phases.ALLREDUCE, end)
         hook.switch(phases.OPTIMIZER)
         hook.watch(True)  # the next loss's forward and backward
