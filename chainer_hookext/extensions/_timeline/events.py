@@ -7,10 +7,11 @@ thread (``tid`` = ``pid``), ``training loop``, holds, nested by time:
 (``extension``) > the links' spans: ``main/predictor/l1`` (category
 ``link_forward``) and ``main/predictor/l1 (backward)``
 (``link_backward``), the link's name in ``args``.  A link span is fitted
-into the phase it overlaps most (a model's call starts a little before its
-first function, which starts the ``forward`` phase; the function hooks
-that end a backward step run one after the other): ``args.fitted_ns``
-says by how much it was shortened.  On a GPU the links' spans are device
+into its phase: a forward call into the phase holding its end (a model's
+call starts a little before its first function, which starts ``forward``),
+a backward run into the phase holding its start (the function hooks that
+end a step run one after the other); ``args.fitted_ns`` says by how much
+it was shortened.  On a GPU the links' spans are device
 times (CUDA events): they go to a thread of their own,
 ``device (CUDA events)`` (``tid`` = 1000 + ``pid``), where nothing else
 is their parent.
@@ -117,17 +118,19 @@ def _links(window, ns):
 
 
 def _fit(child, parents, ends):
-    # ``child`` shortened to lie inside the parent it overlaps most;
-    # unchanged when it overlaps none.  ``parents`` follow one another
-    # (phases, extension calls): sorted by start, ``ends`` theirs.
-    parent, most = None, 0
-    for i in range(bisect.bisect_right(ends, child.start), len(parents)):
-        p = parents[i]
-        if p.start >= child.end:
-            break
-        overlap = min(child.end, p.end) - max(child.start, p.start)
-        if overlap > most:
-            parent, most = p, overlap
+    # ``child`` shortened to lie inside its phase: for a forward call the
+    # one holding its end (its functions are forward; the call starts a
+    # little before the first), for a backward run the one holding its
+    # start (a step's hooks end it a little after the phase's last mark).
+    # Unchanged when no parent holds that point.  ``parents`` follow one
+    # another (phases, extension calls): sorted by start, ``ends`` theirs.
+    if child.category == 'link_forward':
+        i = bisect.bisect_left(ends, child.end)  # start < child.end <= end
+        holds = i < len(parents) and parents[i].start < child.end
+    else:
+        i = bisect.bisect_right(ends, child.start)  # start <= it < end
+        holds = i < len(parents) and parents[i].start <= child.start
+    parent = parents[i] if holds else None
     if parent is None:
         return child
     start = max(child.start, parent.start)
