@@ -18,7 +18,7 @@ a record per call):
    per-step timing.  "plain tagging" is the same backward timer storing
    and reading the tag with ``setattr`` / ``getattr`` and the attribute
    name in a variable, instead of the attribute compiled into its methods
-   (``chainer_hookext/link_hooks/_node_tags.py``): it shows what that
+   (``chainer_hookext/_tagging.py``): it shows what that
    trick saves.
 2. The real thing: a link applying 100 ``F.identity``, forward and
    backward, with the link's forward timed in every variant; extra time
@@ -63,8 +63,8 @@ from chainer.function_hooks import timer as chainer_function_timer  # NOQA
 
 import bench_timer  # NOQA: E402 (benchmarks/, beside this script)
 import chainer_hookext  # NOQA: E402
-from chainer_hookext.link_hooks import _node_tags  # NOQA: E402
-from chainer_hookext.link_hooks._timer import backward  # NOQA: E402
+from chainer_hookext import _tagging  # NOQA: E402
+from chainer_hookext.timing import backward  # NOQA: E402
 
 
 FUNCTIONS = 100
@@ -102,14 +102,14 @@ class PlainTagTimer(backward.BackwardTimer):
     The same hook, but the tag is stored and read with the attribute name
     in a variable instead of the name compiled into the methods.  The name
     is the one the compiled timer uses in slot 0, so that only the way of
-    accessing it differs.  Made with ``_node_tags.new_tagger`` as
+    accessing it differs.  Made with ``_tagging.new_tagger`` as
     ``TimerHook`` makes its timer, and only in slot 0 (in other slots
     ``new_tagger``'s class would take the base class's renamed methods).
     """
 
     def __init__(self, calls, name):
         super().__init__(calls, name)
-        self.tag_name = _node_tags.TAG
+        self.tag_name = _tagging.TAG
 
     def forward_preprocess(self, function, in_data):
         rec = self.calls.top
@@ -139,7 +139,7 @@ def new_plain_tag_timer(link_hook):
     ``link_hook`` is a ``TimerHook(backward=False)``, registered: the
     plain timer takes its place as ``TimerHook.added`` makes its own.
     """
-    timer = _node_tags.new_tagger(
+    timer = _tagging.new_tagger(
         PlainTagTimer, link_hook, link_hook.name + '_backward')
     if type(timer) is not PlainTagTimer:
         timer.unregister()
@@ -159,7 +159,6 @@ class PlainTagging(object):
 
     def __exit__(self, *args):
         self.timer.unregister()
-        self.timer.resolve()
         self.timer = None
 
 

@@ -18,7 +18,7 @@ import timeit
 import chainer
 import numpy
 
-from chainer_hookext.extensions import _scope_filter
+from chainer_hookext.run import scope_filter
 
 
 class Identity(chainer.Link):
@@ -52,7 +52,7 @@ def main():
     link.add_hook(EmptyHook())
     rows.append(('empty hook, link.add_hook', measure()))
     link.delete_hook('EmptyHook')
-    proxy = _scope_filter.ScopeFilter(EmptyHook(), 'EmptyHook')
+    proxy = scope_filter.ScopeFilter(EmptyHook(), 'EmptyHook')
     proxy.set_scope({id(link): 'main'})
     with proxy:
         rows.append(('empty hook, LinkHookExtension (scoped)', measure()))

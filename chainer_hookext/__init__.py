@@ -4,11 +4,11 @@ Per-link timing, graph release and debugging hooks whose lifetime is exactly
 that of ``Trainer.run``.
 """
 
-from chainer_hookext.extensions._priorities import PRIORITY_LAST  # NOQA
+from chainer_hookext.run.priorities import PRIORITY_LAST  # NOQA
 from chainer_hookext._version import __version__  # NOQA
 from chainer_hookext.extensions.activation_statistics import ActivationStatistics  # NOQA
 from chainer_hookext.extensions.capture_outputs import CaptureOutputs  # NOQA
-from chainer_hookext.extensions.link_hook_extension import LinkHookExtension  # NOQA
+from chainer_hookext.run.link_hook_extension import LinkHookExtension  # NOQA
 from chainer_hookext.extensions.non_finite_guard import NonFiniteGuard  # NOQA
 from chainer_hookext.extensions.timed_links import TimedLinks  # NOQA
 from chainer_hookext.extensions.timed_loop import TimedLoop  # NOQA

@@ -171,7 +171,7 @@ def plot_timeline(trace_path, path):
     from matplotlib import patches
     from matplotlib.backends import backend_agg
 
-    from chainer_hookext.extensions._timeline import trace
+    from chainer_hookext.timing import trace
 
     spans = first_iteration(trace.read(trace_path))
     colours = dict(TIMELINE_CATEGORIES)

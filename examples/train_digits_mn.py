@@ -6,7 +6,7 @@ The shape of ChainerMN's ``examples/mnist/train_mnist.py``, plus
 every worker's per-link times are gathered on rank 0, which reports the mean
 over workers (``time/main/predictor/l1``), the spread
 (``time/main/predictor/l1/max``, ``.../min``) and the slowest worker
-(``.../slowest_rank``), and prints them as a tree table.
+(``.../slowest_rank``), and prints them as a tree tables.
 :class:`~chainer_hookext.TimedLoop`, given it too, does the same for where
 each iteration goes (``time/loop/forward``, ``time/loop/allreduce`` ...),
 and :class:`~chainer_hookext.Timeline` writes one trace of three iterations
@@ -133,7 +133,7 @@ def main(argv=None):
 
     # Every worker times its links; at each epoch the figures are gathered
     # on rank 0, which reports mean/min/max/slowest_rank per link and
-    # prints the table.  Every rank must have this extension.
+    # prints the tables.  Every rank must have this extension.
     trainer.extend(chainer_hookext.TimedLinks(comm=comm, print_report=True),
                    trigger=(1, 'epoch'))
     # Where each iteration goes (data, forward, backward, allreduce ...),

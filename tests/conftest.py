@@ -111,13 +111,12 @@ TICK = 2 ** -10
 def clock(monkeypatch):
     """Fakes the timers' clocks: each read advances one :data:`TICK`.
 
-    Patches the forward and backward clocks of
-    :class:`~chainer_hookext.TimerHook` and Chainer's own ``TimerHook``'s.
-    Returns a function that restarts the clock at 0.
+    Patches the package's one clock (:data:`chainer_hookext.timing.clock.now`)
+    and Chainer's own ``TimerHook``'s.  Returns a function that restarts the
+    clock at 0.
     """
     from chainer.link_hooks import timer as chainer_timer
-    from chainer_hookext.link_hooks._timer import backward
-    from chainer_hookext.link_hooks._timer import call_stack
+    from chainer_hookext.timing import clock as timing_clock
 
     state = {}
 
@@ -128,10 +127,8 @@ def clock(monkeypatch):
 
     def read():
         return state['read']()
-    for module, name in ((call_stack, '_perf_counter'),
-                         (backward, '_perf_counter'),
-                         (chainer_timer, '_get_time')):
-        monkeypatch.setattr(module, name, read)
+    monkeypatch.setattr(timing_clock, 'now', read)
+    monkeypatch.setattr(chainer_timer, '_get_time', read)
     return reset
 
 
@@ -205,15 +202,10 @@ class StillClock(object):
 @pytest.fixture
 def still(monkeypatch):
     """Every timer of the package on one :class:`StillClock`."""
-    from chainer_hookext.extensions._loop import marks
-    from chainer_hookext.extensions._loop import phases
-    from chainer_hookext.extensions._timeline import link_spans
-    from chainer_hookext.link_hooks._timer import backward
-    from chainer_hookext.link_hooks._timer import call_stack
+    from chainer_hookext.timing import clock as timing_clock
 
     clock = StillClock()
-    for module in (phases, marks, link_spans, backward, call_stack):
-        monkeypatch.setattr(module, '_perf_counter', clock)
+    monkeypatch.setattr(timing_clock, 'now', clock)
     return clock
 
 

@@ -2,7 +2,7 @@ from chainer import reporter
 from chainer.training import extension
 
 from chainer_hookext import _checks
-from chainer_hookext.extensions import link_hook_extension
+from chainer_hookext.run import link_hook_extension
 from chainer_hookext.link_hooks import activation_statistics
 
 

@@ -3,8 +3,8 @@ from chainer.training import extension
 
 from chainer_hookext import _checks
 from chainer_hookext import _registry
-from chainer_hookext.extensions import _loop_entry
-from chainer_hookext.extensions import link_hook_extension
+from chainer_hookext.run import training_loop
+from chainer_hookext.run import link_hook_extension
 from chainer_hookext.link_hooks import non_finite
 
 
@@ -90,7 +90,7 @@ class NonFiniteGuard(link_hook_extension.LinkHookExtension):
             if any(id(link) in names for link in optimizer.target.links())]
         # Added when the loop starts, removed when it ends, like the link
         # hook (LinkHookExtension): initialize runs outside Trainer.run's try.
-        self._grads_entry = _loop_entry.LoopEntry.install(
+        self._grads_entry = training_loop.LoopEntry.install(
             trainer, self._add_grad_checks, self._remove_grad_checks)
 
     def _add_grad_checks(self):

@@ -6,14 +6,14 @@ from chainer.training import extension
 
 from chainer_hookext import _checks
 from chainer_hookext import _state
-from chainer_hookext.extensions import _gathered_figures
-from chainer_hookext.extensions import _link_names
-from chainer_hookext.extensions import link_hook_extension
+from chainer_hookext.report import gather
+from chainer_hookext.report import link_names
+from chainer_hookext.run import link_hook_extension
 from chainer_hookext.link_hooks import timer
-from chainer_hookext.link_hooks._timer import call_tree
-from chainer_hookext.link_hooks._timer import keys
-from chainer_hookext.link_hooks._timer import table
-from chainer_hookext.link_hooks._timer import units
+from chainer_hookext.timing import records
+from chainer_hookext.report import keys
+from chainer_hookext.report import tables
+from chainer_hookext.report import units
 
 
 class TimedLinks(link_hook_extension.LinkHookExtension):
@@ -109,7 +109,7 @@ class TimedLinks(link_hook_extension.LinkHookExtension):
                 ('local_report', local_report), ('backward', backward)))
         units.check_unit('TimedLinks', unit)
         if comm is not None:
-            _gathered_figures.check_comm('TimedLinks', comm)
+            gather.check_comm('TimedLinks', comm)
         elif local_report:
             raise ValueError(
                 '`TimedLinks(local_report=True)` needs `comm=`: without a '
@@ -136,8 +136,8 @@ class TimedLinks(link_hook_extension.LinkHookExtension):
             trainer, self, 'overwrite its keys', 'use one TimedLinks, with '
             '`links=` naming every link to time')
         names = self.scope_link_names(trainer)
-        model = _link_names.model_link_names(trainer)
-        _link_names.warn_unhooked(
+        model = link_names.model_link_names(trainer)
+        link_names.warn_unhooked(
             'TimedLinks', [model[i] for i in names])
         keys.check_link_names('TimedLinks', names.values(), self.backward,
                               spread=self.comm is not None)
@@ -185,7 +185,7 @@ class TimedLinks(link_hook_extension.LinkHookExtension):
         self._baseline = totals
         self._last_iteration = iteration
         if self.comm is not None:
-            gathered = _gathered_figures.gather(
+            gathered = gather.gather(
                 self.comm, {mode: entries for mode, (_, entries)
                             in rows.items()}, self.backward)
             if gathered is not None:
@@ -202,7 +202,7 @@ class TimedLinks(link_hook_extension.LinkHookExtension):
         if self.print_report:
             for mode, (n, entries) in rows.items():
                 print(_title(mode, iteration, n), file=sys.stdout)
-                table.print_tree_table(
+                tables.print_tree_table(
                     [e for e in entries if e.key != keys.OUTSIDE
                      or e.backward_time > 0], self.unit, sys.stdout,
                     header='LinkName',
@@ -230,13 +230,13 @@ class TimedLinks(link_hook_extension.LinkHookExtension):
         observation = {}
         for mode, rows in gathered.items():
             for row in rows:
-                observation.update(_gathered_figures.figures(mode, row))
+                observation.update(gather.figures(mode, row))
         chainer.report(observation)
         if self.print_report:
             for mode, rows in gathered.items():
                 print(_title(mode, iteration, None, self.comm.size),
                       file=sys.stdout)
-                table.print_spread_table(
+                tables.print_spread_table(
                     [r for r in rows if r.key != keys.OUTSIDE
                      or r.spreads['backward_time'].max > 0], self.unit,
                     sys.stdout, header='LinkName',
@@ -280,17 +280,17 @@ class TimedLinks(link_hook_extension.LinkHookExtension):
                 for mode, totals in self._baseline.items()
                 for e in totals.values()],
                 {f: [getattr(e, f) for e in rows]
-                 for f in call_tree.FIELDS})
+                 for f in records.FIELDS})
             return
         last = int(_state.read(serializer, 'last_iteration'))
         rows = _state.load_rows(
-            _state.child(serializer, 'baseline'), call_tree.FIELDS)
+            _state.child(serializer, 'baseline'), records.FIELDS)
         self._last_iteration = None if last < 0 else last
         self._baseline = {}
         for (mode, key, parent), values in rows:
             values['occurrence'] = int(values['occurrence'])
             self._baseline.setdefault(mode, collections.OrderedDict())[
-                key] = call_tree.Entry(key, parent, **values)
+                key] = records.Entry(key, parent, **values)
 
 
 def _model_calls(totals):
@@ -304,14 +304,14 @@ def _model_calls(totals):
 def _difference(key, now, then, n):
     # The entry of the calls since ``then``, its times divided by ``n``.
     if now is None:
-        return call_tree.Entry(key, None, 0.0, 0.0, 0, 0.0, 0.0)
+        return records.Entry(key, None, 0.0, 0.0, 0, 0.0, 0.0)
     values = {}
-    for field in call_tree.FIELDS:
+    for field in records.FIELDS:
         delta = getattr(now, field) - (0 if then is None else getattr(
             then, field))
         values[field] = delta if field == 'occurrence' else max(
             delta, 0.0) / n
-    return call_tree.Entry(key, now.parent, **values)
+    return records.Entry(key, now.parent, **values)
 
 
 def _title(mode, iteration, n, workers=None):

@@ -7,18 +7,18 @@ from chainer.training import extension
 
 from chainer_hookext import _checks
 from chainer_hookext import _state
-from chainer_hookext.extensions import _gathered_figures
-from chainer_hookext.extensions._loop import loop_extension
-from chainer_hookext.extensions._loop import phases
-from chainer_hookext.link_hooks._timer import keys
-from chainer_hookext.link_hooks._timer import units
+from chainer_hookext.report import gather
+from chainer_hookext.run import loop_phases
+from chainer_hookext.timing import phases
+from chainer_hookext.report import keys
+from chainer_hookext.report import units
 
 
 #: Prefix of every key :class:`TimedLoop` reports.
 PREFIX = 'time/loop/'
 
 
-class TimedLoop(loop_extension.LoopExtension):
+class TimedLoop(loop_phases.LoopExtension):
     """Trainer extension reporting where each training iteration goes.
 
     At each trigger it reports, in seconds per training iteration averaged
@@ -86,7 +86,7 @@ class TimedLoop(loop_extension.LoopExtension):
             'TimedLoop', 'print_report', print_report)
         units.check_unit('TimedLoop', unit)
         if comm is not None:
-            _gathered_figures.check_comm('TimedLoop', comm)
+            gather.check_comm('TimedLoop', comm)
         self.print_report = print_report
         self.unit = unit
         self.comm = comm
@@ -169,7 +169,7 @@ class TimedLoop(loop_extension.LoopExtension):
             [(p, None, {'seconds': s}) for p, s in figures.items()])
         if self.comm.rank != 0:
             return
-        rows = _gathered_figures.summarise(per_rank)
+        rows = gather.summarise(per_rank)
         if not rows:
             return
         observation = {}

@@ -9,16 +9,16 @@ from chainer.training import extension
 from chainer_hookext import _checks
 from chainer_hookext import _registry
 from chainer_hookext import _state
-from chainer_hookext.extensions import _gathered_figures
-from chainer_hookext.extensions import _link_names
-from chainer_hookext.extensions._loop import loop_extension
-from chainer_hookext.extensions._timeline import events
-from chainer_hookext.extensions._timeline import link_spans
-from chainer_hookext.extensions._timeline import trace
-from chainer_hookext.link_hooks._timer import cuda_events
+from chainer_hookext.report import gather
+from chainer_hookext.report import link_names
+from chainer_hookext.run import loop_phases
+from chainer_hookext.timing import trace_events
+from chainer_hookext.timing import spans
+from chainer_hookext.timing import trace
+from chainer_hookext.timing import clock
 
 
-class Timeline(loop_extension.LoopExtension):
+class Timeline(loop_phases.LoopExtension):
     """Trainer extension writing a trace of chosen training iterations.
 
     Each time its trigger fires, the next ``iterations`` training
@@ -77,7 +77,7 @@ class Timeline(loop_extension.LoopExtension):
         validation = _checks.check_flag('Timeline', 'validation', validation)
         compress = _checks.check_flag('Timeline', 'compress', compress)
         if comm is not None:
-            _gathered_figures.check_comm('Timeline', comm)
+            gather.check_comm('Timeline', comm)
         super().__init__()
         self.iterations = iterations
         self.warmup = warmup
@@ -137,13 +137,13 @@ class Timeline(loop_extension.LoopExtension):
         # ``first`` the window's first iteration; ``number`` > ``first``
         # when it resumes inside it.
         optimizers = trainer.updater.get_all_optimizers()
-        model = _link_names.model_link_names(trainer)
-        gpu = any(cuda_events.is_gpu(o.target) for o in optimizers.values())
-        spans = link_spans.LinkSpans(gpu=gpu)
-        spans.set_scope({i: name for i, (name, _) in model.items()},
-                        train=True, eval=self.validation)
-        handle = _registry.add(chainer._get_link_hooks(), spans)
-        self._window = first, spans, handle
+        model = link_names.model_link_names(trainer)
+        gpu = any(clock.is_gpu(o.target) for o in optimizers.values())
+        recorder = spans.LinkSpans(gpu=gpu)
+        recorder.set_scope({i: name for i, (name, _) in model.items()},
+                           train=True, eval=self.validation)
+        handle = _registry.add(chainer._get_link_hooks(), recorder)
+        self._window = first, recorder, handle
         # The clock has started this iteration: record its phases.
         self._phase_spans = []
         self._clock.span_lists.append(self._phase_spans)
@@ -159,36 +159,37 @@ class Timeline(loop_extension.LoopExtension):
         window, self._window = self._window, None
         if window is None:
             return
-        first, spans, handle = window
-        clock = self._clock
+        first, recorder, handle = window
+        phase_clock = self._clock
         phase_spans, self._phase_spans = self._phase_spans, []
-        if clock is not None:
+        if phase_clock is not None:
             if end is None:  # the loop ends: the running phase so far
-                end = clock.cut()
-            clock.span_lists.remove(phase_spans)
+                end = phase_clock.cut()
+            phase_clock.span_lists.remove(phase_spans)
         elif end is None:
             end = self._iteration_starts[-1][1]
-        _registry.remove(handle, spans)
+        _registry.remove(handle, recorder)
         if not write:
             return
-        spans.resolve()
-        recorded = events.Window(self._iteration_starts, end, phase_spans,
-                                 spans)
+        recorder.resolve()
+        recorded = trace_events.Window(
+            self._iteration_starts, end, phase_spans, recorder)
         rank = self.comm.rank if self.comm is not None else (
             _launcher_rank() or 0)
-        self._write(first, events.window_events(recorded, rank, spans.gpu))
+        self._write(first, trace_events.window_events(
+            recorded, rank, recorder.gpu))
 
-    def _write(self, first, trace_events):
+    def _write(self, first, events):
         name = 'iteration_{}'.format(first)
         if self.comm is not None:
             gathered = self.comm.gather_obj(  # a collective
-                (self._unix_start, trace_events))
+                (self._unix_start, events))
             if self.comm.rank != 0:
                 return
             earliest = min(unix for unix, _ in gathered)
-            trace_events = [
+            events = [
                 e for unix, rank_events in gathered
-                for e in events.shift(
+                for e in trace_events.shift(
                     rank_events, int(round((unix - earliest) * 1e9)))]
         elif _launcher_rank() is not None:
             name += '_rank{}'.format(_launcher_rank())
@@ -196,7 +197,7 @@ class Timeline(loop_extension.LoopExtension):
             self._trainer.out, 'timeline',
             name + ('.json.gz' if self.compress else '.json'))
         try:
-            written = trace.write(path, trace_events, self.compress)
+            written = trace.write(path, events, self.compress)
         except (OSError, ValueError) as e:
             if not self._failed:
                 self._failed = True

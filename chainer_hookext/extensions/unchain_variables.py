@@ -5,14 +5,14 @@ from chainer.training import extension
 
 from chainer_hookext import _checks
 from chainer_hookext import _state
-from chainer_hookext.extensions import _loop_entry
-from chainer_hookext.extensions import _priorities
+from chainer_hookext.run import training_loop
+from chainer_hookext.run import priorities
 
 
 # ``chainer.config.keep_graph_on_report`` costs about 500 ns through
 # ``LocalConfig.__getattr__``; the trigger reads the thread's value (set by
 # ``chainer.using_config`` or by assignment) and falls back to the global one,
-# as ``_modes.is_train`` does.
+# as ``_chainer.is_train`` does.
 _local = configuration.config._local
 _global = configuration.global_config
 
@@ -87,7 +87,7 @@ class UnchainVariables(extension.Extension):
         >>> trainer.extend(unchain_variables())
     """
 
-    priority = _priorities.PRIORITY_LAST
+    priority = priorities.PRIORITY_LAST
     default_name = 'UnchainVariables'
 
     def __init__(self, *, always=False):
@@ -97,7 +97,8 @@ class UnchainVariables(extension.Extension):
 
     def initialize(self, trainer):
         self._disarm()
-        self._entry = _loop_entry.LoopEntry.install(trainer, self._enter_loop)
+        self._entry = training_loop.LoopEntry.install(
+            trainer, self._enter_loop)
 
     def _enter_loop(self):
         self._entry = None

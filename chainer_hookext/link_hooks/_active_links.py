@@ -4,7 +4,7 @@ A link hook keeps the stack: ``enter(link, name)`` in its
 ``forward_preprocess``, ``leave(link)`` in its ``forward_postprocess``.
 :attr:`ActiveLinks.names` is the tuple of their names, outermost first: an
 immutable tuple shared by all function nodes tagged under the same links
-(:mod:`~chainer_hookext.link_hooks._node_tags`), so tagging allocates
+(:mod:`~chainer_hookext._tagging`), so tagging allocates
 nothing per node.
 """
 

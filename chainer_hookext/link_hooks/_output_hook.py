@@ -1,6 +1,6 @@
 """Base of the debugging hooks: scoped links' forward outputs, by name."""
 
-from chainer_hookext import _modes
+from chainer_hookext import _chainer
 from chainer_hookext.link_hooks import _active_links
 from chainer_hookext.link_hooks import scoped_link_hook
 
@@ -47,7 +47,7 @@ class OutputHook(scoped_link_hook.ScopedLinkHook):
             if name is None:
                 return
         mode = self.mode
-        if mode is None or mode == _modes.is_train():
+        if mode is None or mode == _chainer.is_train():
             self.active.enter(link, name)
 
     def forward_postprocess(self, args):
@@ -60,7 +60,7 @@ class OutputHook(scoped_link_hook.ScopedLinkHook):
             if name is None:
                 return
             mode = self.mode
-            if mode is not None and mode != _modes.is_train():
+            if mode is not None and mode != _chainer.is_train():
                 return
         self.process(name, args)
 

@@ -6,9 +6,9 @@ import numpy
 
 from chainer_hookext import _arrays
 from chainer_hookext import _checks
-from chainer_hookext import _modes
+from chainer_hookext import _chainer
 from chainer_hookext.link_hooks import _finite
-from chainer_hookext.link_hooks import _node_tags
+from chainer_hookext import _tagging
 from chainer_hookext.link_hooks import _output_hook
 from chainer_hookext.link_hooks import non_finite_error
 
@@ -108,7 +108,7 @@ class NonFiniteHook(_output_hook.OutputHook):
         if not self.backward:
             return
         if self._grads is None:
-            self._grads = _node_tags.new_tagger(_GradientCheck, self)
+            self._grads = _tagging.new_tagger(_GradientCheck, self)
         else:
             self._grads.register()
 
@@ -154,7 +154,7 @@ class NonFiniteHook(_output_hook.OutputHook):
                 parameters' gradients to check.
         """
         mode = self.mode
-        if mode is not None and mode != _modes.is_train():
+        if mode is not None and mode != _chainer.is_train():
             return
         names = self.link_names
         root = link.name or type(link).__name__
@@ -219,7 +219,7 @@ class NonFiniteHook(_output_hook.OutputHook):
 
     def _record(self, what, name, detail):
         # The finding's fields but its kind, made while the call runs.
-        train = _modes.is_train()
+        train = _chainer.is_train()
         mode = 'training' if train else 'evaluation'
         updater = self.updater
         iteration = None if updater is None else (
@@ -281,7 +281,7 @@ _Record = collections.namedtuple(
     '_Record', 'link iteration phase output hint param mode')
 
 
-class _GradientCheck(_node_tags.NodeTagger):
+class _GradientCheck(_tagging.NodeTagger):
     # Tags nodes with the running links' names; checks the gradients
     # flowing into tagged nodes.
 

@@ -1,7 +1,7 @@
 import chainer
 
 from chainer_hookext import _checks
-from chainer_hookext import _modes
+from chainer_hookext import _chainer
 
 
 class ScopedLinkHook(chainer.LinkHook):
@@ -56,11 +56,11 @@ no mode to act in: ...
     name = 'ScopedLinkHook'
     link_names = None
     mode = None
-    own_modes = _modes.Modes(True, True)
-    scope_modes = _modes.Modes(True, True)
+    own_modes = _chainer.Modes(True, True)
+    scope_modes = _chainer.Modes(True, True)
 
     def __init__(self, *, train=True, eval=True):
-        self.own_modes = _modes.Modes(
+        self.own_modes = _chainer.Modes(
             *_checks.check_modes(type(self).__name__, train, eval))
         self.mode = _combined_mode(self.own_modes, self.scope_modes)
 
@@ -83,7 +83,7 @@ no mode to act in: ...
                 no mode of the hook's own.
         """
         call = type(self).__name__ + '.set_scope'
-        scope = _modes.Modes(*_checks.check_modes(call, train, eval))
+        scope = _chainer.Modes(*_checks.check_modes(call, train, eval))
         mode = _combined_mode(self.own_modes, scope)
         if mode is _NO_MODE:
             own = self.own_modes
@@ -104,7 +104,7 @@ no mode to act in: ...
         if names is not None and id(link) not in names:
             return False
         mode = self.mode
-        return mode is None or mode == _modes.is_train()
+        return mode is None or mode == _chainer.is_train()
 
 
 _NO_MODE = object()

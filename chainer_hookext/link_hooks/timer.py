@@ -6,14 +6,14 @@ import chainer
 
 from chainer_hookext import _checks
 from chainer_hookext import _state
-from chainer_hookext.link_hooks import _node_tags
+from chainer_hookext import _tagging
 from chainer_hookext.link_hooks import scoped_link_hook
-from chainer_hookext.link_hooks._timer import backward as backward_module
-from chainer_hookext.link_hooks._timer import call_stack
-from chainer_hookext.link_hooks._timer import call_tree
-from chainer_hookext.link_hooks._timer import keys
-from chainer_hookext.link_hooks._timer import table
-from chainer_hookext.link_hooks._timer import units
+from chainer_hookext.timing import backward as backward_module
+from chainer_hookext.timing import call_stack
+from chainer_hookext.timing import records
+from chainer_hookext.report import keys
+from chainer_hookext.report import tables
+from chainer_hookext.report import units
 
 
 _BY = {'path': 'path', 'name': 'name', 'class': 'class_name'}
@@ -108,7 +108,7 @@ class TimerHook(call_stack.CallStack, scoped_link_hook.ScopedLinkHook):
             self.name = _checks.check_name('TimerHook', 'name', name)
         self.backward = _checks.check_flag('TimerHook', 'backward', backward)
         call_stack.CallStack.__init__(self)
-        self._stored = {mode: call_tree.CallRecord() for mode in _MODES[None]}
+        self._stored = {mode: records.CallRecord() for mode in _MODES[None]}
         self._backward_timer = None
 
     # -- registration --------------------------------------------------------
@@ -118,7 +118,7 @@ class TimerHook(call_stack.CallStack, scoped_link_hook.ScopedLinkHook):
         if not self.backward:
             return
         if self._backward_timer is None:
-            self._backward_timer = _node_tags.new_tagger(
+            self._backward_timer = _tagging.new_tagger(
                 backward_module.BackwardTimer, self,
                 self.name + '_backward')
             if self.gpu:
@@ -132,7 +132,6 @@ class TimerHook(call_stack.CallStack, scoped_link_hook.ScopedLinkHook):
         if timer is not None:
             timer.unregister()
             if not timer.registered:
-                timer.resolve()
                 self._backward_timer = None
         self.store(self._stored)
         self.thread = None
@@ -184,8 +183,6 @@ class TimerHook(call_stack.CallStack, scoped_link_hook.ScopedLinkHook):
         if self.thread not in (None, threading.get_ident()):
             return
         self.flush_calls()
-        if self._backward_timer is not None:
-            self._backward_timer.resolve()
 
     def _merged(self, call, mode):
         if mode not in _MODES:
@@ -193,10 +190,10 @@ class TimerHook(call_stack.CallStack, scoped_link_hook.ScopedLinkHook):
                 "`{}(mode={!r})` is not a mode: use 'train', 'eval' or None "
                 '(both).'.format(call, mode))
         self.flush()
-        root = call_tree.CallRecord()
+        root = records.CallRecord()
         for m in _MODES[mode]:
-            call_tree.merge(self._stored[m], root)
-            call_tree.merge(self.trees[m], root)
+            records.merge(self._stored[m], root)
+            records.merge(self.trees[m], root)
         return root
 
     def _outside(self, mode):
@@ -223,7 +220,7 @@ class TimerHook(call_stack.CallStack, scoped_link_hook.ScopedLinkHook):
         ``backward=True``.
         """
         root = self._merged('TimerHook.total_backward_time', mode)
-        return sum(r.backward for _, r in call_tree.walk(root)) + (
+        return sum(r.backward for _, r in records.walk(root)) + (
             self._outside(mode))
 
     def entries(self, by='path', mode=None):
@@ -240,11 +237,11 @@ class TimerHook(call_stack.CallStack, scoped_link_hook.ScopedLinkHook):
                 "'path' or 'name'.".format(by))
         root = self._merged('TimerHook.summary', mode)
         if by == 'class':
-            return call_tree.class_entries(root)
-        rows = call_tree.entries(root, _BY[by])
+            return records.class_entries(root)
+        rows = records.entries(root, _BY[by])
         outside = self._outside(mode)
         if outside > 0:
-            rows.append(call_tree.Entry(
+            rows.append(records.Entry(
                 keys.OUTSIDE, None, 0.0, 0.0, 0, outside, outside))
         return rows
 
@@ -293,10 +290,10 @@ class TimerHook(call_stack.CallStack, scoped_link_hook.ScopedLinkHook):
         entries = self.entries(by=by, mode=mode)
         file = sys.stdout if file is None else file
         if by == 'class':
-            table.print_class_table(entries, unit, file)
+            tables.print_class_table(entries, unit, file)
         else:
             header = 'LinkPath' if by == 'path' else 'LinkName'
-            table.print_tree_table(
+            tables.print_tree_table(
                 entries, unit, file, header, backward=self.backward)
 
     # -- snapshots -----------------------------------------------------------
@@ -314,7 +311,7 @@ class TimerHook(call_stack.CallStack, scoped_link_hook.ScopedLinkHook):
         if not _state.is_loading(serializer):
             labels, columns = [], {f: [] for f in fields}
             for mode in _MODES[None]:
-                for depth, rec in call_tree.walk(self._merged(None, mode)):
+                for depth, rec in records.walk(self._merged(None, mode)):
                     labels.append([mode, depth] + list(rec.labels))
                     for field, value in zip(fields, (
                             rec.elapsed, rec.count, rec.backward)):
@@ -334,16 +331,16 @@ class TimerHook(call_stack.CallStack, scoped_link_hook.ScopedLinkHook):
     def reset(self):
         """Forgets every time and count so far; the links' paths are kept.
         """
-        self.store({m: call_tree.CallRecord() for m in _MODES[None]},
+        self.store({m: records.CallRecord() for m in _MODES[None]},
                    forget_paths=False)
-        self._stored = {m: call_tree.CallRecord() for m in _MODES[None]}
+        self._stored = {m: records.CallRecord() for m in _MODES[None]}
         for mode in _MODES[None]:
             self.outside[mode].backward = 0.0
 
 
 def _trees_from_rows(rows):
     # Inverse of the pre-order rows that serialize saves.
-    roots = {mode: call_tree.CallRecord() for mode in _MODES[None]}
+    roots = {mode: records.CallRecord() for mode in _MODES[None]}
     stack, current = [], None
     for (mode, depth, *labels), values in rows:
         if mode != current:
@@ -354,8 +351,8 @@ def _trees_from_rows(rows):
                     [mode, depth] + labels))
         del stack[depth:]
         parent = stack[-1] if stack else roots[mode]
-        labels = call_tree.Labels(*labels)
-        rec = parent.children[labels] = call_tree.CallRecord(
+        labels = records.Labels(*labels)
+        rec = parent.children[labels] = records.CallRecord(
             labels, labels=labels)
         rec.elapsed = values['elapsed_time']
         rec.count = int(values['occurrence'])

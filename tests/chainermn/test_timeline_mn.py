@@ -2,7 +2,7 @@
 
 import os
 
-from chainer_hookext.extensions._timeline import trace
+from chainer_hookext.timing import trace
 
 
 DELAY = 2 ** -7  # rank 1's l2, per call, on the workers' fake clock

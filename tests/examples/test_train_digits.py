@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from chainer_hookext.extensions._timeline import trace
+from chainer_hookext.timing import trace
 
 
 SCRIPT = pathlib.Path(__file__).parents[2] / 'examples' / 'train_digits.py'

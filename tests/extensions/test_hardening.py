@@ -22,7 +22,7 @@ from chainer_hookext import Timeline
 from chainer_hookext import TimerHook
 from chainer_hookext import UnchainVariables
 from chainer_hookext import _checks
-from chainer_hookext import _modes
+from chainer_hookext import _chainer
 from tests.conftest import BACKWARD
 from tests.conftest import DATA
 from tests.conftest import FORWARD
@@ -240,7 +240,7 @@ NUMPY_ARGUMENTS = [
      {'train': True, 'eval': False}),
     (lambda **kw: CallbackHook(posthook=_show, **kw),
      {'train': numpy.True_, 'eval': numpy.False_},
-     {'own_modes': _modes.Modes(True, False)}),
+     {'own_modes': _chainer.Modes(True, False)}),
 ]
 
 

@@ -8,7 +8,7 @@ import pytest
 from chainer.training import extensions
 
 import chainer_hookext
-from chainer_hookext.link_hooks._timer import keys
+from chainer_hookext.report import keys
 from tests.conftest import FakeComm
 
 

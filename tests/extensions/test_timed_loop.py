@@ -162,13 +162,9 @@ def test_parallel_updater(still, tmp_path):
         assert figures['other'] == 0.0
 
 
-def test_with_timed_links(still, tmp_path, monkeypatch):
+def test_with_timed_links(still, tmp_path):
     from chainer_hookext import TimedLinks
-    from chainer_hookext.link_hooks._timer import backward
-    from chainer_hookext.link_hooks._timer import call_stack
 
-    monkeypatch.setattr(call_stack, '_perf_counter', still)
-    monkeypatch.setattr(backward, '_perf_counter', still)
     trainer = make_slow_trainer(still, tmp_path)
     trainer.extend(TimedLinks(), trigger=(2, 'iteration'))
     _, log = run_timed(trainer)

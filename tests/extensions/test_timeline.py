@@ -9,7 +9,7 @@ from chainer.training import extensions
 
 from chainer_hookext import TimedLinks
 from chainer_hookext import Timeline
-from chainer_hookext.extensions._timeline import trace
+from chainer_hookext.timing import trace
 from tests.conftest import BACKWARD
 from tests.conftest import DATA
 from tests.conftest import FORWARD
@@ -148,7 +148,7 @@ def test_bad_arguments():
 
 def test_gpu_link_spans_resolved_when_the_window_ends(
         still, tmp_path, monkeypatch):
-    from chainer_hookext.link_hooks._timer import cuda_events
+    from chainer_hookext.timing import clock as timing_clock
 
     resolved = []
 
@@ -160,9 +160,9 @@ def test_gpu_link_spans_resolved_when_the_window_ends(
         resolved.append(still())
         return stop.seconds - start.seconds
 
-    monkeypatch.setattr(cuda_events, 'is_gpu', lambda link: True)
-    monkeypatch.setattr(cuda_events, 'record_event', FakeEvent)
-    monkeypatch.setattr(cuda_events, 'elapsed', elapsed)
+    monkeypatch.setattr(timing_clock, 'is_gpu', lambda link: True)
+    monkeypatch.setattr(timing_clock, 'record_event', FakeEvent)
+    monkeypatch.setattr(timing_clock, 'elapsed', elapsed)
     trainer = make_slow_trainer(still, tmp_path, stop=4)
     _, files = run_with_timeline(trainer, iterations=2)
     # Every event was resolved at once, when the window ended.
@@ -309,7 +309,7 @@ def test_forget_recomputation_inside_the_callers_backward(still, tmp_path):
 
 def test_gpu_spans_on_a_device_track_never_overrun(
         still, tmp_path, monkeypatch):
-    from chainer_hookext.link_hooks._timer import cuda_events
+    from chainer_hookext.timing import clock as timing_clock
 
     lag = [0.0]
 
@@ -319,9 +319,9 @@ def test_gpu_spans_on_a_device_track_never_overrun(
             lag[0] += 5e-5
             self.seconds = still() + lag[0]
 
-    monkeypatch.setattr(cuda_events, 'is_gpu', lambda link: True)
-    monkeypatch.setattr(cuda_events, 'record_event', LaggingEvent)
-    monkeypatch.setattr(cuda_events, 'elapsed',
+    monkeypatch.setattr(timing_clock, 'is_gpu', lambda link: True)
+    monkeypatch.setattr(timing_clock, 'record_event', LaggingEvent)
+    monkeypatch.setattr(timing_clock, 'elapsed',
                         lambda a, b: b.seconds - a.seconds)
     trainer = make_slow_trainer(still, tmp_path, stop=4)
     _, files = run_with_timeline(trainer, iterations=2)

@@ -1,7 +1,6 @@
 import pytest
 
-from chainer_hookext.link_hooks._timer import call_stack
-from chainer_hookext.link_hooks._timer import cuda_events
+from chainer_hookext.timing import clock as timing_clock
 
 
 class FakeEvent(object):
@@ -23,8 +22,8 @@ def fake_cuda(monkeypatch, clock):
         resolved.append((start, stop))
         return stop.seconds - start.seconds
 
-    monkeypatch.setattr(cuda_events, 'is_gpu', lambda link: True)
-    monkeypatch.setattr(cuda_events, 'record_event',
-                        lambda: FakeEvent(call_stack._perf_counter()))
-    monkeypatch.setattr(cuda_events, 'elapsed', elapsed)
+    monkeypatch.setattr(timing_clock, 'is_gpu', lambda link: True)
+    monkeypatch.setattr(timing_clock, 'record_event',
+                        lambda: FakeEvent(timing_clock.now()))
+    monkeypatch.setattr(timing_clock, 'elapsed', elapsed)
     return resolved

@@ -12,7 +12,7 @@ from chainer.backends import cuda
 from chainer.link_hooks import timer as chainer_timer
 
 from chainer_hookext import TimerHook
-from chainer_hookext.link_hooks._timer import call_stack
+from chainer_hookext.timing import clock as timing_clock
 from tests.conftest import Boom
 from tests.conftest import MLP
 from tests.conftest import TICK
@@ -430,7 +430,7 @@ def test_timing_gpu():
 
 
 def test_cuda_events_resolved_lazily(fake_cuda, monkeypatch):
-    monkeypatch.setattr(call_stack, 'MAX_PENDING', 8)
+    monkeypatch.setattr(timing_clock, 'MAX_PENDING', 8)
     hook = TimerHook()
     model = L.Classifier(MLP())
     x, t = data()

@@ -15,8 +15,7 @@ from chainer.backends import cuda
 from chainer.function_hooks import timer as chainer_function_timer
 
 from chainer_hookext import TimerHook
-from chainer_hookext.link_hooks._timer import backward as backward_timer
-from chainer_hookext.link_hooks._timer import cuda_events
+from chainer_hookext.timing import clock as timing_clock
 from tests.conftest import MLP
 from tests.conftest import SleepBackward
 from tests.conftest import TICK
@@ -391,15 +390,16 @@ def test_backward_timing_gpu():
 
 
 def test_cuda_events_resolved_lazily(fake_cuda, monkeypatch):
-    monkeypatch.setattr(backward_timer, 'MAX_PENDING', 6)
+    # Forward and backward pairs share one queue: 4 of each per iteration.
+    monkeypatch.setattr(timing_clock, 'MAX_PENDING', 12)
     hook = TimerHook(backward=True)
     model = L.Classifier(MLP())
     x, t = data()
     with hook:
         model(x, t).backward()
         assert fake_cuda == []
-        model(x, t).backward()  # 6 pending: the oldest 3 are resolved
-        assert len(fake_cuda) == 3
+        model(x, t).backward()  # 12 pending: the oldest 6 are resolved
+        assert len(fake_cuda) == 6
         F.sum(model.predictor(x)).backward()  # 1 + 3 steps
     # Unregistering resolves every event, backward (12) and forward (11).
     assert len(fake_cuda) == 12 + 11
@@ -415,10 +415,10 @@ def test_switch_between_gpu_and_cpu(fake_cuda, monkeypatch):
     x, t = data()
     with hook:
         model(x, t).backward()  # events
-        monkeypatch.setattr(cuda_events, 'is_gpu', lambda link: False)
+        monkeypatch.setattr(timing_clock, 'is_gpu', lambda link: False)
         model(x, t).backward()  # the CPU clock
-        assert len(fake_cuda) == 4  # the backward events, at the switch
-        monkeypatch.setattr(cuda_events, 'is_gpu', lambda link: True)
+        assert len(fake_cuda) == 8  # every pending pair, at the switch
+        monkeypatch.setattr(timing_clock, 'is_gpu', lambda link: True)
         model(x, t).backward()  # events again
     with hook:  # a new registration starts on the GPU: events
         resolved = len(fake_cuda)

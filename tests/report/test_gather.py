@@ -1,27 +1,27 @@
 import io
 
-from chainer_hookext.extensions import _gathered_figures
-from chainer_hookext.link_hooks._timer import call_tree
-from chainer_hookext.link_hooks._timer import table
+from chainer_hookext.report import gather
+from chainer_hookext.timing import records
+from chainer_hookext.report import tables
 from tests.conftest import FakeComm
 
 
 def entry(key, parent, elapsed, self_time=0.0, backward=0.0):
-    return call_tree.Entry(key, parent, elapsed, self_time, 1, backward,
-                           backward)
+    return records.Entry(key, parent, elapsed, self_time, 1, backward,
+                         backward)
 
 
 def test_spread_mean_min_max_slowest_rank():
-    rows = _gathered_figures.summarise([
+    rows = gather.summarise([
         [('main', None, {'elapsed_time': 1.0})],
         [('main', None, {'elapsed_time': 3.0})],
         [('main', None, {'elapsed_time': 3.0})]])
-    assert rows[0].spreads['elapsed_time'] == _gathered_figures.Spread(
+    assert rows[0].spreads['elapsed_time'] == gather.Spread(
         7.0 / 3, 1.0, 3.0, 1)  # a tie names the lowest rank
 
 
 def test_a_row_missing_on_a_rank_is_over_the_others():
-    rows = _gathered_figures.summarise([
+    rows = gather.summarise([
         [('a', None, {'elapsed_time': 1.0})],
         [('a', None, {'elapsed_time': 3.0}),
          ('b', 'a', {'elapsed_time': 4.0})]])
@@ -35,10 +35,10 @@ def test_gather_reports_each_field_with_its_spread():
                         'backward_time': 2.0, 'backward_self_time': 2.0}),
         ('(outside)', None, {'backward_time': 1.0})]}])
     mine = {'train': [entry('main', None, 1.0, 1.0, 4.0)]}
-    gathered = _gathered_figures.gather(comm, mine, backward=True)
+    gathered = gather.gather(comm, mine, backward=True)
     figures = {}
     for row in gathered['train']:
-        figures.update(_gathered_figures.figures('train', row))
+        figures.update(gather.figures('train', row))
     assert figures['time/main'] == 2.0
     assert figures['time/main/max'] == 3.0
     assert figures['time/main/slowest_rank'] == 1
@@ -46,7 +46,7 @@ def test_gather_reports_each_field_with_its_spread():
     assert figures['time/(outside)/backward/min'] == 1.0
     assert 'time/(outside)' not in figures
     out = io.StringIO()
-    table.print_spread_table(gathered['train'], 'sec', out, backward=True)
+    tables.print_spread_table(gathered['train'], 'sec', out, backward=True)
     lines = out.getvalue().splitlines()
     assert lines[0].split() == [
         'LinkName', 'Mean', 'Min', 'Max', 'SlowestRank', 'SelfMean',
@@ -59,4 +59,4 @@ def test_gather_reports_each_field_with_its_spread():
 
 def test_other_ranks_get_nothing():
     comm = FakeComm(1, [{'train': []}])
-    assert _gathered_figures.gather(comm, {'train': []}, False) is None
+    assert gather.gather(comm, {'train': []}, False) is None

@@ -1,7 +1,7 @@
 """Text tables of timing figures, printed from structured rows.
 
 Three shapes: Chainer's ``TimerHook.print_report`` table (class names);
-a tree of :class:`~.call_tree.Entry` rows, each indented under its parent
+a tree of :class:`~.records.Entry` rows, each indented under its parent
 and shortened to its part below it::
 
     LinkPath   ElapsedTime  SelfTime  Occurrence
@@ -14,12 +14,12 @@ with backward times only; and the same tree of figures gathered over
 ChainerMN workers (mean, min, max, slowest rank).
 """
 
-from chainer_hookext.link_hooks._timer import keys
-from chainer_hookext.link_hooks._timer import units
+from chainer_hookext.report import keys
+from chainer_hookext.report import units
 
 
 def print_class_table(entries, unit, file):
-    """Prints :func:`.call_tree.class_entries` rows as Chainer does."""
+    """Prints :func:`.records.class_entries` rows as Chainer does."""
     fmt = units.formatter(unit, [e.elapsed_time for e in entries])
     rows = [['LinkName', 'ElapsedTime', 'Occurrence']]
     for e in entries:
@@ -29,7 +29,7 @@ def print_class_table(entries, unit, file):
 
 def print_tree_table(entries, unit, file, header='LinkPath',
                      backward=False):
-    """Prints :class:`~.call_tree.Entry` rows as an indented tree.
+    """Prints :class:`~.records.Entry` rows as an indented tree.
 
     Args:
         entries (list of Entry): Parents before their children.
@@ -62,7 +62,7 @@ def print_spread_table(rows, unit, file, header='LinkName',
     Args:
         rows (list): Objects with ``key``, ``parent`` and ``spreads``
             (``{field: Spread}``, see
-            :mod:`chainer_hookext.extensions._gathered_figures`).
+            :mod:`chainer_hookext.report.gather`).
         unit (str): A unit of :data:`.units.UNITS`.
         file: Stream to write to.
         header (str): Title of the key column.

@@ -39,25 +39,18 @@ raising link called in earlier calls, but not before raising in this one,
 or made from the code that calls that child in a loop, is timed inside the
 raising link until its caller ends.
 
-Links on a GPU are timed with CUDA events (:mod:`.cuda_events`), resolved
+Links on a GPU are timed with CUDA events (:mod:`.clock`), resolved
 when figures are read; the stack switches to the GPU methods when an
 outermost call's link is on a GPU.
 """
 
-import time
-
-from chainer_hookext import _modes
-from chainer_hookext.link_hooks._timer import call_tree
-from chainer_hookext.link_hooks._timer import cuda_events
-from chainer_hookext.link_hooks._timer import frames
-from chainer_hookext.link_hooks._timer import link_paths
+from chainer_hookext import _chainer
+from chainer_hookext.timing import records
+from chainer_hookext.timing import clock
+from chainer_hookext.timing import frames
+from chainer_hookext.timing import link_paths
 
 
-# Bound once: the hot path pays no module attribute lookup.  Tests replace
-# it with a fake clock.
-_perf_counter = time.perf_counter
-# CUDA event pairs kept before the oldest half is resolved.
-MAX_PENDING = 1 << 14
 MODES = ('train', 'eval')
 
 
@@ -91,16 +84,16 @@ class CallStack(object):
     """
 
     def __init__(self):
-        self.idle = call_tree.CallRecord()
+        self.idle = records.CallRecord()
         self.idle.parent = self.idle
         self.idle.children = _NoChildren()
         self.top = self.idle
-        self.trees = {mode: call_tree.CallRecord() for mode in MODES}
-        self.outside = {mode: call_tree.CallRecord() for mode in MODES}
+        self.trees = {mode: records.CallRecord() for mode in MODES}
+        self.outside = {mode: records.CallRecord() for mode in MODES}
         self.paths = link_paths.LinkPaths()
         self.gpu = False
         self.thread = None
-        self.pending = []  # (record, start event, stop event)
+        self.events = clock.EventQueue()  # CUDA events, forward and backward
         self._last_event = None
 
     # -- hot path: keep it short, it runs twice per link call --------------
@@ -115,10 +108,10 @@ class CallStack(object):
         if rec.last_end >= top.start:  # called again in this call of top
             return self._enter_again(args.link, rec)
         self.top = rec
-        rec.start = _perf_counter()
+        rec.start = clock.now()
 
     def forward_postprocess(self, args):
-        t = _perf_counter()
+        t = clock.now()
         rec = self.top
         if rec.key is not args.link:
             rec = self._leave(args.link)
@@ -140,7 +133,7 @@ class CallStack(object):
         if rec.ended_in is top.start_event:
             return self._enter_again(args.link, rec)
         self.top = rec
-        rec.start_event = self._last_event = cuda_events.record_event()
+        rec.start_event = self._last_event = clock.record_event()
 
     def gpu_forward_postprocess(self, args):
         rec = self.top
@@ -148,13 +141,11 @@ class CallStack(object):
             rec = self._leave(args.link)
             if rec is None:
                 return
-        stop = self._last_event = cuda_events.record_event()
-        self.pending.append((rec, rec.start_event, stop))
+        stop = self._last_event = clock.record_event()
+        self.events.push(rec, rec.start_event, stop)
         rec.count += 1
         parent = self.top = rec.parent
         rec.ended_in = parent.start_event
-        if len(self.pending) >= MAX_PENDING:
-            self.resolve(MAX_PENDING // 2)
 
     # -- slow path ---------------------------------------------------------
     def _enter(self, link):
@@ -172,12 +163,12 @@ class CallStack(object):
             names = self.link_names
             if names is not None and id(link) not in names:
                 return
-            train = True if _modes.is_train() else False
+            train = True if _chainer.is_train() else False
             if self.mode is not None and self.mode != train:
                 return
-            if _modes.is_recomputing():  # F.forget: backward's work
+            if _chainer.is_recomputing():  # F.forget: backward's work
                 return
-            gpu = cuda_events.is_gpu(link)
+            gpu = clock.is_gpu(link)
             if gpu is not self.gpu:
                 self._use_gpu(gpu)
             tree = self.trees['train' if train else 'eval']
@@ -193,9 +184,9 @@ class CallStack(object):
     def _push(self, rec):
         self.top = rec
         if self.gpu:
-            rec.start_event = self._last_event = cuda_events.record_event()
+            rec.start_event = self._last_event = clock.record_event()
         else:
-            rec.start = _perf_counter()
+            rec.start = clock.now()
 
     def _enter_again(self, link, rec):
         # ``link`` ended already in this call of the top: a loop in the
@@ -242,7 +233,7 @@ class CallStack(object):
     def _new_record(self, link, key, top):
         names = self.link_names
         if names is not None and id(link) not in names:
-            return call_tree.CallRecord(key, top, hidden=True)
+            return records.CallRecord(key, top, hidden=True)
         path = self.paths.get(link)
         if path is None:  # not a descendant of a root: under its caller
             caller = top
@@ -251,8 +242,8 @@ class CallStack(object):
             path = '{}/<{}>'.format(
                 caller.labels.path.rstrip('/'), type(link).__name__)
         name = path if names is None else names[id(link)]
-        return call_tree.CallRecord(
-            key, top, call_tree.Labels(name, path, type(link).__name__))
+        return records.CallRecord(
+            key, top, records.Labels(name, path, type(link).__name__))
 
     def _use_gpu(self, gpu):
         # Only while idle: the stack holds one kind of start.
@@ -299,7 +290,7 @@ class CallStack(object):
             return
         if self.gpu:
             for rec in stale:
-                self.pending.append((rec, rec.start_event, self._last_event))
+                self.events.push(rec, rec.start_event, self._last_event)
                 rec.count += 1
                 rec.ended_in = rec.parent.start_event
             return
@@ -318,15 +309,7 @@ class CallStack(object):
         """
         if self.top is not self.idle:
             self._prune(skip_current=False)
-        self.resolve()
-
-    def resolve(self, n=None):
-        """Adds the time of the first ``n`` (all) pending event pairs."""
-        pending = self.pending
-        n = len(pending) if n is None else n
-        for rec, start, stop in pending[:n]:
-            rec.elapsed += max(cuda_events.elapsed(start, stop), 0.0)
-        del pending[:n]
+        self.events.resolve()
 
     def store(self, stored, forget_paths=True):
         """Ends every open call and moves the live trees into ``stored``.
@@ -338,9 +321,9 @@ class CallStack(object):
         """
         self._end_stale(self._chain())
         self.top = self.idle
-        self.resolve()
+        self.events.resolve()
         for mode in MODES:
-            call_tree.merge(self.trees[mode], stored[mode], move=True)
-            self.trees[mode] = call_tree.CallRecord()
+            records.merge(self.trees[mode], stored[mode], move=True)
+            self.trees[mode] = records.CallRecord()
         if forget_paths:
             self.paths.clear()

@@ -81,7 +81,7 @@ def figures(mode, entry, backward):
     Args:
         mode (str): ``'train'`` or ``'eval'``.
         entry: An object with the fields of :data:`FIELD_SUFFIXES` and
-            ``key`` (e.g. a :class:`~.call_tree.Entry`).
+            ``key`` (e.g. a :class:`~.records.Entry`).
         backward (bool): Whether backward is timed.
     """
     return {figure_key(mode, entry.key, field): getattr(entry, field)

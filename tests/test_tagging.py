@@ -6,10 +6,10 @@ import chainer.functions as F
 import numpy
 import pytest
 
-from chainer_hookext.link_hooks import _node_tags
+from chainer_hookext import _tagging
 
 
-class Recorder(_node_tags.NodeTagger):
+class Recorder(_tagging.NodeTagger):
     """Tags each node with ``value``; records the tags seen in backward."""
 
     def __init__(self, value, name='Recorder'):
@@ -29,7 +29,7 @@ def x():
 
 
 def test_tags_are_read_back_in_backward():
-    tagger = _node_tags.new_tagger(Recorder, 'one')
+    tagger = _tagging.new_tagger(Recorder, 'one')
     try:
         y = F.sum(F.relu(x()))
     finally:
@@ -39,8 +39,8 @@ def test_tags_are_read_back_in_backward():
 
 
 def test_taggers_registered_at_once_keep_their_own_tags():
-    first = _node_tags.new_tagger(Recorder, 'one')
-    second = _node_tags.new_tagger(Recorder, 'two', name='Other')
+    first = _tagging.new_tagger(Recorder, 'one')
+    second = _tagging.new_tagger(Recorder, 'two', name='Other')
     try:
         assert (first.slot, second.slot) == (0, 1)
         y = F.sum(x())
@@ -49,16 +49,16 @@ def test_taggers_registered_at_once_keep_their_own_tags():
         second.unregister()
         first.unregister()
     assert first.seen == ['one'] and second.seen == ['two']
-    assert vars(y.creator)[_node_tags.TAG] == 'one'
-    assert vars(y.creator)[_node_tags.TAG + '_1'] == 'two'
+    assert vars(y.creator)[_tagging.TAG] == 'one'
+    assert vars(y.creator)[_tagging.TAG + '_1'] == 'two'
     # Slots are free again: the next tagger takes slot 0.
-    third = _node_tags.new_tagger(Recorder, 'three')
+    third = _tagging.new_tagger(Recorder, 'three')
     third.unregister()
     assert third.slot is None
 
 
 def test_tags_keep_no_node_alive():
-    tagger = _node_tags.new_tagger(Recorder, 'one')
+    tagger = _tagging.new_tagger(Recorder, 'one')
     try:
         node = weakref.ref(F.sum(x()).creator)
     finally:
@@ -72,7 +72,7 @@ def test_register_is_counted_and_picks_a_free_name():
     other = chainer.FunctionHook()
     other.name = 'chainer_hookext.Tag'
     with other:
-        tagger = _node_tags.new_tagger(Recorder, None, name='Tag')
+        tagger = _tagging.new_tagger(Recorder, None, name='Tag')
         tagger.register()
         assert hooks['chainer_hookext.Tag_1'] is tagger
         tagger.unregister()
@@ -93,8 +93,8 @@ class Overriding(Recorder):
 
 
 def test_an_override_wins_in_every_slot():
-    first = _node_tags.new_tagger(Recorder, 'one')
-    second = _node_tags.new_tagger(Overriding, 'two', name='Other')
+    first = _tagging.new_tagger(Recorder, 'one')
+    second = _tagging.new_tagger(Overriding, 'two', name='Other')
     try:
         assert second.slot == 1
         y = F.sum(x())

@@ -8,7 +8,7 @@ backward it reads the tag back.  The tag is an attribute of the node, so it
 lives and dies with the node: the tagger keeps nothing per node.
 
 Both users write the tag as a plain attribute named :data:`TAG`:
-:class:`~chainer_hookext.link_hooks._timer.backward.BackwardTimer` (the
+:class:`~chainer_hookext.timing.backward.BackwardTimer` (the
 timer's running call record) and
 :class:`~chainer_hookext.link_hooks.non_finite.NonFiniteHook`'s gradient
 check (the names of the running links).

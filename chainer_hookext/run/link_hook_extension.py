@@ -9,9 +9,9 @@ from chainer.training import extension
 from chainer_hookext import _checks
 from chainer_hookext import _registry
 from chainer_hookext import _state
-from chainer_hookext.extensions import _link_names
-from chainer_hookext.extensions import _loop_entry
-from chainer_hookext.extensions import _scope_filter
+from chainer_hookext.report import link_names
+from chainer_hookext.run import training_loop
+from chainer_hookext.run import scope_filter
 from chainer_hookext.link_hooks import scoped_link_hook
 
 
@@ -133,7 +133,7 @@ class LinkHookExtension(extension.Extension):
         return None if self._registered is None else self._registered[0][1]
 
     def initialize(self, trainer):
-        _loop_entry.end_orphans()
+        training_loop.end_orphans()
         self.release()
         call = type(self).__name__
         owner = _owners.get(self.hook)
@@ -150,12 +150,12 @@ class LinkHookExtension(extension.Extension):
         names = self.scope_link_names(trainer)
         hook = self.hook
         if not isinstance(hook, scoped_link_hook.ScopedLinkHook):
-            hook = _scope_filter.ScopeFilter(hook, hook.name)
+            hook = scope_filter.ScopeFilter(hook, hook.name)
         hook.set_scope(names, train=self.train, eval=self.eval)
         _owners[self.hook] = self
         self._pending = hook
         self._iteration = trainer.updater.iteration
-        self._entry = _loop_entry.LoopEntry.install(
+        self._entry = training_loop.LoopEntry.install(
             trainer, self._register, self.release)
 
     def scope_link_names(self, trainer):
@@ -168,7 +168,7 @@ class LinkHookExtension(extension.Extension):
                 ``main`` optimizer, or when a link in ``links`` is not part of
                 any optimizer's target.
         """
-        model = _link_names.model_link_names(trainer)
+        model = link_names.model_link_names(trainer)
         roots = self.links
         if roots is None:
             optimizers = trainer.updater.get_all_optimizers()

@@ -6,7 +6,7 @@ worker's rows (``{mode: [Entry]}`` per report) to rank 0 through the
 communicator's own ``gather_obj``, and summarises each reported field of
 each row over the workers that have the row: a :class:`Spread` (mean, min,
 max, the slowest rank).  :func:`figures` spells the reported keys with
-:mod:`~chainer_hookext.link_hooks._timer.keys`: the mean under the figure's
+:mod:`~chainer_hookext.report.keys`: the mean under the figure's
 own key, so ``LogReport`` and ``PlotReport`` keep working, and the spread
 below it (``time/main/max`` ...).
 
@@ -17,7 +17,7 @@ iteration, and nothing between two calls may raise on one worker only
 
 import collections
 
-from chainer_hookext.link_hooks._timer import keys
+from chainer_hookext.report import keys
 
 
 #: A figure over the workers that reported it.

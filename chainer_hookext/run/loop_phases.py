@@ -3,7 +3,7 @@
 :class:`LoopPhases` owns a trainer's :class:`~.phases.PhaseClock` and its
 :class:`~.marks.Marks`: they are added when ``Trainer.run`` enters its loop
 and removed when it ends, every way out
-(:class:`~chainer_hookext.extensions._loop_entry.LoopEntry`), or when the
+(:class:`~chainer_hookext.run.training_loop.LoopEntry`), or when the
 last extension reading them releases them.  ``TimedLoop`` and ``Timeline``
 in one trainer read one clock: the marks are never stacked.
 """
@@ -13,9 +13,9 @@ import weakref
 import chainer
 from chainer.training import extension
 
-from chainer_hookext.extensions import _loop_entry
-from chainer_hookext.extensions._loop import marks as marks_module
-from chainer_hookext.extensions._loop import phases
+from chainer_hookext.run import training_loop
+from chainer_hookext.timing import marks as marks_module
+from chainer_hookext.timing import phases
 
 
 # {trainer: LoopPhases}, while an extension reads them.
@@ -39,7 +39,7 @@ class LoopPhases(object):
         self.clock = None
         self.iteration_start = None
         self._marks = None
-        self._entry = _loop_entry.LoopEntry.install(
+        self._entry = training_loop.LoopEntry.install(
             trainer, self._enter, self._end, self._iteration, self._check)
 
     @classmethod

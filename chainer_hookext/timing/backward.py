@@ -1,7 +1,7 @@
 """Backward time per link: a function hook charging steps to call records.
 
 A link hook sees only ``Link.forward``.  A :class:`BackwardTimer` (a
-:class:`~chainer_hookext.link_hooks._node_tags.NodeTagger`, registered and
+:class:`~chainer_hookext._tagging.NodeTagger`, registered and
 removed with its :class:`~chainer_hookext.TimerHook`) joins backward to the
 links:
 
@@ -27,30 +27,21 @@ ended is not known, and it charges nothing.  The next step tells it from
 The tag refers to a record, of which the timer keeps one per call path, so
 nothing is kept per call.  A record moved into the stored trees when the
 hook was removed charges later steps (of nodes still alive) to the stored
-record (:func:`.call_tree.merge`).
+record (:func:`.records.merge`).
 
 On a GPU, steps are timed with CUDA events, resolved with the forward ones.
 """
 
-import time
-
-from chainer_hookext import _modes
-from chainer_hookext.link_hooks import _node_tags
-from chainer_hookext.link_hooks._timer import cuda_events
-from chainer_hookext.link_hooks._timer import frames
+from chainer_hookext import _chainer
+from chainer_hookext import _tagging
+from chainer_hookext.timing import clock
+from chainer_hookext.timing import frames
 
 
-# Bound once: the hot path pays no module attribute lookup.  Tests replace
-# it with a fake clock.
-_perf_counter = time.perf_counter
-# CUDA event pairs kept before the oldest half is resolved.
-MAX_PENDING = 1 << 14
-
-
-class BackwardTimer(_node_tags.NodeTagger):
+class BackwardTimer(_tagging.NodeTagger):
     """Function hook charging backward steps to a call stack's records.
 
-    Make it with ``_node_tags.new_tagger(BackwardTimer, calls, name)``.
+    Make it with ``_tagging.new_tagger(BackwardTimer, calls, name)``.
 
     Args:
         calls (~.call_stack.CallStack): The stack whose running record tags
@@ -62,7 +53,6 @@ class BackwardTimer(_node_tags.NodeTagger):
         super().__init__(name)
         self.calls = calls
         self.idle = calls.idle
-        self.pending = []  # (record, start event, stop event)
         self._mark = 0.0  # start of the running step: a time or an event
         self._running = None  # the node whose step runs, between pre / post
 
@@ -74,14 +64,14 @@ class BackwardTimer(_node_tags.NodeTagger):
         function._chainer_hookext_tag = rec
 
     def backward_preprocess(self, function, in_data, out_grad):
-        t = _perf_counter()
+        t = clock.now()
         if self._running is not None:  # inside a step, or one that raised
             self._charge_running(t)
         self._running = function
         self._mark = t
 
     def backward_postprocess(self, function, in_data, out_grad):
-        t = _perf_counter()
+        t = clock.now()
         self._running = None
         try:
             rec = function._chainer_hookext_tag
@@ -100,7 +90,7 @@ class BackwardTimer(_node_tags.NodeTagger):
         # The tag of a node created inside a backward step: the step's own
         # when it recomputes (F.forget); a step left running by an
         # exception is forgotten.
-        if not _modes.is_recomputing():
+        if not _chainer.is_recomputing():
             self._running = None
             return None
         return self.tag_of(self._running)
@@ -116,7 +106,7 @@ class BackwardTimer(_node_tags.NodeTagger):
 
     def _outside(self):
         # The bucket of the current mode, or None when out of scope.
-        train = True if _modes.is_train() else False
+        train = True if _chainer.is_train() else False
         mode = self.calls.mode
         if mode is not None and mode != train:
             return None
@@ -124,21 +114,19 @@ class BackwardTimer(_node_tags.NodeTagger):
 
     # -- GPU -----------------------------------------------------------------
     def gpu_backward_preprocess(self, function, in_data, out_grad):
-        self._mark = cuda_events.record_event()
+        self._mark = clock.record_event()
 
     def gpu_backward_postprocess(self, function, in_data, out_grad):
         rec = self.tag_of(function) or self._outside()
         if rec is None:
             return
-        stop = cuda_events.record_event()
-        self.pending.append((rec, self._mark, stop))
+        stop = clock.record_event()
+        self.calls.events.push(rec, self._mark, stop, backward=True)
         self._mark = stop
-        if len(self.pending) >= MAX_PENDING:
-            self.resolve(MAX_PENDING // 2)
 
     def use_gpu(self, gpu):
-        """Times steps with CUDA events (``True``) or the CPU clock."""
-        self.resolve()
+        """Times steps with CUDA events (``True``) or the host clock."""
+        self.calls.events.resolve()
         self._mark = 0.0
         self._running = None
         if gpu:
@@ -147,13 +135,3 @@ class BackwardTimer(_node_tags.NodeTagger):
         else:
             self.__dict__.pop('backward_preprocess', None)
             self.__dict__.pop('backward_postprocess', None)
-
-    def resolve(self, n=None):
-        """Adds the time of the first ``n`` (all) pending event pairs."""
-        pending = self.pending
-        n = len(pending) if n is None else n
-        for rec, start, stop in pending[:n]:
-            if start is not None and not isinstance(start, float):
-                rec.owner.backward += max(
-                    cuda_events.elapsed(start, stop), 0.0)
-        del pending[:n]

@@ -1,4 +1,4 @@
-from chainer_hookext import _modes
+from chainer_hookext import _chainer
 from chainer_hookext.link_hooks import scoped_link_hook
 
 
@@ -27,12 +27,12 @@ class ScopeFilter(scoped_link_hook.ScopedLinkHook):
         names = self.link_names
         if names is None or id(args.link) in names:
             mode = self.mode
-            if mode is None or mode == _modes.is_train():
+            if mode is None or mode == _chainer.is_train():
                 self.hook.forward_preprocess(args)
 
     def forward_postprocess(self, args):
         names = self.link_names
         if names is None or id(args.link) in names:
             mode = self.mode
-            if mode is None or mode == _modes.is_train():
+            if mode is None or mode == _chainer.is_train():
                 self.hook.forward_postprocess(args)

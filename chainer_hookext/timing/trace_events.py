@@ -23,9 +23,9 @@ Times are integers of nanoseconds from the window's start until
 import bisect
 import collections
 
-from chainer_hookext.extensions._loop import phases
-from chainer_hookext.extensions._timeline import link_spans
-from chainer_hookext.extensions._timeline import trace
+from chainer_hookext.timing import phases
+from chainer_hookext.timing import spans
+from chainer_hookext.timing import trace
 
 
 #: The thread id of device-time spans, after the process id; the training
@@ -37,7 +37,7 @@ Window = collections.namedtuple('Window', (
     'iteration_starts',  # [(iteration number, start)]
     'end',  # when the last iteration ended
     'phase_spans',  # [phases.Span] from the loop's clock
-    'links',  # link_spans.LinkSpans, resolved
+    'links',  # spans.LinkSpans, resolved
 ))
 
 _Slice = collections.namedtuple('_Slice', (
@@ -106,7 +106,7 @@ def _phases(window, ns):
 def _links(window, ns):
     slices = [_Slice(s.name, 'link_forward', ns(s.start), ns(s.end),
                      {'link': s.name}) for s in window.links.forward]
-    for run in link_spans.backward_runs(window.links.steps):
+    for run in spans.backward_runs(window.links.steps):
         start, end = ns(run.start), ns(run.end)
         busy = int(round(run.seconds * 1e9))
         slices.append(_Slice(

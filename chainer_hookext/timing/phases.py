@@ -8,12 +8,8 @@ iteration add up to the whole of it.  What starts each phase is in
 """
 
 import collections
-import time
 
-
-# Bound once: the hot path pays no module attribute lookup.  Tests replace
-# it with a fake clock.
-_perf_counter = time.perf_counter
+from chainer_hookext.timing import clock
 
 DATA = 'data'
 FORWARD = 'forward'
@@ -26,7 +22,7 @@ UPDATE_PHASES = (DATA, FORWARD, BACKWARD, OPTIMIZER, ALLREDUCE)
 #: Prefix of an extension's phase: ``extension/<name in the trainer>``.
 EXTENSION = 'extension/'
 
-#: One run of a phase (or of a link call, :mod:`.._timeline.link_spans`):
+#: One run of a phase (or of a link call, :mod:`.._timeline.spans`):
 #: clock times in seconds; ``depth`` 0 for the outermost.
 Span = collections.namedtuple('Span', ('name', 'start', 'end', 'depth'))
 
@@ -60,7 +56,7 @@ class PhaseClock(object):
         if phase == self.phase:
             return
         if t is None:
-            t = _perf_counter()
+            t = clock.now()
         running = self.phase
         if running is not None:
             totals = self.totals
@@ -77,7 +73,7 @@ class PhaseClock(object):
 
     def cut(self):
         """Adds the running phase's span up to now; it goes on after."""
-        t = _perf_counter()
+        t = clock.now()
         if self.phase is not None and self._span and t > self.started:
             self._add_span(t)
             self.started = t
@@ -89,13 +85,13 @@ class PhaseClock(object):
 
     def now(self):
         """Returns the clock's time in seconds."""
-        return _perf_counter()
+        return clock.now()
 
     def read(self):
         """Returns :attr:`totals` with the running phase charged up to now.
         """
         if self.phase is not None:
-            t = _perf_counter()
+            t = clock.now()
             totals = self.totals
             totals[self.phase] = totals.get(self.phase, 0.0) + (
                 t - self._mark)

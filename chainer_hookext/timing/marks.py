@@ -33,15 +33,12 @@ optimizer holds, for our hook, one that does nothing
 from chainer import function_hook
 
 from chainer_hookext import _registry
-from chainer_hookext.extensions._loop import phases
+from chainer_hookext.timing import clock
+from chainer_hookext.timing import phases
 
 
 #: The name of every mark's registration, after ``chainer_hookext.``.
 NAME = 'loop_phases'
-
-# Bound once: read at each backward step.  Tests replace it with a fake
-# clock (the phase clock's, :data:`.phases._perf_counter`).
-_perf_counter = phases._perf_counter
 
 
 class PhaseMarks(function_hook.FunctionHook):
@@ -78,7 +75,7 @@ class PhaseMarks(function_hook.FunctionHook):
 
     def backward_postprocess(self, function, in_data, out_grad):
         self.steps -= 1
-        self.step_end = _perf_counter()
+        self.step_end = clock.now()
 
     def backward_ended(self):
         """When the running ``backward`` ended (its last step's end), or

@@ -3,7 +3,7 @@
 :class:`LinkSpans` is a link hook registered only while a
 :class:`~chainer_hookext.Timeline` window records.  Its forward spans are
 the timed links' calls, nested as the calls nest.  Its function hook (a
-:class:`~chainer_hookext.link_hooks._node_tags.NodeTagger`) tags each node
+:class:`~chainer_hookext._tagging.NodeTagger`) tags each node
 with the innermost running link's name and records each backward step;
 :func:`backward_runs` joins consecutive steps of the same link into one
 span, so that a layer's backward is one block.
@@ -14,18 +14,14 @@ synchronisation per call.
 """
 
 import collections
-import time
 
-from chainer_hookext.extensions._loop import phases
+from chainer_hookext.timing import phases
 from chainer_hookext.link_hooks import _active_links
-from chainer_hookext.link_hooks import _node_tags
+from chainer_hookext import _tagging
 from chainer_hookext.link_hooks import scoped_link_hook
-from chainer_hookext.link_hooks._timer import cuda_events
-from chainer_hookext.link_hooks._timer import keys
+from chainer_hookext.timing import clock
+from chainer_hookext.report import keys
 
-
-# Bound once; tests replace it with a fake clock.
-_perf_counter = time.perf_counter
 
 #: A backward span: ``steps`` steps of ``seconds`` in all.
 BackwardRun = collections.namedtuple(
@@ -52,12 +48,12 @@ class LinkSpans(scoped_link_hook.ScopedLinkHook):
         self.in_step = 0  # backward steps running (F.forget recomputes)
         self._starts = []
         self._tagger = None
-        self._now = cuda_events.record_event if gpu else _perf_counter
-        self.origin = (_perf_counter(), self._now() if gpu else None)
+        self._now = clock.record_event if gpu else clock.now
+        self.origin = (clock.now(), self._now() if gpu else None)
 
     def added(self, link):
         if self._tagger is None:
-            self._tagger = _node_tags.new_tagger(_StepRecorder, self)
+            self._tagger = _tagging.new_tagger(_StepRecorder, self)
         else:
             self._tagger.register()
 
@@ -97,16 +93,16 @@ class LinkSpans(scoped_link_hook.ScopedLinkHook):
         """Turns CUDA events into clock seconds (waits for the last)."""
         if not self.gpu:
             return
-        clock, event = self.origin
+        origin, event = self.origin
 
         def seconds(e):
-            return clock + cuda_events.elapsed(event, e)
+            return origin + clock.elapsed(event, e)
         self.forward = [s._replace(start=seconds(s.start), end=seconds(
             s.end)) for s in self.forward]
         self.steps = [(n, seconds(a), seconds(b)) for n, a, b in self.steps]
 
 
-class _StepRecorder(_node_tags.NodeTagger):
+class _StepRecorder(_tagging.NodeTagger):
     # Tags nodes with the innermost running link; records backward steps.
     # Steps run inside a step (F.forget recomputing its forward and
     # backpropagating through it) are the outer step's time.
