@@ -6,7 +6,8 @@ The shape of Chainer's ``examples/mnist/train_mnist.py``, plus
 
 * :class:`~chainer_hookext.TimedLinks` reports how long each link of the model
   takes, forward and backward, every epoch (``time/main/predictor/l1`` ...),
-  prints the per-link tree table and feeds ``PlotReport``;
+  prints the per-link tree table, and its self times are drawn per epoch,
+  stacked, into ``link_time.png``;
 * :class:`~chainer_hookext.TimedLoop` reports where each training iteration
   goes (data, forward, backward, optimizer, each extension, the rest) every
   epoch, prints it as a table, and is drawn per epoch into ``loop_time.png``;
@@ -107,6 +108,50 @@ def plot_loop_time(log, path):
     handles, labels = ax.get_legend_handles_labels()
     ax.legend(handles[::-1], labels[::-1], loc='center left',
               bbox_to_anchor=(1.0, 0.5))  # top phase first, as stacked
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+
+
+def plot_link_time(log, names, path):
+    """Draws TimedLinks' self times per epoch from LogReport's log, stacked.
+
+    Forward on the left, backward on the right: each bar is a training
+    iteration's milliseconds (epoch mean), split by link; self times add up
+    to the whole model's time.
+    """
+    from matplotlib import figure
+
+    log = [e for e in log if 'time/main' in e]
+    epochs = [e['epoch'] for e in log]
+    fig = figure.Figure(figsize=(9, 4.2))
+    axes = fig.subplots(1, 2, sharey=True)
+    colours = dict(zip(names + ['(outside)'], (
+        'tab:blue', 'tab:orange', 'tab:green', 'tab:red', 'tab:purple',
+        'tab:brown', 'tab:pink', 'tab:olive', 'tab:cyan', 'tab:gray')))
+    for ax, suffix, title in ((axes[0], '/self', 'forward'),
+                              (axes[1], '/backward/self', 'backward')):
+        bottom = numpy.zeros(len(log))
+        for name in names + ['(outside)']:
+            key = 'time/{}{}'.format(name, suffix)
+            if name == '(outside)':  # backward only, and all self
+                key = 'time/(outside)/backward'
+            if not any(key in e for e in log) or (
+                    name == '(outside)' and suffix == '/self'):
+                continue
+            ms = numpy.array([e.get(key, 0.0) * 1e3 for e in log])
+            ax.bar(epochs, ms, bottom=bottom, label=name,
+                   color=colours.get(name))
+            bottom += ms
+        ax.set_xlabel('epoch')
+        ax.set_title(title)
+        ax.set_xticks(epochs)
+    axes[0].set_ylabel('ms per training iteration (epoch mean)')
+    fig.suptitle('Self time of each link (TimedLinks)')
+    handles, labels = axes[-1].get_legend_handles_labels()
+    if not handles:
+        handles, labels = axes[0].get_legend_handles_labels()
+    axes[-1].legend(handles[::-1], labels[::-1], loc='center left',
+                    bbox_to_anchor=(1.0, 0.5))  # top link first, as stacked
     fig.tight_layout()
     fig.savefig(path, dpi=100)
 
@@ -318,7 +363,6 @@ def main(argv=None):
     log_report = extensions.LogReport()
     trainer.extend(log_report)
 
-    time_keys = ['time/main/predictor/l{}'.format(i) for i in (1, 2, 3)]
     if args.plot and extensions.PlotReport.available():
         trainer.extend(extensions.PlotReport(
             ['main/loss', 'validation/main/loss'], 'epoch',
@@ -326,10 +370,6 @@ def main(argv=None):
         trainer.extend(extensions.PlotReport(
             ['main/accuracy', 'validation/main/accuracy'], 'epoch',
             file_name='accuracy.png'))
-        trainer.extend(extensions.PlotReport(
-            time_keys + [k + '/backward' for k in time_keys]
-            if args.backward else time_keys,
-            'epoch', file_name='link_time.png'))
 
     trainer.extend(extensions.PrintReport(
         ['epoch', 'main/loss', 'validation/main/loss',
@@ -350,6 +390,10 @@ def main(argv=None):
         json.dump(timed.summary(by='path'), f, indent=1)
     print('Summary written to {}'.format(path))
     if args.plot and extensions.PlotReport.available():
+        names = [n for n in timed.summary(by='name') if n != '(outside)']
+        path = os.path.join(args.out, 'link_time.png')
+        plot_link_time(log_report.log, names, path)
+        print('Link time per epoch drawn in {}'.format(path))
         path = os.path.join(args.out, 'loop_time.png')
         plot_loop_time(log_report.log, path)
         print('Loop time per epoch drawn in {}'.format(path))
