@@ -9,13 +9,13 @@ from chainer.training import extension
 from chainer_hookext import _checks
 from chainer_hookext import _registry
 from chainer_hookext import _state
+from chainer_hookext.link_hooks import timer
 from chainer_hookext.report import gather
 from chainer_hookext.report import link_names
 from chainer_hookext.run import loop_phases
-from chainer_hookext.timing import trace_events
 from chainer_hookext.timing import spans
 from chainer_hookext.timing import trace
-from chainer_hookext.timing import clock
+from chainer_hookext.timing import trace_events
 
 
 class Timeline(loop_phases.LoopExtension):
@@ -34,15 +34,16 @@ class Timeline(loop_phases.LoopExtension):
     steps of the link.  With ``validation=True`` the ``Evaluator``'s link
     calls are shown too.
 
-    Nothing is recorded outside windows, where the extension costs what
-    :class:`~chainer_hookext.TimedLoop` does; its link hook is registered
-    for the window only.  The output folder is checked when training
-    starts; a file that cannot be written later is warned about, and
-    training goes on.  A file is written aside then renamed, and never
-    overwritten: after a resume, windows already written are kept, a
-    window interrupted by the resume is completed (without the iterations
-    before the snapshot), and the trigger goes on as in an uninterrupted
-    run.  One ``Timeline`` per trainer.
+    The links' spans are the clock reads of the extension's own
+    :class:`~chainer_hookext.TimerHook` (``backward=True``), registered
+    for the window only: nothing is recorded outside windows, where the
+    extension costs what :class:`~chainer_hookext.TimedLoop` does.  The
+    output folder is checked when training starts; a file that cannot be
+    written later is warned about, and training goes on.  A file is
+    written aside then renamed, and never overwritten: after a resume,
+    windows already written are kept, a window interrupted by the resume
+    is completed (without the iterations before the snapshot), and the
+    trigger goes on as in an uninterrupted run.  One ``Timeline`` per trainer.
 
     Args:
         iterations (int): Iterations per window.
@@ -85,7 +86,8 @@ class Timeline(loop_phases.LoopExtension):
         self.compress = compress
         self.comm = comm
         self._next_window = None  # first iteration of the scheduled window
-        self._window = None  # (first iteration, LinkSpans, registry handle)
+        self._timer = timer.TimerHook(name='Timeline', backward=True)
+        self._window = None  # (first iteration, Recording, registry handle)
         self._iteration_starts = []
         self._phase_spans = []  # the window's phases, from the clock
         self._unix_start = None
@@ -118,7 +120,6 @@ class Timeline(loop_phases.LoopExtension):
                 self._close_window(write=True, end=start)
             else:
                 self._iteration_starts.append((number, start))
-                window[1].in_step = 0  # a step that raised never ended
                 return
         first = self._next_window
         if first is None or number < first:
@@ -138,12 +139,16 @@ class Timeline(loop_phases.LoopExtension):
         # when it resumes inside it.
         optimizers = trainer.updater.get_all_optimizers()
         model = link_names.model_link_names(trainer)
-        gpu = any(clock.is_gpu(o.target) for o in optimizers.values())
-        recorder = spans.LinkSpans(gpu=gpu)
-        recorder.set_scope({i: name for i, (name, _) in model.items()},
-                           train=True, eval=self.validation)
-        handle = _registry.add(chainer._get_link_hooks(), recorder)
-        self._window = first, recorder, handle
+        hook = self._timer
+        hook.set_scope({i: name for i, (name, _) in model.items()},
+                       train=True, eval=self.validation)
+        for name, optimizer in optimizers.items():  # paths as TimedLinks'
+            hook.add_root(
+                optimizer.target, '/' if len(optimizers) == 1 else '/' + name)
+        handle = _registry.add(chainer._get_link_hooks(), hook)
+        recording = spans.Recording()
+        hook.start_spans(recording)
+        self._window = first, recording, handle
         # The clock has started this iteration: record its phases.
         self._phase_spans = []
         self._clock.span_lists.append(self._phase_spans)
@@ -159,7 +164,7 @@ class Timeline(loop_phases.LoopExtension):
         window, self._window = self._window, None
         if window is None:
             return
-        first, recorder, handle = window
+        first, recording, handle = window
         phase_clock = self._clock
         phase_spans, self._phase_spans = self._phase_spans, []
         if phase_clock is not None:
@@ -168,16 +173,17 @@ class Timeline(loop_phases.LoopExtension):
             phase_clock.span_lists.remove(phase_spans)
         elif end is None:
             end = self._iteration_starts[-1][1]
-        _registry.remove(handle, recorder)
+        self._timer.stop_spans()
+        _registry.remove(handle, self._timer)
         if not write:
             return
-        recorder.resolve()
+        recording.resolve()
         recorded = trace_events.Window(
-            self._iteration_starts, end, phase_spans, recorder)
+            self._iteration_starts, end, phase_spans, recording)
         rank = self.comm.rank if self.comm is not None else (
             _launcher_rank() or 0)
         self._write(first, trace_events.window_events(
-            recorded, rank, recorder.gpu))
+            recorded, rank, recording.gpu))
 
     def _write(self, first, events):
         name = 'iteration_{}'.format(first)

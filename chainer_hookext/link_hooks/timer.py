@@ -136,6 +136,28 @@ class TimerHook(call_stack.CallStack, scoped_link_hook.ScopedLinkHook):
         self.store(self._stored)
         self.thread = None
 
+    def start_spans(self, recording):
+        """Keeps the span of each call and backward step it times.
+
+        A :class:`~chainer_hookext.Timeline` window's spans: each ended
+        call of a link in scope goes to ``recording.forward``, each
+        backward step (with ``backward=True``) to ``recording.backward``,
+        until :meth:`stop_spans`.  Call it while the hook is registered.
+
+        Args:
+            recording (~chainer_hookext.timing.spans.Recording): Where
+                the spans go.
+        """
+        super().start_spans(recording)
+        if self._backward_timer is not None:
+            self._backward_timer.start_spans(recording.backward)
+
+    def stop_spans(self):
+        """Stops keeping spans; safe to call when none are kept."""
+        super().stop_spans()
+        if self._backward_timer is not None:
+            self._backward_timer.stop_spans()
+
     def set_scope(self, link_names=None, train=True, eval=True):
         """Sets the links and modes to time, as in :class:`ScopedLinkHook`.
 
@@ -172,6 +194,7 @@ class TimerHook(call_stack.CallStack, scoped_link_hook.ScopedLinkHook):
     def device_changed(self, gpu):
         if self._backward_timer is not None:
             self._backward_timer.use_gpu(gpu)
+        super().device_changed(gpu)
 
     # -- figures -------------------------------------------------------------
     def flush(self):

@@ -36,6 +36,7 @@ from chainer_hookext import _chainer
 from chainer_hookext import _tagging
 from chainer_hookext.timing import clock
 from chainer_hookext.timing import frames
+from chainer_hookext.timing import spans
 
 
 class BackwardTimer(_tagging.NodeTagger):
@@ -55,6 +56,7 @@ class BackwardTimer(_tagging.NodeTagger):
         self.idle = calls.idle
         self._mark = 0.0  # start of the running step: a time or an event
         self._running = None  # the node whose step runs, between pre / post
+        self.steps = None  # spans of the steps, while recorded
 
     # -- hot path ----------------------------------------------------------
     def forward_preprocess(self, function, in_data):
@@ -103,6 +105,8 @@ class BackwardTimer(_tagging.NodeTagger):
         rec = self.tag_of(self._running) or self._outside()
         if rec is not None:
             rec.owner.backward += t - self._mark
+            if self.steps is not None:
+                self.steps.append(spans.Span(rec.owner, self._mark, t))
 
     def _outside(self):
         # The bucket of the current mode, or None when out of scope.
@@ -135,3 +139,54 @@ class BackwardTimer(_tagging.NodeTagger):
         else:
             self.__dict__.pop('backward_preprocess', None)
             self.__dict__.pop('backward_postprocess', None)
+        if self.steps is not None:
+            self._use_span_methods(gpu)
+
+    # -- spans, while a Timeline records -------------------------------------
+    def start_spans(self, steps):
+        """Appends a span to ``steps`` for each step charged, until
+        :meth:`stop_spans`: the record charged (the ``owner``) and the
+        clock reads (CUDA events) of its charge.
+
+        Meanwhile ``backward_postprocess`` is an instance attribute over
+        the class's, as the GPU methods are (:meth:`use_gpu`).  A step of
+        ``F.forget`` is charged, and spanned, in pieces: before its inner
+        steps, each inner step, after them.
+
+        Args:
+            steps (list): Where the :class:`~.spans.Span` go.
+        """
+        self.steps = steps
+        self._use_span_methods(self.calls.gpu)
+
+    def stop_spans(self):
+        """Stops recording spans; safe to call when none are recorded."""
+        self.steps = None
+        self._use_span_methods(self.calls.gpu)
+
+    def _use_span_methods(self, gpu):
+        if self.steps is not None:
+            self.backward_postprocess = (
+                self._gpu_span_backward_postprocess if gpu
+                else self._span_backward_postprocess)
+        elif gpu:
+            self.backward_postprocess = self.gpu_backward_postprocess
+        else:
+            self.__dict__.pop('backward_postprocess', None)
+
+    def _span_backward_postprocess(self, function, in_data, out_grad):
+        # The class's postprocess (its slot's copy), then the step's span
+        # from the mark it started at to the mark it left.
+        start = self._mark
+        type(self).backward_postprocess(self, function, in_data, out_grad)
+        rec = self.tag_of(function) or self._outside()
+        if rec is not None:
+            self.steps.append(spans.Span(rec.owner, start, self._mark))
+
+    def _gpu_span_backward_postprocess(self, function, in_data, out_grad):
+        start = self._mark
+        type(self).gpu_backward_postprocess(
+            self, function, in_data, out_grad)
+        rec = self.tag_of(function) or self._outside()
+        if rec is not None:
+            self.steps.append(spans.Span(rec.owner, start, self._mark))

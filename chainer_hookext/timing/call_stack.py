@@ -49,6 +49,7 @@ from chainer_hookext.timing import records
 from chainer_hookext.timing import clock
 from chainer_hookext.timing import frames
 from chainer_hookext.timing import link_paths
+from chainer_hookext.timing import spans
 
 
 MODES = ('train', 'eval')
@@ -263,7 +264,79 @@ class CallStack(object):
         self.device_changed(gpu)
 
     def device_changed(self, gpu):
-        """Called when the calls are timed on a GPU (``gpu``) or not."""
+        """Called when the calls are timed on a GPU (``gpu``) or not.
+
+        Subclasses call it: spans being recorded follow the device.
+        """
+        if self.recording is not None:
+            self._use_span_methods()
+
+    # -- spans, while a Timeline records -----------------------------------
+    #: The :class:`~.spans.Recording` given to :meth:`start_spans`, or None.
+    recording = None
+
+    def start_spans(self, recording):
+        """Appends a span to ``recording.forward`` for each ended call in
+        scope, until :meth:`stop_spans`.
+
+        The span's times are the clock reads (CUDA events) of the call's
+        own figures.  Meanwhile ``forward_postprocess`` is an instance
+        attribute over the class's, as the GPU methods are (``_use_gpu``):
+        outside recordings the hot path is the class's, unchanged.
+
+        Args:
+            recording (~.spans.Recording): Where the spans go.
+        """
+        self.recording = recording
+        self._use_span_methods()
+
+    def stop_spans(self):
+        """Stops recording spans; safe to call when none are recorded."""
+        self.recording = None
+        self._use_span_methods()
+
+    def _use_span_methods(self):
+        # The postprocess for the device, recording spans or not.
+        recording = self.recording
+        if recording is None:
+            if self.gpu:
+                self.forward_postprocess = self.gpu_forward_postprocess
+            else:
+                self.__dict__.pop('forward_postprocess', None)
+            return
+        if recording.gpu is not self.gpu:
+            recording.use_gpu(self.gpu)
+        self.forward_postprocess = (
+            self._gpu_span_forward_postprocess if self.gpu
+            else self._span_forward_postprocess)
+
+    def _span_forward_postprocess(self, args):
+        # The class's postprocess, then the call's span from the record's
+        # start and last end.  ``_leave`` first, as the class's would
+        # (calls left open by exceptions): the record it pops.
+        rec = self.top
+        if rec.key is not args.link:
+            rec = self._leave(args.link)
+            if rec is None:
+                return
+        start = rec.start
+        type(self).forward_postprocess(self, args)
+        if not rec.hidden:
+            self.recording.forward.append(
+                spans.Span(rec, start, rec.last_end))
+
+    def _gpu_span_forward_postprocess(self, args):
+        # As _span_forward_postprocess, with the call's pair of events.
+        rec = self.top
+        if rec.key is not args.link:
+            rec = self._leave(args.link)
+            if rec is None:
+                return
+        start = rec.start_event
+        type(self).gpu_forward_postprocess(self, args)
+        if not rec.hidden:
+            self.recording.forward.append(
+                spans.Span(rec, start, self._last_event))
 
     # -- calls left open by exceptions -------------------------------------
     def _chain(self):

@@ -6,8 +6,9 @@ thread (``tid`` = ``pid``), ``training loop``, holds, nested by time:
 (``data``, ``forward`` ...; category ``phase``) and each extension call
 (``extension``) > the links' spans: ``main/predictor/l1`` (category
 ``link_forward``) and ``main/predictor/l1 (backward)``
-(``link_backward``), the link's name in ``args``.  A link span is fitted
-into its phase: a forward call into the phase holding its end (a model's
+(``link_backward``, one span per run of consecutive backward steps of the
+link: :func:`backward_runs`), the link's name in ``args``.  A link span is
+fitted into its phase: a forward call into the phase holding its end (a model's
 call starts a little before its first function, which starts ``forward``),
 a backward run into the phase holding its start (the function hooks that
 end a step run one after the other); ``args.fitted_ns`` says by how much
@@ -37,8 +38,13 @@ Window = collections.namedtuple('Window', (
     'iteration_starts',  # [(iteration number, start)]
     'end',  # when the last iteration ended
     'phase_spans',  # [phases.Span] from the loop's clock
-    'links',  # spans.LinkSpans, resolved
+    'links',  # spans.Recording of the links, resolved
 ))
+
+#: A link's backward span: ``steps`` consecutive steps of ``seconds`` in
+#: all.
+BackwardRun = collections.namedtuple(
+    'BackwardRun', ('name', 'start', 'end', 'steps', 'seconds'))
 
 _Slice = collections.namedtuple('_Slice', (
     'name', 'category', 'start', 'end', 'args'))
@@ -104,9 +110,12 @@ def _phases(window, ns):
 
 
 def _links(window, ns):
-    slices = [_Slice(s.name, 'link_forward', ns(s.start), ns(s.end),
-                     {'link': s.name}) for s in window.links.forward]
-    for run in spans.backward_runs(window.links.steps):
+    slices = []
+    for span in window.links.forward:
+        name = spans.name_of(span.record)
+        slices.append(_Slice(name, 'link_forward', ns(span.start),
+                             ns(span.end), {'link': name}))
+    for run in backward_runs(window.links.backward):
         start, end = ns(run.start), ns(run.end)
         busy = int(round(run.seconds * 1e9))
         slices.append(_Slice(
@@ -115,6 +124,30 @@ def _links(window, ns):
                 'share': round(busy / (end - start), 4) if end > start
                 else 1.0}))
     return slices
+
+
+def backward_runs(steps):
+    """Joins consecutive steps of the same link: one span per run, so that
+    a layer's backward is one block.
+
+    Args:
+        steps (list of ~.spans.Span): The backward steps, in order.
+
+    Returns:
+        list of BackwardRun: Each with its number of steps and their
+        seconds (the link's share of the span is ``seconds`` over its
+        length).
+    """
+    runs = []
+    for step in steps:
+        name, start, end = spans.name_of(step.record), step.start, step.end
+        if runs and runs[-1].name == name:
+            last = runs[-1]
+            runs[-1] = last._replace(end=end, steps=last.steps + 1,
+                                     seconds=last.seconds + (end - start))
+        else:
+            runs.append(BackwardRun(name, start, end, 1, end - start))
+    return runs
 
 
 def _fit(child, parents, ends):

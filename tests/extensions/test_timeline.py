@@ -456,3 +456,58 @@ def test_ranks_on_one_time_axis(still, tmp_path, monkeypatch):
     _, files = run_with_timeline(trainer, iterations=1, comm=comm)
     events = spans(files['iteration_3.json.gz'], 'iteration')
     assert [(e['pid'], e['ts']) for e in events] == [(1, 5e5), (2, 0.0)]
+
+
+# -- the spans are the TimerHook's own measurements ---------------------------
+
+def test_spans_add_up_to_the_timers_figures(still, tmp_path):
+    trainer = make_slow_trainer(still, tmp_path, stop=8)
+    timeline, files = run_with_timeline(trainer, iterations=2)
+    events = [e for name in files for e in files[name]]
+    summary = timeline._timer.summary(by='name', mode='train')
+    for name, figures in summary.items():
+        forward = sum(e['dur'] for e in spans(events, 'link_forward')
+                      if e['name'] == name) / 1e6
+        backward = sum(e['args']['steps_ns'] for e in spans(
+            events, 'link_backward') if e['args']['link'] == name) / 1e9
+        assert forward == figures['elapsed_time'], name
+        assert backward == figures['backward_self_time'], name
+    # Outside windows the hook's hot path is its class's.
+    assert 'forward_postprocess' not in vars(timeline._timer)
+
+
+def test_spans_follow_a_device_change(still, monkeypatch):
+    from chainer_hookext import TimerHook
+    from chainer_hookext.timing import clock as timing_clock
+    from chainer_hookext.timing import spans as spans_module
+    from tests.conftest import SlowModel
+    from tests.conftest import data
+
+    class FakeEvent(object):
+        def __init__(self):
+            self.seconds = still() + 100.0  # the device's own time axis
+
+    on_gpu = [False]
+    monkeypatch.setattr(timing_clock, 'is_gpu', lambda link: on_gpu[0])
+    monkeypatch.setattr(timing_clock, 'record_event', FakeEvent)
+    monkeypatch.setattr(timing_clock, 'elapsed',
+                        lambda a, b: b.seconds - a.seconds)
+    model = SlowModel(still)
+    hook = TimerHook(backward=True)
+    recording = spans_module.Recording()
+    with hook:
+        hook.start_spans(recording)
+        model(*data()).backward()  # on the host
+        on_gpu[0] = True
+        model(*data()).backward()  # on a GPU: CUDA events
+        hook.stop_spans()
+        assert hook.forward_postprocess == hook.gpu_forward_postprocess
+    recording.resolve()
+    main = [s for s in recording.forward  # no scope: named by path
+            if spans_module.name_of(s.record) == '/']
+    assert [(s.start, s.end) for s in main] == [
+        (0.0, FORWARD), (FORWARD + BACKWARD, 2 * FORWARD + BACKWARD)]
+    steps = [(spans_module.name_of(s.record), s.end - s.start)
+             for s in recording.backward]
+    assert steps.count(('/', BACKWARD)) == 2
+    assert {type(s.start) for s in recording.backward} == {float}
