@@ -1,4 +1,3 @@
-import collections
 import sys
 
 import chainer
@@ -6,14 +5,14 @@ from chainer.training import extension
 
 from chainer_hookext import _checks
 from chainer_hookext import _state
-from chainer_hookext.report import gather
-from chainer_hookext.report import link_names
-from chainer_hookext.run import link_hook_extension
 from chainer_hookext.link_hooks import timer
-from chainer_hookext.timing import records
+from chainer_hookext.report import gather
 from chainer_hookext.report import keys
+from chainer_hookext.report import link_names
 from chainer_hookext.report import tables
 from chainer_hookext.report import units
+from chainer_hookext.run import link_hook_extension
+from chainer_hookext.timing import records
 
 
 class TimedLinks(link_hook_extension.LinkHookExtension):
@@ -125,11 +124,11 @@ class TimedLinks(link_hook_extension.LinkHookExtension):
         self.local_report = local_report
         self._names = []
         self._last_iteration = None
-        self._baseline = {}  # {mode: {key: Entry}}, cumulative
+        self._baseline = {}  # {mode: [Entry]}, the totals at the last report
 
     @property
     def _modes(self):
-        return ('train', 'eval') if self.validation else ('train',)
+        return records.MODES if self.validation else ('train',)
 
     def initialize(self, trainer):
         _checks.check_one_per_trainer(
@@ -169,78 +168,75 @@ class TimedLinks(link_hook_extension.LinkHookExtension):
         self._baseline = self._totals()
 
     def _totals(self):
-        # One merge per mode: {mode: {key: Entry}}, cumulative.
-        return {mode: collections.OrderedDict(
-            (e.key, e) for e in self.hook.entries('name', mode))
-            for mode in self._modes}
+        # The cumulative rows of each mode: {mode: [Entry]}.
+        return {mode: self.hook.entries('name', mode) for mode in self._modes}
 
     def __call__(self, trainer):
         iteration = trainer.updater.iteration
         totals = self._totals()
-        rows = {}
+        reports = []
         for mode in self._modes:
-            per = self._per(mode, totals[mode], iteration)
-            if per is not None:
-                rows[mode] = per
+            report = self._report(mode, totals[mode], iteration)
+            if report is not None:
+                reports.append(report)
         self._baseline = totals
         self._last_iteration = iteration
         if self.comm is not None:
-            gathered = gather.gather(
-                self.comm, {mode: entries for mode, (_, entries)
-                            in rows.items()}, self.backward)
+            gathered = gather.gather(self.comm, reports, self.backward)
             if gathered is not None:
                 self._report_gathered(gathered, iteration)
                 return
             if not self.local_report:
                 return
         observation = {}
-        for mode, (_, entries) in rows.items():
-            for entry in entries:
-                observation.update(keys.figures(
-                    mode, entry, self.backward and mode == 'train'))
+        for report in reports:
+            observation.update(keys.figures(report, self.backward))
         chainer.report(observation)
-        if self.print_report:
-            for mode, (n, entries) in rows.items():
-                print(_title(mode, iteration, n), file=sys.stdout)
-                tables.print_tree_table(
-                    [e for e in entries if e.key != keys.OUTSIDE
-                     or e.backward_time > 0], self.unit, sys.stdout,
-                    header='LinkName',
-                    backward=self.backward and mode == 'train')
+        if not self.print_report:
+            return
+        for report in reports:
+            how = ', averaged over {} {}'.format(report.per, (
+                'iterations' if report.mode == 'train' else 'calls'))
+            print(_title(report.mode, iteration, how), file=sys.stdout)
+            tables.print_tree_table(
+                [e for e in report.entries if e.key != keys.OUTSIDE
+                 or e.backward_time > 0], self.unit, sys.stdout,
+                header='LinkName',
+                backward=keys.backward_reported(report.mode, self.backward))
 
-    def _per(self, mode, now, iteration):
-        # (n, [Entry per iteration or per model call]) since the baseline,
-        # or None when nothing ran in the mode.
-        then = self._baseline.get(mode, {})
+    def _report(self, mode, totals, iteration):
+        # The Report of the calls since the baseline, or None when nothing
+        # ran in the mode.
+        now = {e.key: e for e in totals}
+        then = {e.key: e for e in self._baseline.get(mode, ())}
         if mode == 'train':
-            n = iteration - self._last_iteration
+            per = iteration - self._last_iteration
         else:
-            n = _model_calls(now) - _model_calls(then)
-        if n <= 0:
+            per = _model_calls(now.values()) - _model_calls(then.values())
+        if per <= 0:
             return None
         names = list(self._names)
-        if mode == 'train' and self.backward:
+        if keys.backward_reported(mode, self.backward):
             names.append(keys.OUTSIDE)
-        entries = []
-        for key in names:
-            entries.append(_difference(key, now.get(key), then.get(key), n))
-        return n, entries
+        return keys.Report(mode, per, [
+            _difference(key, now.get(key), then.get(key), per)
+            for key in names])
 
     def _report_gathered(self, gathered, iteration):
         observation = {}
-        for mode, rows in gathered.items():
-            for row in rows:
-                observation.update(gather.figures(mode, row))
+        for report in gathered:
+            observation.update(gather.figures(report))
         chainer.report(observation)
-        if self.print_report:
-            for mode, rows in gathered.items():
-                print(_title(mode, iteration, None, self.comm.size),
-                      file=sys.stdout)
-                tables.print_spread_table(
-                    [r for r in rows if r.key != keys.OUTSIDE
-                     or r.spreads['backward_time'].max > 0], self.unit,
-                    sys.stdout, header='LinkName',
-                    backward=self.backward and mode == 'train')
+        if not self.print_report:
+            return
+        for report in gathered:
+            print(_title(report.mode, iteration, ' over {} workers'.format(
+                report.workers)), file=sys.stdout)
+            tables.print_spread_table(
+                [e for e in report.entries if e.key != keys.OUTSIDE
+                 or e.spreads['backward_time'].max > 0], self.unit,
+                sys.stdout, header='LinkName',
+                backward=keys.backward_reported(report.mode, self.backward))
 
     def summary(self, by='path', mode='train'):
         """Returns the cumulative summary of the run, resumed parts included.
@@ -273,14 +269,13 @@ class TimedLinks(link_hook_extension.LinkHookExtension):
         if not _state.is_loading(serializer):
             last = self._last_iteration
             serializer('last_iteration', -1 if last is None else last)
-            rows = [e for totals in self._baseline.values()
-                    for e in totals.values()]
-            _state.save_rows(serializer['baseline'], [
-                [mode, e.key, e.parent]
-                for mode, totals in self._baseline.items()
-                for e in totals.values()],
-                {f: [getattr(e, f) for e in rows]
-                 for f in records.FIELDS})
+            labels, columns = [], {f: [] for f in records.FIELDS}
+            for mode, entries in self._baseline.items():
+                for e in entries:
+                    labels.append([mode, e.key, e.parent])
+                    for field in records.FIELDS:
+                        columns[field].append(getattr(e, field))
+            _state.save_rows(serializer['baseline'], labels, columns)
             return
         last = int(_state.read(serializer, 'last_iteration'))
         rows = _state.load_rows(
@@ -289,37 +284,32 @@ class TimedLinks(link_hook_extension.LinkHookExtension):
         self._baseline = {}
         for (mode, key, parent), values in rows:
             values['occurrence'] = int(values['occurrence'])
-            self._baseline.setdefault(mode, collections.OrderedDict())[
-                key] = records.Entry(key, parent, **values)
+            self._baseline.setdefault(mode, []).append(
+                records.Entry(key=key, parent=parent, **values))
 
 
-def _model_calls(totals):
+def _model_calls(entries):
     # Calls of the model: its outermost timed calls.  When the model is not
     # hooked (it defines __call__), its timed children are the top entries,
     # each called once per model call: the largest count, not their sum.
-    return max([e.occurrence for e in totals.values()
+    return max([e.occurrence for e in entries
                 if e.parent is None and e.key != keys.OUTSIDE], default=0)
 
 
-def _difference(key, now, then, n):
-    # The entry of the calls since ``then``, its times divided by ``n``.
+def _difference(key, now, then, per):
+    # The entry of the calls since ``then``, its times divided by ``per``.
     if now is None:
-        return records.Entry(key, None, 0.0, 0.0, 0, 0.0, 0.0)
+        return records.empty_entry(key)
     values = {}
     for field in records.FIELDS:
         delta = getattr(now, field) - (0 if then is None else getattr(
             then, field))
         values[field] = delta if field == 'occurrence' else max(
-            delta, 0.0) / n
-    return records.Entry(key, now.parent, **values)
+            delta, 0.0) / per
+    return records.Entry(key=key, parent=now.parent, **values)
 
 
-def _title(mode, iteration, n, workers=None):
+def _title(mode, iteration, how):
     what = ('seconds per training iteration' if mode == 'train' else
             'seconds per evaluation call of the model')
-    if workers is not None:
-        return 'TimedLinks at iteration {}: {} over {} workers'.format(
-            iteration, what, workers)
-    count = 'iterations' if mode == 'train' else 'calls'
-    return 'TimedLinks at iteration {}: {}, averaged over {} {}'.format(
-        iteration, what, n, count)
+    return 'TimedLinks at iteration {}: {}{}'.format(iteration, what, how)

@@ -8,14 +8,11 @@ from chainer.training import extension
 from chainer_hookext import _checks
 from chainer_hookext import _state
 from chainer_hookext.report import gather
+from chainer_hookext.report import keys
+from chainer_hookext.report import tables
+from chainer_hookext.report import units
 from chainer_hookext.run import loop_phases
 from chainer_hookext.timing import phases
-from chainer_hookext.report import keys
-from chainer_hookext.report import units
-
-
-#: Prefix of every key :class:`TimedLoop` reports.
-PREFIX = 'time/loop/'
 
 
 class TimedLoop(loop_phases.LoopExtension):
@@ -94,8 +91,10 @@ class TimedLoop(loop_phases.LoopExtension):
         self._names = []  # the extensions' names in the trainer
         self._first_iteration = None
         self._last_iteration = None
-        self._saved = {}  # totals of earlier runs (a resumed snapshot)
-        self._baseline = {}  # totals at the last report
+        # Totals, {figure: seconds} (keys.phase_figure): of earlier runs (a
+        # resumed snapshot), and at the last report.
+        self._saved = {}
+        self._baseline = {}
 
     # -- lifecycle -----------------------------------------------------------
     def initialize(self, trainer):
@@ -127,11 +126,18 @@ class TimedLoop(loop_phases.LoopExtension):
         clock = self._clock
         if clock is not None:
             for phase, seconds in clock.read().items():
-                totals[phase] = totals.get(phase, 0.0) + seconds
+                figure = keys.phase_figure(phase)
+                totals[figure] = totals.get(figure, 0.0) + seconds
         return totals
 
+    def _extension_figures(self):
+        # {figure: the extension's name}, in the trainer's order.
+        return collections.OrderedDict(
+            (keys.phase_figure(phases.ExtensionPhase(name)), name)
+            for name in self._names)
+
     def _figures(self, totals, then, n):
-        # {phase: seconds per iteration}, in report order.
+        # {figure: seconds per iteration}, in report order.
         delta = {p: max(totals.get(p, 0.0) - then.get(p, 0.0), 0.0) / n
                  for p in set(totals) | set(then)}
         figures = collections.OrderedDict()
@@ -139,10 +145,10 @@ class TimedLoop(loop_phases.LoopExtension):
         for phase in phases.UPDATE_PHASES:
             if phase != phases.ALLREDUCE or phase in delta:
                 figures[phase] = delta.get(phase, 0.0)
-        extensions = [phases.EXTENSION + name for name in self._names]
+        extensions = list(self._extension_figures())
         figures['extensions'] = sum(delta.get(e, 0.0) for e in extensions)
-        for name in extensions:
-            figures[name] = delta.get(name, 0.0)
+        for figure in extensions:
+            figures[figure] = delta.get(figure, 0.0)
         figures[phases.OTHER] = delta.get(phases.OTHER, 0.0)
         return figures
 
@@ -158,50 +164,38 @@ class TimedLoop(loop_phases.LoopExtension):
         if self.comm is not None:
             self._report_gathered(figures, iteration)
         elif figures:
-            chainer.report({PREFIX + p: s for p, s in figures.items()})
+            chainer.report(
+                {keys.LOOP_PREFIX + f: s for f, s in figures.items()})
             if self.print_report:
                 self._print(figures, 'averaged over {} iterations'.format(
                     n), iteration)
 
     def _report_gathered(self, figures, iteration):
         # A collective: every rank calls it at every report, figures or not.
-        per_rank = self.comm.gather_obj(
-            [(p, None, {'seconds': s}) for p, s in figures.items()])
+        per_rank = self.comm.gather_obj(figures)
         if self.comm.rank != 0:
             return
-        rows = gather.summarise(per_rank)
-        if not rows:
+        spreads = gather.spreads(per_rank)
+        if not spreads:
             return
         observation = {}
-        for row in rows:
-            spread = row.spreads['seconds']
-            observation[PREFIX + row.key] = spread.mean
-            for statistic in keys.SPREAD_SUFFIXES:
-                observation[keys.spread_key(
-                    PREFIX + row.key, statistic)] = getattr(spread, statistic)
+        for figure, spread in spreads.items():
+            observation.update(gather.spread_figures(
+                keys.LOOP_PREFIX + figure, spread))
         chainer.report(observation)
         if self.print_report:
             self._print(collections.OrderedDict(
-                (r.key, r.spreads['seconds'].mean) for r in rows),
+                (f, spread.mean) for f, spread in spreads.items()),
                 'mean over {} workers'.format(self.comm.size), iteration)
 
     def _print(self, figures, how, iteration):
         print('TimedLoop at iteration {}: seconds per training iteration, '
               '{}'.format(iteration, how), file=sys.stdout)
-        whole = figures['iteration']
-        fmt = units.formatter(self.unit, list(figures.values()))
-        rows = [('Phase', 'PerIteration', 'Share')]
-        for phase, seconds in figures.items():
-            label = phase if phase in ('iteration', 'extensions') or (
-                not phase.startswith(phases.EXTENSION)) else (
-                '  ' + phase[len(phases.EXTENSION):])
-            share = '{:.1f}%'.format(100.0 * seconds / whole) if whole else ''
-            rows.append((label, fmt(seconds), share))
-        widths = [max(len(r[i]) for r in rows) for i in range(3)]
-        for row in rows:
-            print('{:<{}}  {:>{}}  {:>{}}'.format(
-                row[0], widths[0], row[1], widths[1], row[2], widths[2]),
-                file=sys.stdout)
+        labels = {figure: '  ' + name for figure, name
+                  in self._extension_figures().items()}
+        tables.print_share_table(collections.OrderedDict(
+            (labels.get(f, f), s) for f, s in figures.items()),
+            figures['iteration'], self.unit, sys.stdout)
 
     def summary(self):
         """Returns seconds per iteration of each phase over the whole run.

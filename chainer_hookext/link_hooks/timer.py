@@ -17,7 +17,11 @@ from chainer_hookext.report import units
 
 
 _BY = {'path': 'path', 'name': 'name', 'class': 'class_name'}
-_MODES = {None: ('train', 'eval'), 'train': ('train',), 'eval': ('eval',)}
+#: The modes each ``mode`` argument covers.
+_MODES = {None: records.MODES, **{m: (m,) for m in records.MODES}}
+#: What a snapshot keeps of each call record: ``{column: attribute}``.
+_SAVED = {'elapsed_time': 'elapsed', 'occurrence': 'count',
+          'backward_time': 'backward'}
 
 
 class TimerHook(call_stack.CallStack, scoped_link_hook.ScopedLinkHook):
@@ -249,10 +253,10 @@ class TimerHook(call_stack.CallStack, scoped_link_hook.ScopedLinkHook):
     def entries(self, by='path', mode=None):
         """Returns the summary as rows, the structured form of :meth:`summary`.
 
-        Named tuples with ``key``,
-        ``parent`` (the key of the first caller), ``elapsed_time``,
-        ``self_time``, ``occurrence``, ``backward_time`` and
-        ``backward_self_time``.
+        Returns:
+            list of ~chainer_hookext.timing.records.Entry: Named tuples
+            with ``key``, ``parent`` (the key of the first caller) and the
+            fields of :meth:`summary`.
         """
         if by not in _BY:
             raise ValueError(
@@ -264,8 +268,8 @@ class TimerHook(call_stack.CallStack, scoped_link_hook.ScopedLinkHook):
         rows = records.entries(root, _BY[by])
         outside = self._outside(mode)
         if outside > 0:
-            rows.append(records.Entry(
-                keys.OUTSIDE, None, 0.0, 0.0, 0, outside, outside))
+            rows.append(records.empty_entry(keys.OUTSIDE)._replace(
+                backward_time=outside, backward_self_time=outside))
         return rows
 
     def summary(self, by='class', mode=None):
@@ -287,14 +291,13 @@ class TimerHook(call_stack.CallStack, scoped_link_hook.ScopedLinkHook):
             when backward steps of nodes created outside the timed links
             were timed.
         """
-        summary = collections.OrderedDict()
-        for entry in self.entries(by, mode):
-            fields = entry._asdict()
-            del fields['key'], fields['parent']
-            if by == 'class':
-                del fields['backward_time'], fields['backward_self_time']
-            summary[entry.key] = fields
-        return summary
+        fields = records.FIELDS
+        if by == 'class':  # as Chainer's: no backward times
+            backward = {f.field for f in keys.FIGURES if f.backward}
+            fields = [f for f in fields if f not in backward]
+        return collections.OrderedDict(
+            (e.key, {f: getattr(e, f) for f in fields})
+            for e in self.entries(by, mode))
 
     def print_report(self, unit='auto', file=None, *, by='class', mode=None):
         """Prints the summary as a table (see :meth:`summary`).
@@ -330,20 +333,19 @@ class TimerHook(call_stack.CallStack, scoped_link_hook.ScopedLinkHook):
                 (:class:`chainer_hookext._state.MissingState`, whatever the
                 deserializer, strict or not); the figures are kept.
         """
-        fields = ('elapsed_time', 'occurrence', 'backward_time')
         if not _state.is_loading(serializer):
-            labels, columns = [], {f: [] for f in fields}
+            labels, columns = [], {column: [] for column in _SAVED}
             for mode in _MODES[None]:
                 for depth, rec in records.walk(self._merged(None, mode)):
                     labels.append([mode, depth] + list(rec.labels))
-                    for field, value in zip(fields, (
-                            rec.elapsed, rec.count, rec.backward)):
-                        columns[field].append(value)
+                    for column, attribute in _SAVED.items():
+                        columns[column].append(getattr(rec, attribute))
             _state.save_rows(serializer['calls'], labels, columns)
             _state.save_rows(serializer['outside'], list(_MODES[None]), {
                 'backward_time': [self._outside(m) for m in _MODES[None]]})
             return
-        calls = _state.load_rows(_state.child(serializer, 'calls'), fields)
+        calls = _state.load_rows(
+            _state.child(serializer, 'calls'), tuple(_SAVED))
         outside = _state.load_rows(
             _state.child(serializer, 'outside'), ('backward_time',))
         self.reset()
@@ -377,8 +379,8 @@ def _trees_from_rows(rows):
         labels = records.Labels(*labels)
         rec = parent.children[labels] = records.CallRecord(
             labels, labels=labels)
-        rec.elapsed = values['elapsed_time']
-        rec.count = int(values['occurrence'])
-        rec.backward = values['backward_time']
+        for column, attribute in _SAVED.items():
+            setattr(rec, attribute, values[column])
+        rec.count = int(rec.count)  # saved as float64
         stack.append(rec)
     return roots

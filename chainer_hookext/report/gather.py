@@ -1,14 +1,14 @@
-"""Per-link figures of every ChainerMN worker, summarised on rank 0.
+"""Figures of every ChainerMN worker, summarised on rank 0.
 
 Under ChainerMN each worker (MPI process) times its own links; the question
 becomes which link is slow, and on which worker.  :func:`gather` sends each
-worker's rows (``{mode: [Entry]}`` per report) to rank 0 through the
-communicator's own ``gather_obj``, and summarises each reported field of
-each row over the workers that have the row: a :class:`Spread` (mean, min,
-max, the slowest rank).  :func:`figures` spells the reported keys with
-:mod:`~chainer_hookext.report.keys`: the mean under the figure's
-own key, so ``LogReport`` and ``PlotReport`` keep working, and the spread
-below it (``time/main/max`` ...).
+worker's :class:`~.keys.Report` s to rank 0 through the communicator's own
+``gather_obj``, and summarises each reported figure of each
+:class:`~.records.Entry` over the workers that have the entry: a
+:class:`Spread` (mean, min, max, the slowest rank).  :func:`figures` spells
+the reported keys with :mod:`~chainer_hookext.report.keys`: the mean under
+the figure's own key, so ``LogReport`` and ``PlotReport`` keep working, and
+the spread below it (``time/main/max`` ...).
 
 :func:`gather` is a collective: every worker calls it at the same
 iteration, and nothing between two calls may raise on one worker only
@@ -20,12 +20,15 @@ import collections
 from chainer_hookext.report import keys
 
 
-#: A figure over the workers that reported it.
-Spread = collections.namedtuple(
-    'Spread', ('mean', 'min', 'max', 'slowest_rank'))
-#: One row gathered over workers: ``spreads`` is ``{field: Spread}``.
+#: A figure over the workers that reported it: its mean, and each of
+#: :data:`.keys.STATISTICS`.
+Spread = collections.namedtuple('Spread', ('mean',) + keys.STATISTICS)
+#: One entry gathered over workers: ``spreads`` is ``{field: Spread}``.
 GatheredEntry = collections.namedtuple(
     'GatheredEntry', ('key', 'parent', 'spreads'))
+#: One mode's :class:`~.keys.Report` gathered over ``workers`` processes:
+#: ``entries`` are :class:`GatheredEntry` s.
+Gathered = collections.namedtuple('Gathered', ('mode', 'workers', 'entries'))
 
 
 def check_comm(call, comm):
@@ -44,76 +47,112 @@ pass chainermn.create_communicator(...), or None for one process.
             'process.'.format(call, comm))
 
 
-def gather(comm, rows, backward, root=0):
-    """Gathers every worker's rows and summarises them on ``root``.
+def gather(comm, reports, backward, root=0):
+    """Gathers every worker's reports and summarises them on ``root``.
 
     Args:
         comm (chainermn.CommunicatorBase): The workers' communicator.
-        rows (dict): This worker's ``{mode: list of Entry}``.
-        backward (bool): Backward is timed (which fields are reported).
+        reports (list of ~.keys.Report): This worker's, one per mode.
+        backward (bool): Backward is timed (which figures are reported).
         root (int): Rank that receives the summary.
 
     Returns:
-        dict: On ``root``, ``{mode: list of GatheredEntry}``; elsewhere
-        ``None``.
+        list of Gathered: On ``root``, one per report of ``root``;
+        elsewhere ``None``.
     """
-    sent = {mode: [(e.key, e.parent, {
-        f: getattr(e, f) for f in _fields(mode, e.key, backward)})
-        for e in entries] for mode, entries in rows.items()}
-    per_rank = comm.gather_obj(sent, root=root)
+    per_rank = comm.gather_obj(list(reports), root=root)
     if comm.rank != root:
         return None
-    return {mode: summarise([r.get(mode, []) for r in per_rank])
-            for mode in rows}
+    gathered = []
+    for report in reports:
+        mode = report.mode
+        rows = [[e for r in sent if r.mode == mode for e in r.entries]
+                for sent in per_rank]
+        gathered.append(Gathered(mode, len(per_rank), summarise(
+            rows, _reported_fields(mode, backward))))
+    return gathered
 
 
-def summarise(per_rank):
+def _reported_fields(mode, backward):
+    def fields(entry):
+        return [f.field for f in keys.reported(mode, entry.key, backward)]
+    return fields
+
+
+def summarise(per_rank, fields):
     """Summarises rows per key over ranks.
 
     Args:
-        per_rank (list): ``per_rank[r]`` is rank ``r``'s list of ``(key,
-            parent, {field: seconds})``; a key missing on a rank (a link
-            never called there) is summarised over the others.
+        per_rank (list): ``per_rank[r]`` is rank ``r``'s list of rows
+            (objects with ``key``, ``parent`` and the fields, e.g.
+            :class:`~.records.Entry`); a key missing on a rank (a link never
+            called there) is summarised over the others.
+        fields: ``fields(row)`` gives the fields to summarise.
 
     Returns:
-        list of GatheredEntry: In first-seen order; the slowest rank is the
-        lowest of those with the largest figure.
+        list of GatheredEntry: In first-seen order.
 
-    >>> rows = summarise([[('main', None, {'elapsed_time': 0.25})],
-    ...                   [('main', None, {'elapsed_time': 0.75})]])
-    >>> rows[0].spreads['elapsed_time']
+    >>> Row = collections.namedtuple('Row', ('key', 'parent', 'seconds'))
+    >>> rows = summarise([[Row('main', None, 0.25)],
+    ...                   [Row('main', None, 0.75)]], lambda row: ['seconds'])
+    >>> rows[0].spreads['seconds']
     Spread(mean=0.5, min=0.25, max=0.75, slowest_rank=1)
     """
-    found = collections.OrderedDict()
-    for rank, rows in enumerate(per_rank):
-        for key, parent, values in rows:
-            parents, fields = found.setdefault(key, ([], {}))
-            parents.append(parent)
-            for field, value in values.items():
-                fields.setdefault(field, []).append((value, rank))
+    parents = collections.OrderedDict()
+    for rows in per_rank:
+        for row in rows:
+            parents.setdefault(row.key, row.parent)
+    by_key = [{row.key: row for row in rows} for rows in per_rank]
     out = []
-    for key, (parents, fields) in found.items():
-        spreads = collections.OrderedDict()
-        for field, ranked in fields.items():
-            slowest, slowest_rank = max(ranked, key=lambda vr: (vr[0], -vr[1]))
-            spreads[field] = Spread(
-                sum(v for v, _ in ranked) / len(ranked),
-                min(v for v, _ in ranked), slowest, slowest_rank)
-        out.append(GatheredEntry(key, parents[0], spreads))
+    for key, parent in parents.items():
+        values = [{f: getattr(rows[key], f) for f in fields(rows[key])}
+                  if key in rows else {} for rows in by_key]
+        out.append(GatheredEntry(key, parent, spreads(values)))
     return out
 
 
-def figures(mode, row):
-    """Returns ``{reported key: value}`` of one :class:`GatheredEntry`."""
+def spreads(per_rank):
+    """Returns ``{name: Spread}`` of the ranks' ``{name: value}``.
+
+    Each name over the ranks that have it, in first-seen order; the slowest
+    rank is the lowest of those with the largest value.
+
+    >>> spreads([{'data': 1.0}, {'data': 3.0}, {'data': 3.0}])['data']
+    Spread(mean=2.3333333333333335, min=1.0, max=3.0, slowest_rank=1)
+    """
+    found = collections.OrderedDict()  # {name: {rank: value}}
+    for rank, values in enumerate(per_rank):
+        for name, value in values.items():
+            found.setdefault(name, {})[rank] = value
+    out = collections.OrderedDict()
+    for name, by_rank in found.items():
+        slowest = max(by_rank, key=lambda rank: (by_rank[rank], -rank))
+        out[name] = Spread(
+            mean=sum(by_rank.values()) / len(by_rank),
+            min=min(by_rank.values()), max=by_rank[slowest],
+            slowest_rank=slowest)
+    return out
+
+
+def spread_figures(key, spread):
+    """Returns ``{reported key: value}`` of a :class:`Spread`: the mean under
+    ``key``, each statistic below it.
+
+    >>> sorted(spread_figures('time/loop/data', Spread(2.0, 1.0, 3.0, 1)))
+    ['time/loop/data', 'time/loop/data/max', 'time/loop/data/min', \
+'time/loop/data/slowest_rank']
+    """
+    out = {key: spread.mean}
+    for statistic in keys.STATISTICS:
+        out[keys.spread_key(key, statistic)] = getattr(spread, statistic)
+    return out
+
+
+def figures(gathered):
+    """Returns ``{reported key: value}`` of a :class:`Gathered`."""
     out = {}
-    for field, spread in row.spreads.items():
-        figure = keys.figure_key(mode, row.key, field)
-        out[figure] = spread.mean
-        for statistic in keys.SPREAD_SUFFIXES:
-            out[keys.spread_key(figure, statistic)] = getattr(
-                spread, statistic)
+    for entry in gathered.entries:
+        for field, spread in entry.spreads.items():
+            out.update(spread_figures(
+                keys.figure_key(gathered.mode, entry.key, field), spread))
     return out
-
-
-def _fields(mode, key, backward):
-    return keys.reported_fields(key, backward and mode == 'train')

@@ -1,8 +1,8 @@
-"""The layout of the reported timing keys: the one place that spells them.
+"""Every reported timing key, and the figures behind them.
 
 For each timed link, by its name in the reporter's shape (``main``,
 ``main/predictor/l1``), :class:`~chainer_hookext.TimedLinks` reports one key
-per figure::
+per figure of :data:`FIGURES`::
 
     time/main/predictor/l1                 forward, inclusive
     time/main/predictor/l1/self            forward, self
@@ -12,14 +12,26 @@ per figure::
 
 and evaluation-mode figures under ``validation/time/``.  Gathered over
 ChainerMN workers, each of those keys is the mean over workers, with the
-spread below it (``.../max``, ``.../min``, ``.../slowest_rank``).
+spread below it (``.../min``, ``.../max``, ``.../slowest_rank``).
+:class:`~chainer_hookext.TimedLoop` reports ``time/loop/<phase>``, an
+extension's phase as ``time/loop/extension/<name>``.
 
-:func:`figures` builds the keys of one entry; :func:`check_link_names`
-refuses, before training, a link whose name would make one of its keys
-another's.  To add a reported figure, add its field to :data:`FIELD_SUFFIXES`.
+Keys are built here from named values (an :class:`~.records.Entry`, a
+loop phase); no reported key is parsed back into its parts.
+:func:`check_link_names` refuses, before training, link names that would
+make two keys one.
+
+To add a reported figure of a link: in :mod:`~.records`, give
+:class:`~.records.Entry` the field (and ``_Sums`` its zero) and compute it
+in :func:`~.records.entries`; then add a :class:`Figure` naming the field
+to :data:`FIGURES`.  Its keys, table columns, summaries, spread over
+workers, collision check and saved baselines follow (a snapshot saved
+before lacks the field: it loads with a warning, timing afresh).
 """
 
 import collections
+
+from chainer_hookext.timing import phases
 
 
 #: Prefix of training-mode figures (per training iteration).
@@ -28,21 +40,39 @@ TRAIN_PREFIX = 'time/'
 EVAL_PREFIX = 'validation/time/'
 #: The bucket of backward steps of nodes created outside every timed link.
 OUTSIDE = '(outside)'
+#: Prefix of :class:`~chainer_hookext.TimedLoop`'s keys.
+LOOP_PREFIX = 'time/loop/'
+#: What :func:`phase_figure` puts before an extension's name.
+EXTENSION_PREFIX = 'extension/'
 
-#: Suffix of each reported field of an entry, in report order.
-FIELD_SUFFIXES = collections.OrderedDict([
-    ('elapsed_time', ''),
-    ('self_time', '/self'),
-    ('backward_time', '/backward'),
-    ('backward_self_time', '/backward/self'),
-])
-#: The backward fields, reported only when backward is timed.
-BACKWARD_FIELDS = ('backward_time', 'backward_self_time')
-#: The fields of the :data:`OUTSIDE` bucket, which has no forward.
-OUTSIDE_FIELDS = ('backward_time',)
-#: Suffixes of the spread of a figure over ChainerMN workers.
-SPREAD_SUFFIXES = collections.OrderedDict([
-    ('max', '/max'), ('min', '/min'), ('slowest_rank', '/slowest_rank')])
+#: A reported figure of a link.  ``field``: its :class:`~.records.Entry`
+#: field; ``suffix``: after the link's name in its key; ``backward``:
+#: reported only when backward is timed (training mode); ``outside``:
+#: reported for :data:`OUTSIDE` too; ``title`` and ``mean_title``: its
+#: column in a table of one process and of figures over workers.
+Figure = collections.namedtuple('Figure', (
+    'field', 'suffix', 'backward', 'outside', 'title', 'mean_title'))
+
+#: The reported figures of a link, in table order; the first has the
+#: spread's own columns in a table over workers.
+FIGURES = (
+    Figure('elapsed_time', '', False, False, 'ElapsedTime', 'Mean'),
+    Figure('self_time', '/self', False, False, 'SelfTime', 'SelfMean'),
+    Figure('backward_time', '/backward', True, True, 'BackwardTime',
+           'BackwardMean'),
+    Figure('backward_self_time', '/backward/self', True, False,
+           'BackwardSelf', 'BackwardSelfMean'),
+)
+_SUFFIXES = {figure.field: figure.suffix for figure in FIGURES}
+
+#: The statistics of a figure over ChainerMN workers, each reported under
+#: ``<figure's key>/<statistic>`` (the mean under the figure's key).
+STATISTICS = ('min', 'max', 'slowest_rank')
+
+#: One mode's figures at one report: ``entries`` (:class:`~.records.Entry`)
+#: are seconds per training iteration (``mode='train'``) or per outermost
+#: call of the model (``'eval'``), averaged over ``per`` of them.
+Report = collections.namedtuple('Report', ('mode', 'per', 'entries'))
 
 
 def prefix(mode):
@@ -50,18 +80,32 @@ def prefix(mode):
     return TRAIN_PREFIX if mode == 'train' else EVAL_PREFIX
 
 
-def reported_fields(key, backward):
-    """Returns the fields reported for the entry ``key``.
+def backward_reported(mode, backward):
+    """Returns whether backward figures are reported in ``mode``.
 
     Args:
+        mode (str): ``'train'`` or ``'eval'``: evaluation has no backward.
+        backward (bool): Whether backward is timed.
+    """
+    return backward and mode == 'train'
+
+
+def link_figures(backward):
+    """Returns the :data:`FIGURES` of a link, with backward ones or not."""
+    return tuple(f for f in FIGURES if backward or not f.backward)
+
+
+def reported(mode, key, backward):
+    """Returns the :class:`Figure` s reported for the entry ``key``.
+
+    Args:
+        mode (str): ``'train'`` or ``'eval'``.
         key (str): A link name, or :data:`OUTSIDE`.
-        backward (bool): Whether backward is timed (training mode).
+        backward (bool): Whether backward is timed.
     """
     if key == OUTSIDE:
-        return OUTSIDE_FIELDS
-    if backward:
-        return tuple(FIELD_SUFFIXES)
-    return tuple(f for f in FIELD_SUFFIXES if f not in BACKWARD_FIELDS)
+        return tuple(f for f in FIGURES if f.outside)
+    return link_figures(backward_reported(mode, backward))
 
 
 def figure_key(mode, key, field):
@@ -72,20 +116,22 @@ def figure_key(mode, key, field):
     >>> figure_key('eval', 'main', 'elapsed_time')
     'validation/time/main'
     """
-    return prefix(mode) + key + FIELD_SUFFIXES[field]
+    return prefix(mode) + key + _SUFFIXES[field]
 
 
-def figures(mode, entry, backward):
-    """Returns ``{reported key: seconds}`` of one entry.
+def figures(report, backward):
+    """Returns ``{reported key: seconds}`` of a :class:`Report`.
 
     Args:
-        mode (str): ``'train'`` or ``'eval'``.
-        entry: An object with the fields of :data:`FIELD_SUFFIXES` and
-            ``key`` (e.g. a :class:`~.records.Entry`).
+        report (Report): The rows of one mode.
         backward (bool): Whether backward is timed.
     """
-    return {figure_key(mode, entry.key, field): getattr(entry, field)
-            for field in reported_fields(entry.key, backward)}
+    out = {}
+    for entry in report.entries:
+        for figure in reported(report.mode, entry.key, backward):
+            out[figure_key(report.mode, entry.key, figure.field)] = getattr(
+                entry, figure.field)
+    return out
 
 
 def spread_key(figure, statistic):
@@ -94,15 +140,35 @@ def spread_key(figure, statistic):
     >>> spread_key('time/main/self', 'slowest_rank')
     'time/main/self/slowest_rank'
     """
-    return figure + SPREAD_SUFFIXES[statistic]
+    return figure + '/' + statistic
+
+
+def phase_figure(phase):
+    """Returns the name of a loop phase's figure, after :data:`LOOP_PREFIX`.
+
+    >>> phase_figure('data')
+    'data'
+    >>> phase_figure(phases.ExtensionPhase('LogReport'))
+    'extension/LogReport'
+    """
+    if isinstance(phase, phases.ExtensionPhase):
+        return EXTENSION_PREFIX + phase.name
+    return phase
+
+
+#: Who reports a key: the link ``name``'s ``figure`` (or its ``statistic``
+#: over workers).
+_Owner = collections.namedtuple(
+    '_Owner', ('key', 'name', 'figure', 'statistic'))
 
 
 def check_link_names(call, names, backward, spread):
-    """Refuses link names whose keys would collide with other keys.
+    """Refuses link names that would make two reported keys one.
 
-    A link named ``self`` has the key of its parent's self time; ``backward``
-    (with backward timing) its parent's backward time; ``max``, ``min`` or
-    ``slowest_rank`` (gathered over workers) its parent's spread.
+    A link named ``self`` would have the key of its parent's self time;
+    ``backward`` (with backward timing) its parent's backward time;
+    ``min``, ``max`` or ``slowest_rank`` (gathered over workers) its
+    parent's spread.
 
     Args:
         call (str): The class to name in the error.
@@ -117,20 +183,35 @@ def check_link_names(call, names, backward, spread):
     Traceback (most recent call last):
     ...
     ValueError: TimedLinks: the link 'main/max' would report `time/main/max`, \
-the spread over workers of its parent; rename the link or leave it out \
-with `links=`.
+the max over workers of the elapsed time of 'main'; rename the link or leave \
+it out with `links=`.
     """
-    clashes = {'self': 'the self time of its parent'}
-    if backward:
-        clashes['backward'] = ('the backward time of its parent (or pass '
-                               '`backward=False`)')
-    if spread:
-        clashes.update(dict.fromkeys(
-            SPREAD_SUFFIXES, 'the spread over workers of its parent'))
+    owners = {}  # {key: _Owner}
     for name in names:
-        last = name.rsplit('/', 1)[-1]
-        if '/' in name and last in clashes:
-            raise ValueError(
-                '{}: the link {!r} would report `{}{}`, {}; rename the link '
-                'or leave it out with `links=`.'.format(
-                    call, name, TRAIN_PREFIX, name, clashes[last]))
+        for figure in link_figures(backward):
+            key = figure_key('train', name, figure.field)
+            owned = [_Owner(key, name, figure, None)]
+            if spread:
+                owned += [_Owner(spread_key(key, s), name, figure, s)
+                          for s in STATISTICS]
+            for owner in owned:
+                other = owners.setdefault(owner.key, owner)
+                if other.name != name:
+                    raise _clash(call, owner, other)
+
+
+def _clash(call, one, other):
+    # The longer name is the one to rename (a child named like a suffix).
+    if len(one.name) < len(other.name):
+        one, other = other, one
+    what = 'the {} of {!r}'.format(
+        other.figure.field.replace('_', ' '), other.name)
+    if other.statistic is not None:
+        what = 'the {} over workers of {}'.format(
+            other.statistic.replace('_', ' '), what)
+    fixes = 'rename the link or leave it out with `links=`'
+    if other.figure.backward:
+        fixes = ('rename the link, leave it out with `links=` or pass '
+                 '`backward=False`')
+    return ValueError('{}: the link {!r} would report `{}`, {}; {}.'.format(
+        call, one.name, one.key, what, fixes))

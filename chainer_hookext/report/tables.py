@@ -1,8 +1,9 @@
 """Text tables of timing figures, printed from structured rows.
 
-Three shapes: Chainer's ``TimerHook.print_report`` table (class names);
-a tree of :class:`~.records.Entry` rows, each indented under its parent
-and shortened to its part below it::
+Chainer's ``TimerHook.print_report`` table (class names); a tree of
+:class:`~.records.Entry` rows, each indented under its parent and
+shortened to its part below it, one column per figure of
+:data:`.keys.FIGURES`::
 
     LinkPath   ElapsedTime  SelfTime  Occurrence
     /             120.00us   20.00us           4
@@ -10,8 +11,9 @@ and shortened to its part below it::
         l1         30.00us   30.00us           4
 
 with backward columns when backward is timed and a last ``(outside)`` row
-with backward times only; and the same tree of figures gathered over
-ChainerMN workers (mean, min, max, slowest rank).
+with backward times only; the same tree of figures gathered over
+ChainerMN workers (mean, min, max, slowest rank); and the phases of
+:class:`~chainer_hookext.TimedLoop` with their shares of an iteration.
 """
 
 from chainer_hookext.report import keys
@@ -38,64 +40,80 @@ def print_tree_table(entries, unit, file, header='LinkPath',
         header (str): Title of the key column.
         backward (bool): Add the backward columns.
     """
-    fields = ['elapsed_time', 'self_time']
-    titles = [header, 'ElapsedTime', 'SelfTime']
-    if backward:
-        fields += ['backward_time', 'backward_self_time']
-        titles += ['BackwardTime', 'BackwardSelf']
+    figures = keys.link_figures(backward)
     fmt = units.formatter(unit, [
-        getattr(e, f) for e in entries for f in fields[::2]])
-    rows = [titles + ['Occurrence']]
+        getattr(e, f.field) for e in entries for f in figures])
+    rows = [[header] + [f.title for f in figures] + ['Occurrence']]
     for label, entry in zip(tree_labels(entries), entries):
-        row = [label] + [fmt(getattr(entry, f)) for f in fields]
-        row.append(str(entry.occurrence))
-        if entry.key == keys.OUTSIDE:  # no forward: blank its cells
-            row[1] = row[2] = row[-1] = ''
-        rows.append(row)
-    _write(rows, '<' + '>' * len(titles), file)
+        if entry.key == keys.OUTSIDE:  # no forward: backward cells only
+            cells = [fmt(getattr(entry, f.field)) if f.backward else ''
+                     for f in figures] + ['']
+        else:
+            cells = [fmt(getattr(entry, f.field)) for f in figures] + [
+                str(entry.occurrence)]
+        rows.append([label] + cells)
+    _write(rows, '<' + '>' * (len(rows[0]) - 1), file)
 
 
-def print_spread_table(rows, unit, file, header='LinkName',
+def print_spread_table(entries, unit, file, header='LinkName',
                        backward=False):
     """Prints figures gathered over workers as an indented tree.
 
+    The first figure has its mean, min, max and slowest rank; the others
+    their mean.
+
     Args:
-        rows (list): Objects with ``key``, ``parent`` and ``spreads``
-            (``{field: Spread}``, see
-            :mod:`chainer_hookext.report.gather`).
+        entries (list of ~.gather.GatheredEntry): Parents before their
+            children.
         unit (str): A unit of :data:`.units.UNITS`.
         file: Stream to write to.
         header (str): Title of the key column.
         backward (bool): Add the backward columns.
     """
-    extra = [('self_time', 'SelfMean')]
-    if backward:
-        extra += [('backward_time', 'BackwardMean'),
-                  ('backward_self_time', 'BackwardSelfMean')]
+    first, *others = keys.link_figures(backward)
     fmt = units.formatter(unit, [
-        s.max for r in rows for s in r.spreads.values()])
-    table = [[header, 'Mean', 'Min', 'Max', 'SlowestRank']
-             + [title for _, title in extra]]
-    for label, row in zip(tree_labels(rows), rows):
-        main = row.spreads.get('elapsed_time')
+        s.max for e in entries for s in e.spreads.values()])
+    rows = [[header, first.mean_title, 'Min', 'Max', 'SlowestRank']
+            + [f.mean_title for f in others]]
+    for label, entry in zip(tree_labels(entries), entries):
+        spread = entry.spreads.get(first.field)
         cells = [label]
-        if main is None:  # (outside): backward only
+        if spread is None:  # (outside): backward only
             cells += ['', '', '', '']
         else:
-            cells += [fmt(main.mean), fmt(main.min), fmt(main.max),
-                      str(main.slowest_rank)]
-        for field, _ in extra:
-            spread = row.spreads.get(field)
+            cells += [fmt(spread.mean), fmt(spread.min), fmt(spread.max),
+                      str(spread.slowest_rank)]
+        for figure in others:
+            spread = entry.spreads.get(figure.field)
             cells.append('' if spread is None else fmt(spread.mean))
-        table.append(cells)
-    _write(table, '<' + '>' * (len(table[0]) - 1), file)
+        rows.append(cells)
+    _write(rows, '<' + '>' * (len(rows[0]) - 1), file)
+
+
+def print_share_table(seconds, whole, unit, file,
+                      titles=('Phase', 'PerIteration', 'Share')):
+    """Prints times, each with its share of a whole.
+
+    Args:
+        seconds (dict): ``{label: seconds}``, in table order.
+        whole (float): What the shares are of; none when it is 0.
+        unit (str): A unit of :data:`.units.UNITS`.
+        file: Stream to write to.
+        titles (tuple of str): The three columns' titles.
+    """
+    fmt = units.formatter(unit, list(seconds.values()))
+    rows = [list(titles)]
+    for label, value in seconds.items():
+        share = '{:.1f}%'.format(100.0 * value / whole) if whole else ''
+        rows.append([label, fmt(value), share])
+    _write(rows, '<>>', file)
 
 
 def tree_labels(rows):
     """Returns the indented label of each row (``key`` and ``parent``).
 
     A row is indented one step below its parent's row and shows its key
-    without the parent's key in front.
+    (a link's name or path) without the parent's key in front.
     """
     depths = {}
     labels = []

@@ -6,7 +6,9 @@ unit for the whole table, chosen from its largest time) or ``'auto_foreach'``
 """
 
 
+#: Each unit's factor from seconds, largest unit first.
 FACTORS = {'sec': 1, 'ms': 10 ** 3, 'us': 10 ** 6, 'ns': 10 ** 9}
+#: The units a table takes.
 UNITS = tuple(FACTORS) + ('auto', 'auto_foreach')
 
 
@@ -29,16 +31,14 @@ def choose_unit(seconds):
     """Returns ``(factor, unit)``: the largest unit in which ``seconds`` >= 1.
 
     >>> choose_unit(0.0123)
-    (1000.0, 'ms')
+    (1000, 'ms')
     >>> choose_unit(0)
-    (1000000000.0, 'ns')
+    (1000000000, 'ns')
     """
-    factor = 1
-    for unit in ('sec', 'ms', 'us'):
+    for unit, factor in FACTORS.items():
         if seconds * factor >= 1:
-            return factor, unit
-        factor *= 1000.0
-    return factor, 'ns'
+            break
+    return factor, unit
 
 
 def formatter(unit, seconds):

@@ -205,7 +205,8 @@ class Marks(object):
         self._hook_handle = _registry.add(function_hooks, self._hook)
         # Trainer keeps its extension entries in ``_extensions``.
         for name, entry in trainer._extensions.items():
-            timed = TimedTrigger(self, entry.trigger, phases.EXTENSION + name)
+            timed = TimedTrigger(
+                self, entry.trigger, phases.ExtensionPhase(name))
             entry.trigger = timed
             self._triggers.append((entry, timed))
 

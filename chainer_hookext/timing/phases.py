@@ -19,12 +19,14 @@ ALLREDUCE = 'allreduce'
 OTHER = 'other'
 #: Phases of the update, in report order.
 UPDATE_PHASES = (DATA, FORWARD, BACKWARD, OPTIMIZER, ALLREDUCE)
-#: Prefix of an extension's phase: ``extension/<name in the trainer>``.
-EXTENSION = 'extension/'
 
-#: One run of a phase (or of a link call, :mod:`.._timeline.spans`):
-#: clock times in seconds; ``depth`` 0 for the outermost.
-Span = collections.namedtuple('Span', ('name', 'start', 'end', 'depth'))
+#: The phase of one of the trainer's extensions (its trigger and call):
+#: ``name`` is its name in the trainer.
+ExtensionPhase = collections.namedtuple('ExtensionPhase', ('name',))
+
+#: One run of a phase (a name above, or an :class:`ExtensionPhase`):
+#: clock times in seconds.
+Span = collections.namedtuple('Span', ('phase', 'start', 'end'))
 
 
 class PhaseClock(object):
@@ -32,8 +34,8 @@ class PhaseClock(object):
 
     Attributes:
         totals (dict): ``{phase: seconds}`` since the clock was made.
-        phase (str): The running phase; ``None`` before the first
-            :meth:`switch` and after :meth:`stop`.
+        phase: The running phase (see :class:`Span`); ``None`` before
+            the first :meth:`switch` and after :meth:`stop`.
         started (float): When the running phase started.
         span_lists (list): Lists to which each ended phase is appended as
             a :class:`Span` (a :class:`~chainer_hookext.Timeline` window
@@ -99,6 +101,6 @@ class PhaseClock(object):
         return dict(self.totals)
 
     def _add_span(self, t):
-        span = Span(self.phase, self.started, t, 0)
+        span = Span(self.phase, self.started, t)
         for spans in self.span_lists:
             spans.append(span)

@@ -10,11 +10,15 @@ into a stored tree, so memory is bounded by the number of call paths, never
 by the number of calls.
 
 :func:`entries` turns a stored tree into :class:`Entry` rows, the one shape
-that summaries, tables, reports and saved baselines share.
+that summaries, tables, reported keys, the ChainerMN gather and saved
+baselines share (:mod:`chainer_hookext.report.keys`).
 """
 
 import collections
 
+
+#: The modes timed apart, by ``chainer.config.train``: each has its trees.
+MODES = ('train', 'eval')
 
 #: What names a record: its reporter-style name (``main/predictor/l1``, or
 #: the path without a scope), its path from the root (``/predictor/l1``) and
@@ -30,6 +34,32 @@ Entry = collections.namedtuple('Entry', (
 
 #: The numeric fields of an :class:`Entry`.
 FIELDS = Entry._fields[2:]
+
+
+class _Sums(object):
+    """The sums of one key's records, as :func:`entries` adds them up."""
+
+    __slots__ = Entry._fields
+
+    def __init__(self, key, parent):
+        self.key = key
+        self.parent = parent
+        self.elapsed_time = self.self_time = 0.0
+        self.occurrence = 0
+        self.backward_time = self.backward_self_time = 0.0
+
+    def entry(self):
+        return Entry(**{f: getattr(self, f) for f in Entry._fields})
+
+
+def empty_entry(key, parent=None):
+    """Returns the :class:`Entry` of a key with no time and no call.
+
+    >>> empty_entry('main')
+    Entry(key='main', parent=None, elapsed_time=0.0, self_time=0.0, \
+occurrence=0, backward_time=0.0, backward_self_time=0.0)
+    """
+    return _Sums(key, parent).entry()
 
 
 class CallRecord(object):
@@ -142,28 +172,28 @@ def entries(root, by):
     Returns:
         list of Entry: In order of first call.
     """
-    rows = collections.OrderedDict()
+    sums = collections.OrderedDict()
 
     def visit(record, parent_key, ancestors):
         own = record.elapsed - sum(c.elapsed for c in record.children.values())
         key = getattr(record.labels, by)
-        row = rows.get(key)
+        row = sums.get(key)
         if row is None:
-            row = rows[key] = [key, parent_key, 0.0, 0.0, 0, 0.0, 0.0]
+            row = sums[key] = _Sums(key, parent_key)
         backward = record.backward
         for child in record.children.values():
             backward += visit(child, key, ancestors | {key})
         if key not in ancestors:
-            row[2] += record.elapsed
-            row[5] += backward
-        row[3] += max(own, 0.0)
-        row[4] += record.count
-        row[6] += record.backward
+            row.elapsed_time += record.elapsed
+            row.backward_time += backward
+        row.self_time += max(own, 0.0)
+        row.occurrence += record.count
+        row.backward_self_time += record.backward
         return backward
 
     for child in root.children.values():
         visit(child, None, frozenset())
-    return [Entry(*row) for row in rows.values()]
+    return [row.entry() for row in sums.values()]
 
 
 def class_entries(root):
@@ -172,18 +202,20 @@ def class_entries(root):
     As Chainer's ``TimerHook``: every call's inclusive time summed per
     class, classes in order of first return.  No backward times.
     """
-    totals = collections.OrderedDict()
+    sums = collections.OrderedDict()
 
     def visit(record):
         for child in record.children.values():
             visit(child)
         own = record.elapsed - sum(c.elapsed for c in record.children.values())
         key = record.labels.class_name
-        total = totals.setdefault(key, [key, None, 0.0, 0.0, 0, 0.0, 0.0])
-        total[2] += record.elapsed
-        total[3] += max(own, 0.0)
-        total[4] += record.count
+        row = sums.get(key)
+        if row is None:
+            row = sums[key] = _Sums(key, None)
+        row.elapsed_time += record.elapsed
+        row.self_time += max(own, 0.0)
+        row.occurrence += record.count
 
     for child in root.children.values():
         visit(child)
-    return [Entry(*total) for total in totals.values()]
+    return [row.entry() for row in sums.values()]

@@ -97,13 +97,13 @@ def _phases(window, ns):
     first, end = window.iteration_starts[0][1], window.end
     slices = []
     for span in window.phase_spans:
-        if span.name == phases.OTHER or span.start < first or (
+        if span.phase == phases.OTHER or span.start < first or (
                 span.end > end):
             continue
-        if span.name.startswith(phases.EXTENSION):
-            name, category = span.name[len(phases.EXTENSION):], 'extension'
+        if isinstance(span.phase, phases.ExtensionPhase):
+            name, category = span.phase.name, 'extension'
         else:
-            name, category = span.name, 'phase'
+            name, category = span.phase, 'phase'
         slices.append(_Slice(name, category, ns(span.start), ns(span.end),
                              None))
     return slices

@@ -8,6 +8,7 @@ from chainer import training
 from chainer.training import extensions
 
 from chainer_hookext import TimedLinks
+from chainer_hookext import _state
 from tests.conftest import FakeComm
 from tests.conftest import occurrences
 from tests.conftest import registered_hooks
@@ -210,6 +211,35 @@ def test_resume_from_a_snapshot_before_the_first_report(
     assert times['time/main'] * 4 == pytest.approx(total, rel=1e-9)
     assert times['time/main/backward'] * 4 == pytest.approx(
         backward, rel=1e-9)
+
+
+def test_saved_baseline_layout(trainer_factory):
+    # The layout snapshots have: labels [mode, key, parent], a column per
+    # numeric field of an entry.  Snapshots of earlier runs must load.
+    trainer = trainer_factory(stop=(5, 'iteration'), evaluator=True)
+    ext = TimedLinks(validation=True)
+    trainer.extend(ext, trigger=(4, 'iteration'))  # after an evaluation
+    trainer.run()
+    target = {}
+    ext.serialize(chainer.serializers.DictionarySerializer(target))
+    fields = ('elapsed_time', 'self_time', 'occurrence', 'backward_time',
+              'backward_self_time')
+    assert sorted(k for k in target if k.startswith('baseline/')) == sorted(
+        ['baseline/labels'] + ['baseline/' + f for f in fields])
+    rows = _state.load_rows(chainer.serializers.NpzDeserializer(
+        target, path='baseline/'), fields)
+    assert [labels for labels, _ in rows] == [
+        ['train', 'main', None], ['train', 'main/predictor', 'main'],
+        ['train', 'main/predictor/l1', 'main/predictor'],
+        ['train', 'main/predictor/l2', 'main/predictor'],
+        ['eval', 'main', None], ['eval', 'main/predictor', 'main'],
+        ['eval', 'main/predictor/l1', 'main/predictor'],
+        ['eval', 'main/predictor/l2', 'main/predictor']]
+    assert rows[0][1]['occurrence'] == 4
+    loaded = TimedLinks(validation=True)
+    loaded.serialize(chainer.serializers.NpzDeserializer(target))
+    assert loaded._baseline == ext._baseline
+    assert loaded._last_iteration == 4
 
 
 # Chainer's IntervalTrigger of the new extension also finds no state.

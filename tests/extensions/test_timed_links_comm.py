@@ -9,6 +9,7 @@ from chainer.training import extensions
 
 import chainer_hookext
 from chainer_hookext.report import keys
+from chainer_hookext.timing import records
 from tests.conftest import FakeComm
 
 
@@ -37,13 +38,14 @@ def _run(trainer_factory, comm, local_report=False, print_report=False):
 
 
 def test_rank0_reports_the_summary(trainer_factory, capsys):
-    slow = {'train': [('main/predictor/l2', 'main/predictor',
-                       {'elapsed_time': 1.0})]}
+    slow = [keys.Report('train', 1, [records.empty_entry(
+        'main/predictor/l2', 'main/predictor')._replace(elapsed_time=1.0)])]
     comm = FakeComm(0, [slow])
     log = _run(trainer_factory, comm, print_report=True)
     assert len(comm.gathered) == 2
-    local = {key: fields for key, _, fields in comm.gathered[0]['train']}
-    assert 'self_time' in local['main/predictor/l1']
+    [sent] = comm.gathered[0]
+    assert sent.mode == 'train' and sent.per == 1
+    assert [e.key for e in sent.entries][:2] == ['main', 'main/predictor']
     for entry in log:
         assert entry['time/main/predictor/l2/max'] == 1.0
         assert entry['time/main/predictor/l2/slowest_rank'] == 1
@@ -59,15 +61,13 @@ def test_rank0_reports_the_summary(trainer_factory, capsys):
 @pytest.mark.parametrize('local_report', [False, True])
 def test_other_ranks_report_locally_only_if_asked(
         trainer_factory, capsys, local_report):
-    comm = FakeComm(1, [{}])
+    comm = FakeComm(1, [[]])
     log = _run(trainer_factory, comm, local_report, print_report=True)
     assert len(comm.gathered) == 2
     out = capsys.readouterr().out
     if local_report:
-        for entry, sent in zip(log, comm.gathered):
-            assert sorted(entry) == sorted(
-                keys.figure_key('train', key, field)
-                for key, _, fields in sent['train'] for field in fields)
+        for entry, [sent] in zip(log, comm.gathered):
+            assert sorted(entry) == sorted(keys.figures(sent, True))
         assert 'averaged over 1 iterations' in out
     else:
         assert log == [{}, {}]

@@ -10,6 +10,7 @@ from chainer.training import extensions
 from chainer_hookext import TimedLoop
 from tests.conftest import Boom
 from tests.conftest import BACKWARD
+from tests.conftest import FakeComm
 from tests.conftest import DATA
 from tests.conftest import FORWARD
 from tests.conftest import OPTIMIZER
@@ -136,6 +137,38 @@ def test_print_report(still, tmp_path, capsys):
     assert out[1].split() == ['Phase', 'PerIteration', 'Share']
     assert out[2].split() == ['iteration', '23.00sec', '100.0%']
     assert out[3].split() == ['data', '1.00sec', '4.3%']
+
+
+def test_print_report_indents_each_extension(still, tmp_path, capsys):
+    run_timed(make_slow_trainer(still, tmp_path), print_report=True,
+              unit='sec')
+    out = capsys.readouterr().out.splitlines()
+    labels = [line.split()[0] for line in out[2:12]]
+    assert labels == ['iteration', 'data', 'forward', 'backward', 'optimizer',
+                      'extensions', 'slow', 'TimedLoop', 'LogReport', 'other']
+    assert out[8].startswith('  slow ')
+    assert out[8].split()[1] == '{:.2f}sec'.format(SLOW / 2)
+
+
+def test_gathered_over_workers(still, tmp_path, capsys):
+    comm = FakeComm(0, [{'iteration': 100.0, 'data': 100.0}])
+    _, log = run_timed(make_slow_trainer(still, tmp_path), comm=comm,
+                       print_report=True, unit='sec')
+    assert [sorted(sent) for sent in comm.gathered] == [sorted([
+        'iteration', 'data', 'forward', 'backward', 'optimizer',
+        'extensions', 'extension/slow', 'extension/TimedLoop',
+        'extension/LogReport', 'other'])] * 2
+    for figures in log:
+        assert figures['data'] == (DATA + 100.0) / 2
+        assert figures['data/max'] == 100.0
+        assert figures['data/slowest_rank'] == 1
+        assert figures['extension/slow'] == SLOW / 2
+        assert figures['extension/slow/min'] == SLOW / 2
+        assert figures['extension/slow/slowest_rank'] == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == ('TimedLoop at iteration 2: seconds per training '
+                      'iteration, mean over 2 workers')
+    assert '  slow' in [line[:6] for line in out]
 
 
 def test_bad_arguments():
