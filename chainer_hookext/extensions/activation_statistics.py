@@ -2,8 +2,8 @@ from chainer import reporter
 from chainer.training import extension
 
 from chainer_hookext import _checks
-from chainer_hookext.run import link_hook_extension
 from chainer_hookext.link_hooks import activation_statistics
+from chainer_hookext.run import link_hook_extension
 
 
 class ActivationStatistics(link_hook_extension.LinkHookExtension):

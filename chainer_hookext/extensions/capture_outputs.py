@@ -3,8 +3,8 @@ import sys
 from chainer.training import extension
 
 from chainer_hookext import _checks
-from chainer_hookext.run import link_hook_extension
 from chainer_hookext.link_hooks import capture_outputs
+from chainer_hookext.run import link_hook_extension
 
 
 _KEEP = (False, True, 'on_error')

@@ -3,9 +3,9 @@ from chainer.training import extension
 
 from chainer_hookext import _checks
 from chainer_hookext import _registry
-from chainer_hookext.run import training_loop
-from chainer_hookext.run import link_hook_extension
 from chainer_hookext.link_hooks import non_finite
+from chainer_hookext.run import link_hook_extension
+from chainer_hookext.run import training_loop
 
 
 class NonFiniteGuard(link_hook_extension.LinkHookExtension):

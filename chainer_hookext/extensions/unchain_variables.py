@@ -5,8 +5,8 @@ from chainer.training import extension
 
 from chainer_hookext import _checks
 from chainer_hookext import _state
-from chainer_hookext.run import training_loop
 from chainer_hookext.run import priorities
+from chainer_hookext.run import training_loop
 
 
 # ``chainer.config.keep_graph_on_report`` costs about 500 ns through

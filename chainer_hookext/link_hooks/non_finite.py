@@ -5,10 +5,10 @@ import weakref
 import numpy
 
 from chainer_hookext import _arrays
-from chainer_hookext import _checks
 from chainer_hookext import _chainer
-from chainer_hookext.link_hooks import _finite
+from chainer_hookext import _checks
 from chainer_hookext import _tagging
+from chainer_hookext.link_hooks import _finite
 from chainer_hookext.link_hooks import _output_hook
 from chainer_hookext.link_hooks import non_finite_error
 

@@ -1,7 +1,7 @@
 import chainer
 
-from chainer_hookext import _checks
 from chainer_hookext import _chainer
+from chainer_hookext import _checks
 
 
 class ScopedLinkHook(chainer.LinkHook):

@@ -8,12 +8,12 @@ from chainer_hookext import _checks
 from chainer_hookext import _state
 from chainer_hookext import _tagging
 from chainer_hookext.link_hooks import scoped_link_hook
-from chainer_hookext.timing import backward as backward_module
-from chainer_hookext.timing import call_stack
-from chainer_hookext.timing import records
 from chainer_hookext.report import keys
 from chainer_hookext.report import tables
 from chainer_hookext.report import units
+from chainer_hookext.timing import backward as backward_module
+from chainer_hookext.timing import call_stack
+from chainer_hookext.timing import records
 
 
 _BY = {'path': 'path', 'name': 'name', 'class': 'class_name'}

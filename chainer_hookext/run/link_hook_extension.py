@@ -9,10 +9,10 @@ from chainer.training import extension
 from chainer_hookext import _checks
 from chainer_hookext import _registry
 from chainer_hookext import _state
-from chainer_hookext.report import link_names
-from chainer_hookext.run import training_loop
-from chainer_hookext.run import scope_filter
 from chainer_hookext.link_hooks import scoped_link_hook
+from chainer_hookext.report import link_names
+from chainer_hookext.run import scope_filter
+from chainer_hookext.run import training_loop
 
 
 # Hooks currently armed or registered by an extension, to refuse a second

@@ -45,14 +45,11 @@ outermost call's link is on a GPU.
 """
 
 from chainer_hookext import _chainer
-from chainer_hookext.timing import records
 from chainer_hookext.timing import clock
 from chainer_hookext.timing import frames
 from chainer_hookext.timing import link_paths
+from chainer_hookext.timing import records
 from chainer_hookext.timing import spans
-
-
-MODES = ('train', 'eval')
 
 
 class _NoChildren(dict):
@@ -96,8 +93,8 @@ class CallStack(object):
         self.idle.parent = self.idle
         self.idle.children = _NoChildren()
         self.top = self.idle
-        self.trees = {mode: records.CallRecord() for mode in MODES}
-        self.outside = {mode: records.CallRecord() for mode in MODES}
+        self.trees = {mode: records.CallRecord() for mode in records.MODES}
+        self.outside = {mode: records.CallRecord() for mode in records.MODES}
         self.paths = link_paths.LinkPaths()
         self.gpu = False
         self.thread = None
@@ -401,7 +398,7 @@ class CallStack(object):
         self._end_stale(self._chain())
         self.top = self.idle
         self.events.resolve()
-        for mode in MODES:
+        for mode in records.MODES:
             records.merge(self.trees[mode], stored[mode], move=True)
             self.trees[mode] = records.CallRecord()
         if forget_paths:

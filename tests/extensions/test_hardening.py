@@ -8,6 +8,8 @@ import numpy
 import pytest
 from chainer.training import extensions
 
+from chainer_hookext import _chainer
+from chainer_hookext import _checks
 from chainer_hookext import ActivationStatistics
 from chainer_hookext import ActivationStatisticsHook
 from chainer_hookext import CallbackHook
@@ -21,8 +23,6 @@ from chainer_hookext import TimedLoop
 from chainer_hookext import Timeline
 from chainer_hookext import TimerHook
 from chainer_hookext import UnchainVariables
-from chainer_hookext import _checks
-from chainer_hookext import _chainer
 from tests.conftest import BACKWARD
 from tests.conftest import DATA
 from tests.conftest import FORWARD

@@ -7,8 +7,8 @@ import pytest
 from chainer import training
 from chainer.training import extensions
 
-from chainer_hookext import TimedLinks
 from chainer_hookext import _state
+from chainer_hookext import TimedLinks
 from tests.conftest import FakeComm
 from tests.conftest import occurrences
 from tests.conftest import registered_hooks

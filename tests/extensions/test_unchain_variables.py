@@ -7,8 +7,8 @@ from chainer.training import extensions
 
 import chainer_hookext
 from chainer_hookext import PRIORITY_LAST
-from chainer_hookext import UnchainVariables
 from chainer_hookext import unchain_variables
+from chainer_hookext import UnchainVariables
 from chainer_hookext.extensions.unchain_variables import unchain_nested
 from tests.conftest import MLP
 

@@ -12,6 +12,7 @@ import numpy
 import pytest
 from chainer import training
 
+from chainer_hookext import _registry
 from chainer_hookext import CaptureOutputs
 from chainer_hookext import LinkHookExtension
 from chainer_hookext import NonFiniteError
@@ -19,7 +20,6 @@ from chainer_hookext import NonFiniteGuard
 from chainer_hookext import TimedLinks
 from chainer_hookext import TimedLoop
 from chainer_hookext import UnchainVariables
-from chainer_hookext import _registry
 from tests.conftest import Boom
 from tests.conftest import FailingInit
 
