@@ -101,9 +101,9 @@ class PlainTagTimer(backward.BackwardTimer):
 
     The same hook, but the tag is stored and read with the attribute name
     in a variable instead of the name compiled into the methods.  The name
-    is the one the compiled timer uses in slot 0, so that only the way of
-    accessing it differs.  Made with ``_tagging.new_tagger`` as
-    ``TimerHook`` makes its timer, and only in slot 0 (in other slots
+    is the one the compiled timer uses with tag number 0, so that only the
+    way of accessing it differs.  Made with ``_tagging.new_tagger`` as
+    ``TimerHook`` makes its timer, and only with tag number 0 (with another,
     ``new_tagger``'s class would take the base class's renamed methods).
     """
 
@@ -143,7 +143,7 @@ def new_plain_tag_timer(link_hook):
         PlainTagTimer, link_hook, link_hook.name + '_backward')
     if type(timer) is not PlainTagTimer:
         timer.unregister()
-        raise RuntimeError('the plain tagging timer needs tag slot 0')
+        raise RuntimeError('the plain tagging timer needs tag number 0')
     return timer
 
 
@@ -290,7 +290,7 @@ def dispatch_table(rounds, number=20):
     link = Replay()
     timer = timed_links_hook(link, backward=True)
     # The plain tagging timer runs on a forward-only link hook: the tag
-    # slot 0 is its own.
+    # tag number 0 is its own.
     forward_only = timed_links_hook(link, backward=False)
     chainer_timer = chainer_function_timer.TimerHook()
     variants = {

@@ -7,21 +7,21 @@ hook says is running (``function._chainer_hookext_tag = ...``), and in
 backward it reads the tag back.  The tag is an attribute of the node, so it
 lives and dies with the node: the tagger keeps nothing per node.
 
-Both users write the tag as a plain attribute named :data:`TAG`:
+Its users write the tag as a plain attribute named :data:`TAG`:
 :class:`~chainer_hookext.timing.backward.BackwardTimer` (the
 timer's running call record) and
 :class:`~chainer_hookext.link_hooks.non_finite.NonFiniteHook`'s gradient
 check (the names of the running links).
 
 Several taggers registered at once in a thread need several attribute names.
-:func:`new_tagger` gives each the lowest free *slot*: slot 0 runs the class
-as written; slot ``k`` runs a copy of the class whose methods' code objects
-name ``_chainer_hookext_tag_k`` instead of :data:`TAG`.  Why not
+:func:`new_tagger` gives each the lowest free *tag number*: number 0 runs
+the class as written; number ``k`` runs a copy of the class whose methods'
+code objects name ``_chainer_hookext_tag_k`` instead of :data:`TAG`.  Why not
 ``setattr(function, self.name, ...)``: a plain attribute store costs a third
 of ``setattr`` / ``getattr`` with the name in a variable, and
 ``function.__dict__[name]`` makes CPython build a dict for every tagged
 node; either takes backward timing past its cost target
-(``benchmarks/README.md``, "Backward timing").  Few slots, because
+(``benchmarks/README.md``, "Backward timing").  Few tag numbers, because
 CPython's shared per-class attribute layout takes only a few new names.
 """
 
@@ -35,36 +35,36 @@ from chainer_hookext import _registry
 #: The attribute holding a node's tag, as written in the taggers' methods.
 TAG = '_chainer_hookext_tag'
 
-_slots_in_use = set()
-_classes = {}  # {(class, slot): class whose methods name the slot's tag}
+_tag_numbers_in_use = set()
+_classes = {}  # {(class, tag number): class whose methods name that tag}
 
 
 def new_tagger(cls, *args, **kwargs):
-    """Returns a registered ``cls(*args, **kwargs)`` with a free tag slot.
+    """Returns a registered ``cls(*args, **kwargs)`` with a free tag number.
 
     Args:
         cls (type): A :class:`NodeTagger` subclass.
 
     Returns:
         NodeTagger: The tagger, registered once in the thread's function
-        hooks; its last :meth:`~NodeTagger.unregister` frees the slot.
+        hooks; its last :meth:`~NodeTagger.unregister` frees the tag number.
     """
-    slot = 0
-    while slot in _slots_in_use:
-        slot += 1
-    tagger = _class_for_slot(cls, slot)(*args, **kwargs)
-    tagger.slot = slot
-    _slots_in_use.add(slot)
+    tag_number = 0
+    while tag_number in _tag_numbers_in_use:
+        tag_number += 1
+    tagger = _class_for_tag_number(cls, tag_number)(*args, **kwargs)
+    tagger.tag_number = tag_number
+    _tag_numbers_in_use.add(tag_number)
     tagger.register()
     return tagger
 
 
-def _class_for_slot(cls, slot):
-    if slot == 0:
+def _class_for_tag_number(cls, tag_number):
+    if tag_number == 0:
         return cls
-    made = _classes.get((cls, slot))
+    made = _classes.get((cls, tag_number))
     if made is None:
-        name = '{}_{}'.format(TAG, slot)
+        name = '{}_{}'.format(TAG, tag_number)
         namespace = {}
         for klass in reversed(cls.__mro__):  # the most derived one wins
             for attr, value in vars(klass).items():
@@ -73,7 +73,8 @@ def _class_for_slot(cls, slot):
                     namespace[attr] = _renamed(value, name)
                 else:  # an override that does not touch the tag
                     namespace.pop(attr, None)
-        made = _classes[cls, slot] = type(cls.__name__, (cls,), namespace)
+        made = type(cls.__name__, (cls,), namespace)
+        _classes[cls, tag_number] = made
     return made
 
 
@@ -94,11 +95,11 @@ class NodeTagger(chainer.FunctionHook):
     for a node created before the tagger was registered).
 
     Registration is counted: each :meth:`register` needs one
-    :meth:`unregister`; the last one removes the hook and frees its slot,
+    :meth:`unregister`; the last one removes the hook and frees its tag number,
     after which the tagger is spent.
 
     Attributes:
-        slot (int): The tag slot, set by :func:`new_tagger`.
+        tag_number (int): The tag number, set by :func:`new_tagger`.
     """
 
     name = 'NodeTagger'
@@ -106,7 +107,7 @@ class NodeTagger(chainer.FunctionHook):
     def __init__(self, name=None):
         if name is not None:
             self.name = name
-        self.slot = None
+        self.tag_number = None
         self._count = 0
         self._handle = None
 
@@ -124,9 +125,9 @@ class NodeTagger(chainer.FunctionHook):
 
     def register(self):
         """Registers the tagger once more (counted)."""
-        if self.slot is None:
+        if self.tag_number is None:
             raise RuntimeError(
-                '{}.register: this tagger was unregistered and its slot '
+                '{}.register: this tagger was unregistered and its tag number '
                 'freed; make a new one with new_tagger().'.format(
                     type(self).__name__))
         self._count += 1
@@ -140,6 +141,6 @@ class NodeTagger(chainer.FunctionHook):
         if self._count or self._handle is None:
             return
         handle, self._handle = self._handle, None
-        _slots_in_use.discard(self.slot)
-        self.slot = None
+        _tag_numbers_in_use.discard(self.tag_number)
+        self.tag_number = None
         _registry.remove(handle, self)

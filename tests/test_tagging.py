@@ -42,7 +42,7 @@ def test_taggers_registered_at_once_keep_their_own_tags():
     first = _tagging.new_tagger(Recorder, 'one')
     second = _tagging.new_tagger(Recorder, 'two', name='Other')
     try:
-        assert (first.slot, second.slot) == (0, 1)
+        assert (first.tag_number, second.tag_number) == (0, 1)
         y = F.sum(x())
         y.backward()
     finally:
@@ -51,10 +51,10 @@ def test_taggers_registered_at_once_keep_their_own_tags():
     assert first.seen == ['one'] and second.seen == ['two']
     assert vars(y.creator)[_tagging.TAG] == 'one'
     assert vars(y.creator)[_tagging.TAG + '_1'] == 'two'
-    # Slots are free again: the next tagger takes slot 0.
+    # Tag numbers are free again: the next tagger takes tag number 0.
     third = _tagging.new_tagger(Recorder, 'three')
     third.unregister()
-    assert third.slot is None
+    assert third.tag_number is None
 
 
 def test_tags_keep_no_node_alive():
@@ -96,7 +96,7 @@ def test_an_override_wins_in_every_slot():
     first = _tagging.new_tagger(Recorder, 'one')
     second = _tagging.new_tagger(Overriding, 'two', name='Other')
     try:
-        assert second.slot == 1
+        assert second.tag_number == 1
         y = F.sum(x())
     finally:
         second.unregister()

@@ -175,7 +175,7 @@ class BackwardTimer(_tagging.NodeTagger):
             self.__dict__.pop('backward_postprocess', None)
 
     def _span_backward_postprocess(self, function, in_data, out_grad):
-        # The class's postprocess (its slot's copy), then the step's span
+        # The class's postprocess (its tag number's copy), then the step's span
         # from the mark it started at to the mark it left.
         start = self._mark
         type(self).backward_postprocess(self, function, in_data, out_grad)
