@@ -6,9 +6,17 @@ of the right type out of range ``ValueError``; the message names the call,
 shows the value (``numpy.int64(3)``, not ``3``) and says what works.
 """
 
+import collections
 import numbers
 
 import numpy
+
+from chainer_hookext import _chainer
+
+
+#: The modes a hook or an extension acts in: ``train`` (bool) while
+#: ``chainer.config.train`` is true, ``eval`` (bool) while it is false.
+Modes = collections.namedtuple('Modes', 'train eval')
 
 
 def shown(value):
@@ -103,7 +111,7 @@ def check_name(call, name, value):
 
 
 def check_modes(call, train, eval):
-    """Returns the flags ``(train, eval)`` as bools.
+    """Returns the flags ``(train, eval)`` as :class:`Modes` of bools.
 
     Raises:
         TypeError: A flag is not True or False (:func:`check_flag`).
@@ -115,7 +123,7 @@ def check_modes(call, train, eval):
         raise ValueError(
             '`{}(train=False, eval=False)` would never fire: enable '
             'training mode, evaluation mode or both.'.format(call))
-    return train, eval
+    return Modes(train, eval)
 
 
 def check_one_per_trainer(trainer, extension, why, instead):
@@ -130,8 +138,8 @@ def check_one_per_trainer(trainer, extension, why, instead):
         instead (str): What works, e.g. ``'use one Timeline'``.
     """
     cls = type(extension)
-    # Trainer keeps its extensions in ``_extensions`` (no public list).
-    others = [name for name, entry in trainer._extensions.items()
+    others = [name for name, entry in
+              _chainer.extension_entries(trainer).items()
               if isinstance(entry.extension, cls)
               and entry.extension is not extension]
     if others:

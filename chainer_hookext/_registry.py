@@ -12,6 +12,9 @@ exactly what :func:`add` put in, and nothing the user registered.
 for an optimizer's hooks.
 """
 
+from chainer_hookext import _chainer
+
+
 #: What the keys of this package's registrations start with.
 PREFIX = 'chainer_hookext.'
 
@@ -105,8 +108,8 @@ def add_optimizer_hook(optimizer, hook, name, timing, first=False):
     Returns:
         tuple: The handle for :func:`remove_optimizer_hook`.
     """
-    hooks = _optimizer_hooks(optimizer, timing)
-    key = free_key(hooks.keys() | _optimizer_hooks(
+    hooks = _chainer.optimizer_hooks(optimizer, timing)
+    key = free_key(hooks.keys() | _chainer.optimizer_hooks(
         optimizer, 'post' if timing == 'pre' else 'pre').keys(), name)
     optimizer.add_hook(hook, name=key, timing=timing)
     if first:
@@ -117,14 +120,5 @@ def add_optimizer_hook(optimizer, hook, name, timing, first=False):
 def remove_optimizer_hook(handle):
     """Removes the hook :func:`add_optimizer_hook` added, if still there."""
     optimizer, timing, key, hook = handle
-    if _optimizer_hooks(optimizer, timing).get(key) is hook:
+    if _chainer.optimizer_hooks(optimizer, timing).get(key) is hook:
         optimizer.remove_hook(key)
-
-
-def _optimizer_hooks(optimizer, timing):
-    # The optimizer's hooks by name, in call order: Chainer keeps them in
-    # ``optimizer._hookable`` (chainer/optimizer.py, _OptimizerHookable)
-    # with no public accessor.
-    hookable = optimizer._hookable
-    return hookable._pre_update_hooks if timing == 'pre' else (
-        hookable._post_update_hooks)

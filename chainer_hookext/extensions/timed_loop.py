@@ -5,6 +5,7 @@ import chainer
 import numpy
 from chainer.training import extension
 
+from chainer_hookext import _chainer
 from chainer_hookext import _checks
 from chainer_hookext import _state
 from chainer_hookext.report import gather
@@ -99,7 +100,7 @@ class TimedLoop(loop_phases.LoopExtension):
     # -- lifecycle -----------------------------------------------------------
     def initialize(self, trainer):
         self.release()
-        self._names = list(trainer._extensions)
+        self._names = list(_chainer.extension_entries(trainer))
         last = self._last_iteration
         if last is not None and trainer.updater.iteration < last:
             # A new run, not a resumed one: start afresh.

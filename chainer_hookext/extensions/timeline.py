@@ -2,10 +2,10 @@ import os
 import time
 import warnings
 
-import chainer
 import numpy
 from chainer.training import extension
 
+from chainer_hookext import _chainer
 from chainer_hookext import _checks
 from chainer_hookext import _registry
 from chainer_hookext import _state
@@ -145,7 +145,7 @@ class Timeline(loop_phases.LoopExtension):
         for name, optimizer in optimizers.items():  # paths as TimedLinks'
             hook.add_root(
                 optimizer.target, '/' if len(optimizers) == 1 else '/' + name)
-        handle = _registry.add(chainer._get_link_hooks(), hook)
+        handle = _registry.add(_chainer.link_hooks(), hook)
         recording = spans.Recording()
         hook.start_spans(recording)
         self._window = first, recording, handle

@@ -3,6 +3,7 @@ from chainer import configuration
 from chainer import variable
 from chainer.training import extension
 
+from chainer_hookext import _chainer
 from chainer_hookext import _checks
 from chainer_hookext import _state
 from chainer_hookext.run import priorities
@@ -13,8 +14,6 @@ from chainer_hookext.run import training_loop
 # ``LocalConfig.__getattr__``; the trigger reads the thread's value (set by
 # ``chainer.using_config`` or by assignment) and falls back to the global one,
 # as ``_chainer.is_train`` does.
-_local = configuration.config._local
-_global = configuration.global_config
 
 
 class UnchainVariables(extension.Extension):
@@ -115,9 +114,7 @@ class UnchainVariables(extension.Extension):
             bool: ``True`` when ``keep_graph_on_report`` was on during the
             update or is on now, or when ``always`` is set.
         """
-        flag = _local.__dict__.get('keep_graph_on_report', _local)
-        if flag is _local:
-            flag = _global.keep_graph_on_report
+        flag = _chainer.keeps_graph_on_report()
         due = self._carried_flag or flag or self.always
         self._carried_flag = flag
         return bool(due)

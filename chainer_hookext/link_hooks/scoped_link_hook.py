@@ -56,11 +56,11 @@ no mode to act in: ...
     name = 'ScopedLinkHook'
     link_names = None
     mode = None
-    own_modes = _chainer.Modes(True, True)
-    scope_modes = _chainer.Modes(True, True)
+    own_modes = _checks.Modes(True, True)
+    scope_modes = _checks.Modes(True, True)
 
     def __init__(self, *, train=True, eval=True):
-        self.own_modes = _chainer.Modes(
+        self.own_modes = _checks.Modes(
             *_checks.check_modes(type(self).__name__, train, eval))
         self.mode = _combined_mode(self.own_modes, self.scope_modes)
 
@@ -83,7 +83,7 @@ no mode to act in: ...
                 no mode of the hook's own.
         """
         call = type(self).__name__ + '.set_scope'
-        scope = _chainer.Modes(*_checks.check_modes(call, train, eval))
+        scope = _checks.check_modes(call, train, eval)
         mode = _combined_mode(self.own_modes, scope)
         if mode is _NO_MODE:
             own = self.own_modes

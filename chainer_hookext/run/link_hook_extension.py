@@ -6,6 +6,7 @@ from chainer.link_hooks import spectral_normalization
 from chainer.link_hooks import weight_standardization
 from chainer.training import extension
 
+from chainer_hookext import _chainer
 from chainer_hookext import _checks
 from chainer_hookext import _registry
 from chainer_hookext import _state
@@ -142,7 +143,7 @@ class LinkHookExtension(extension.Extension):
                 '{}: hook {!r} is already owned by the trainer extension '
                 '{!r}; give each extension its own hook instance.'.format(
                     call, self.hook, owner.name or owner))
-        if any(h is self.hook for h in chainer._get_link_hooks().values()):
+        if any(h is self.hook for h in _chainer.link_hooks().values()):
             raise ValueError(
                 '{}: hook {!r} is already registered globally (a `with '
                 'hook:` block?); let the extension register it, or do not '
@@ -201,7 +202,7 @@ class LinkHookExtension(extension.Extension):
         if hook is None:
             return
         try:
-            handle = _registry.add(chainer._get_link_hooks(), hook)
+            handle = _registry.add(_chainer.link_hooks(), hook)
         except BaseException:
             _owners.pop(self.hook, None)
             raise

@@ -12,13 +12,11 @@ path: a frame walk costs microseconds.
 
 import sys
 
-import chainer
-from chainer import _backprop_utils
+from chainer_hookext import _chainer
 
 
-_LINK_CALL = chainer.Link.__call__.__code__
-# The backward step of one function node: its local ``func`` is the node.
-_STEP = _backprop_utils.backprop_step.__code__
+_LINK_CALL = _chainer.LINK_CALL_CODE
+_STEP = _chainer.BACKWARD_STEP_CODE
 
 
 def running_links(skip_current):

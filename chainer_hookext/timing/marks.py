@@ -32,6 +32,7 @@ optimizer holds, for our hook, one that does nothing
 
 from chainer import function_hook
 
+from chainer_hookext import _chainer
 from chainer_hookext import _registry
 from chainer_hookext.timing import clock
 from chainer_hookext.timing import phases
@@ -203,8 +204,7 @@ class Marks(object):
                     'pre', first=True))
         self._hook = PhaseMarks(self.clock)
         self._hook_handle = _registry.add(function_hooks, self._hook)
-        # Trainer keeps its extension entries in ``_extensions``.
-        for name, entry in trainer._extensions.items():
+        for name, entry in _chainer.extension_entries(trainer).items():
             timed = TimedTrigger(
                 self, entry.trigger, phases.ExtensionPhase(name))
             entry.trigger = timed

@@ -8,7 +8,6 @@ import numpy
 import pytest
 from chainer.training import extensions
 
-from chainer_hookext import _chainer
 from chainer_hookext import _checks
 from chainer_hookext import ActivationStatistics
 from chainer_hookext import ActivationStatisticsHook
@@ -240,7 +239,7 @@ NUMPY_ARGUMENTS = [
      {'train': True, 'eval': False}),
     (lambda **kw: CallbackHook(posthook=_show, **kw),
      {'train': numpy.True_, 'eval': numpy.False_},
-     {'own_modes': _chainer.Modes(True, False)}),
+     {'own_modes': _checks.Modes(True, False)}),
 ]
 
 
