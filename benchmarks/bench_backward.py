@@ -113,7 +113,7 @@ class PlainTagTimer(backward.BackwardTimer):
 
     def forward_preprocess(self, function, in_data):
         rec = self.calls.top
-        if rec is self.idle:
+        if rec is self.bottom:
             rec = None if self._running is None else self._recomputed()
         setattr(function, self.tag_name, rec)
 
@@ -126,7 +126,7 @@ class PlainTagTimer(backward.BackwardTimer):
             if rec is None:
                 self._mark = t
                 return
-        rec.owner.backward += t - self._mark
+        rec.charged.backward += t - self._mark
         self._mark = t
 
     def tag_of(self, function):

@@ -67,7 +67,7 @@ class NonFiniteGuard(link_hook_extension.LinkHookExtension):
         hook = non_finite.NonFiniteHook(
             backward=backward, action=action, train=train, eval=eval)
         super().__init__(hook, links, train=train, eval=eval)
-        # The optimizer hooks checking parameters' gradients: the LoopEntry
+        # The optimizer hooks checking parameters' gradients: the TrainingLoop
         # that adds them, the optimizers to hook, and [(optimizer, key)].
         self._grads_entry = None
         self._grads_optimizers = []
@@ -90,7 +90,7 @@ class NonFiniteGuard(link_hook_extension.LinkHookExtension):
             if any(id(link) in names for link in optimizer.target.links())]
         # Added when the loop starts, removed when it ends, like the link
         # hook (LinkHookExtension): initialize runs outside Trainer.run's try.
-        self._grads_entry = training_loop.LoopEntry.install(
+        self._grads_entry = training_loop.TrainingLoop.install(
             trainer, self._add_grad_checks, self._remove_grad_checks)
 
     def _add_grad_checks(self):
@@ -109,7 +109,7 @@ class NonFiniteGuard(link_hook_extension.LinkHookExtension):
             _registry.remove_optimizer_hook(handle)
 
     def release(self):
-        """Removes the hooks and disarms them; safe to call many times."""
+        """Removes the hooks and forgets the loop; safe to call many times."""
         super().release()
         entry, self._grads_entry = self._grads_entry, None
         self._grads_optimizers = []

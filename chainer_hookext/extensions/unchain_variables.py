@@ -91,18 +91,18 @@ class UnchainVariables(extension.Extension):
 
     def __init__(self, *, always=False):
         self.always = _checks.check_flag('UnchainVariables', 'always', always)
-        self._carried_flag = False
+        self._flag_at_update_start = False
         self._entry = None
 
     def initialize(self, trainer):
-        self._disarm()
-        self._entry = training_loop.LoopEntry.install(
+        self._leave_loop()
+        self._entry = training_loop.TrainingLoop.install(
             trainer, self._enter_loop)
 
     def _enter_loop(self):
         self._entry = None
         if configuration.config.keep_graph_on_report:
-            self._carried_flag = True
+            self._flag_at_update_start = True
 
     def trigger(self, trainer):
         """Tells whether this iteration's observation may hold graphs.
@@ -115,8 +115,8 @@ class UnchainVariables(extension.Extension):
             update or is on now, or when ``always`` is set.
         """
         flag = _chainer.keeps_graph_on_report()
-        due = self._carried_flag or flag or self.always
-        self._carried_flag = flag
+        due = self._flag_at_update_start or flag or self.always
+        self._flag_at_update_start = flag
         return bool(due)
 
     def __call__(self, trainer):
@@ -124,11 +124,11 @@ class UnchainVariables(extension.Extension):
         unchain_nested(trainer.observation)
 
     def on_error(self, trainer, exc, tb):
-        self._disarm()
+        self._leave_loop()
 
     def finalize(self):
-        self._disarm()
-        self._carried_flag = False
+        self._leave_loop()
+        self._flag_at_update_start = False
 
     def serialize(self, serializer):
         """Saves or restores the flag carried into the next update.
@@ -150,9 +150,9 @@ class UnchainVariables(extension.Extension):
                 self.name or self.default_name, e,
                 'It follows keep_graph_on_report from the loop\'s start.')
             value = False
-        self._carried_flag = bool(value)
+        self._flag_at_update_start = bool(value)
 
-    def _disarm(self):
+    def _leave_loop(self):
         entry, self._entry = self._entry, None
         if entry is not None:
             entry.discard(self._enter_loop)

@@ -16,8 +16,8 @@ from chainer_hookext.run import scope_filter
 from chainer_hookext.run import training_loop
 
 
-# Hooks currently armed or registered by an extension, to refuse a second
-# owner: {hook: extension}.
+# Hooks registered, or waiting for a loop to be, by an extension, to refuse
+# a second owner: {hook: extension}.
 _owners = weakref.WeakKeyDictionary()
 
 
@@ -29,35 +29,17 @@ class LinkHookExtension(extension.Extension):
     as ``links`` and their descendants, and to nothing else called in the
     same thread.
 
-    Lifecycle:
-
-    1. ``initialize(trainer)`` checks the scope and arms the hook.
-    2. The hook is registered when ``Trainer.run`` enters its training loop
-       (its first call of the stop trigger, inside the ``try`` whose
-       ``finally`` calls ``finalize``), whatever ran before: extensions
-       called before training (a warm-up ``updater.update()`` included) are
-       not hooked, and an extension wrapping ``updater.update`` changes
-       nothing.  ``Trainer.run`` calls ``initialize`` outside that ``try``:
-       registering there would leak the hook when a later extension's
-       ``initialize`` raises.
-    3. The hook is removed when the loop ends, before any ``finalize``:
-       when the stop trigger fires, or when a ``KeyboardInterrupt`` (any
-       exception but an ``Exception``, for which Chainer skips
-       ``on_error``) leaves an iteration; ``on_error`` removes it for an
-       ``Exception``.  ``finalize`` ends the loop for every extension of
-       this package in the trainer, should its end not have been seen.  So
-       after ``trainer.run()`` returns or raises, for any reason (the model,
-       the updater, another extension's ``__call__``, ``finalize`` or
-       ``initialize``, a hook's own ``deleted``), the hook is in no
-       registry and ``hook.deleted(None)`` has answered ``hook.added(None)``.
-       The one exception, an interrupt in ``Trainer.run``'s own code between
-       two iterations *and* an earlier ``finalize`` raising, leaves the hook
-       registered until the next ``initialize`` in the thread, which removes
-       it with a ``RuntimeWarning``.  How it is done: ``docs/internals.md``.
-
-    When the loop ran without the hook (``trainer.stop_trigger`` replaced
-    after ``initialize`` in a way that hides ``Trainer.run``'s call),
-    ``finalize`` warns (``RuntimeWarning``) instead of staying silent.
+    Lifecycle: ``initialize(trainer)`` checks the scope; the hook is
+    registered when ``Trainer.run`` enters its training loop (extensions
+    called before training are not hooked) and removed when the loop ends,
+    on every way out (the end, an exception, ``KeyboardInterrupt``, another
+    extension's failure, a hook's own ``deleted`` raising), before any
+    ``finalize``.  How, and the one case left (removed by the next
+    ``initialize`` in the thread, with a ``RuntimeWarning``):
+    ``docs/internals.md``, "The lifecycle of ``LinkHookExtension``".  When
+    the loop ran without the hook (``trainer.stop_trigger`` replaced after
+    ``initialize`` in a way that hides ``Trainer.run``'s call), ``finalize``
+    warns (``RuntimeWarning``) instead of staying silent.
 
     The hook is registered as a global (thread-local) hook under a key of
     this package's own (``chainer_hookext.<name>``, then ``_1`` ...), so
@@ -119,7 +101,7 @@ class LinkHookExtension(extension.Extension):
         self.links = _as_links(call, links)
         self.train = train
         self.eval = eval
-        self._entry = None  # the LoopEntry, from initialize to the end
+        self._entry = None  # the TrainingLoop, from initialize to the end
         self._pending = None  # the hook to register when the loop starts
         self._registered = None  # (_registry handle, registered hook)
         self._iteration = None  # the updater's, at initialize
@@ -134,7 +116,7 @@ class LinkHookExtension(extension.Extension):
         return None if self._registered is None else self._registered[0][1]
 
     def initialize(self, trainer):
-        training_loop.end_orphans()
+        training_loop.end_loops_left_running()
         self.release()
         call = type(self).__name__
         owner = _owners.get(self.hook)
@@ -156,7 +138,7 @@ class LinkHookExtension(extension.Extension):
         _owners[self.hook] = self
         self._pending = hook
         self._iteration = trainer.updater.iteration
-        self._entry = training_loop.LoopEntry.install(
+        self._entry = training_loop.TrainingLoop.install(
             trainer, self._register, self.release)
 
     def scope_link_names(self, trainer):
@@ -192,12 +174,12 @@ class LinkHookExtension(extension.Extension):
         return names
 
     def _holds(self, trainer):
-        # Whether the hook is registered, or armed for this trainer's run.
+        # Whether the hook is registered, or waiting for this trainer's run.
         return self._registered is not None or (
             self._entry is not None and self._entry.trainer is trainer)
 
     def _register(self):
-        # The loop's start (LoopEntry).
+        # The loop's start (TrainingLoop).
         hook, self._pending = self._pending, None
         if hook is None:
             return
@@ -209,7 +191,7 @@ class LinkHookExtension(extension.Extension):
         self._registered = handle, hook
 
     def release(self):
-        """Unregisters the hook and disarms it; safe to call many times."""
+        """Unregisters the hook, forgets the loop; safe to call many times."""
         entry, self._entry = self._entry, None
         self._pending = None
         if entry is not None:

@@ -3,7 +3,7 @@
 :class:`LoopPhases` owns a trainer's :class:`~.phases.PhaseClock` and its
 :class:`~.marks.Marks`: they are added when ``Trainer.run`` enters its loop
 and removed when it ends, every way out
-(:class:`~chainer_hookext.run.training_loop.LoopEntry`), or when the
+(:class:`~chainer_hookext.run.training_loop.TrainingLoop`), or when the
 last extension reading them releases them.  ``TimedLoop`` and ``Timeline``
 in one trainer read one clock: the marks are never stacked.
 """
@@ -39,7 +39,7 @@ class LoopPhases(object):
         self.clock = None
         self.iteration_start = None
         self._marks = None
-        self._entry = training_loop.LoopEntry.install(
+        self._entry = training_loop.TrainingLoop.install(
             trainer, self._enter, self._end, self._iteration, self._check)
 
     @classmethod

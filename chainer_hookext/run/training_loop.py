@@ -1,42 +1,13 @@
-"""Callbacks run when a trainer's training loop starts and when it ends.
+"""The trainer's training loop: callbacks at its start, iterations and end.
 
-``Trainer.run`` (``chainer/training/trainer.py``) calls every extension's
-``initialize``, then the extensions called before training, *outside* its
-``try``/``finally``: what is acquired there is never released when a later
-one raises.  Inside the ``try``, ``on_error`` is skipped for exceptions that
-are not ``Exception`` (``KeyboardInterrupt``), and the ``finally`` calls the
-extensions' ``finalize`` one after the other, unguarded: one that raises
-skips the rest.  :class:`LoopEntry` sees the loop itself instead.
-
-**The start.**  ``run`` binds ``stop_trigger = self.stop_trigger`` after
-every ``initialize`` and calls ``stop_trigger(self)`` first thing inside the
-``try``.  A :class:`LoopEntry` stands in for ``trainer.stop_trigger`` (an
-instance attribute; every other attribute is the trigger's, e.g.
-``get_training_length``).  On its first call made by ``run`` (the caller's
-frame runs ``run`` for this trainer; or the caller's caller, when another
-extension put its own stand-in over this one later, as ``TimedLoop`` does)
-it puts the trainer's trigger back and runs the enter callbacks.  Calls made
-before, by an extension called before training, are forwarded only.  The
-updater is not touched: a warm-up ``updater.update()`` before training, or
-an extension wrapping ``updater.update``, changes nothing.
-
-**The end**, every way out of the loop, before any ``finalize``:
-
-1. the stop trigger returns ``True``;
-2. an exception that is not an ``Exception`` leaves an iteration: during the
-   loop ``trainer.reporter.scope``, which ``run`` enters around each
-   iteration's update and extensions, is a stand-in that sees it; or leaves
-   the stop trigger;
-3. an ``Exception`` reaches each extension's ``on_error`` (Chainer calls
-   them all), so its owner releases there.
-
-:meth:`LoopEntry.end` takes the stand-ins off and runs every end callback,
-each even when an earlier one raises.  Owners call it from ``finalize`` too.
-What is left: an interrupt landing in ``run``'s own code between two
-iterations when, besides, an earlier ``finalize`` raises.  The next
-:meth:`LoopEntry.install` in the thread (the next ``initialize``) ends such
-an orphaned loop, with a ``RuntimeWarning``: its ``run`` frame is no longer
-on the stack.
+A :class:`TrainingLoop` takes the place of ``trainer.stop_trigger`` until
+``Trainer.run`` first calls it (the loop's start), and of
+``trainer.reporter.scope`` while the loop runs (each iteration, and an
+interrupt leaving one); it puts both back on every way out, before any
+``finalize``.  Why (``run`` calls ``initialize`` outside its ``try``, skips
+``on_error`` for ``KeyboardInterrupt`` and calls ``finalize`` unguarded) and
+each way out it sees, with the test that shows it: ``docs/internals.md``,
+"The lifecycle of ``LinkHookExtension``".
 """
 
 import collections
@@ -50,17 +21,17 @@ _WAITING = 'waiting'
 _RUNNING = 'running'
 _ENDED = 'ended'
 _MISSING = object()
-#: What an owner asked for (see :meth:`LoopEntry.install`).
+#: What an owner asked for (see :meth:`TrainingLoop.install`).
 _Callbacks = collections.namedtuple(
     '_Callbacks', ('enter', 'end', 'iteration', 'check'))
 
-# {trainer: weakref to the LoopEntry waiting for its loop}, weak both ways
-# (the trainer holds its stand-in); each thread's running ones.
+# {trainer: weakref to the TrainingLoop waiting for its loop}, weak both ways
+# (the trainer holds its replacement); each thread's running ones.
 _waiting = weakref.WeakKeyDictionary()
 _local = threading.local()
 
 
-class LoopEntry(object):
+class TrainingLoop(object):
     """Stands in for ``trainer.stop_trigger`` until the loop ends.
 
     Use :meth:`install`; one object serves every callback of a trainer's run.
@@ -68,8 +39,8 @@ class LoopEntry(object):
 
     def __init__(self, trainer):
         trigger = trainer.stop_trigger
-        while isinstance(trigger, LoopEntry) and trigger._state is _ENDED:
-            trigger = trigger._trigger  # put back by another's stand-in
+        while isinstance(trigger, TrainingLoop) and trigger._state is _ENDED:
+            trigger = trigger._trigger  # put back by another's replacement
         self._trainer = weakref.ref(trainer)
         self._trigger = trigger
         self._callbacks = []  # [_Callbacks]
@@ -89,7 +60,7 @@ class LoopEntry(object):
 
     @property
     def trigger(self):
-        """The stop trigger this object stands in for."""
+        """The stop trigger this object takes the place of."""
         return self._trigger
 
     @property
@@ -101,7 +72,7 @@ class LoopEntry(object):
     def install(cls, trainer, enter, end=None, iteration=None, check=None):
         """Arranges for ``enter()`` and ``end()`` at the loop's two ends.
 
-        Ends orphaned loops of the thread first (see the module).
+        Ends loops left running of the thread first (see the module).
 
         Args:
             trainer (~chainer.training.Trainer): The trainer to watch.
@@ -113,14 +84,14 @@ class LoopEntry(object):
                 iteration's start (the stop trigger said go on), or
                 ``None``.  Extensions that time the loop
                 (``TimedLoop``, ``Timeline``) see the iterations here, so
-                that no second stand-in is stacked over this one.
+                that no second replacement is stacked over this one.
             check (callable): Called with no argument before each call of
                 the stop trigger in the loop, or ``None``.
 
         Returns:
-            LoopEntry: The object to pass ``enter`` to :meth:`discard`.
+            TrainingLoop: The object to pass ``enter`` to :meth:`discard`.
         """
-        end_orphans()
+        end_loops_left_running()
         entry = _waiting_for(trainer)
         if entry is None:
             entry = cls(trainer)
@@ -129,7 +100,7 @@ class LoopEntry(object):
         return entry
 
     def discard(self, enter):
-        """Forgets ``enter`` and its end; takes the stand-ins off when no
+        """Forgets ``enter`` and its end; takes the replacements off when no
         callback is left."""
         self._callbacks = [c for c in self._callbacks if c.enter != enter]
         if not self._callbacks:
@@ -172,7 +143,7 @@ class LoopEntry(object):
         return stop
 
     def end(self):
-        """Ends the loop: takes the stand-ins off, runs each end callback.
+        """Ends the loop: takes the replacements off, runs each end callback.
 
         Every callback runs once, even when an earlier one raises; the first
         error is raised after all have run.  Does nothing unless the loop is
@@ -204,7 +175,7 @@ class LoopEntry(object):
             c.enter()
 
     def _run_frame_calling(self, trainer):
-        # Trainer.run's frame if it made this call, through one stand-in at
+        # Trainer.run's frame if it made this call, through one replacement at
         # most; sys._getframe(2) is the caller of __call__.
         if trainer is not self.trainer:
             return None
@@ -232,7 +203,7 @@ class LoopEntry(object):
 
     def _iteration(self, observation):
         # trainer.reporter.scope while the loop runs.
-        return _Iteration(self, self._reporter_scope(observation))
+        return _IterationScope(self, self._reporter_scope(observation))
 
     def _end_on(self, exc):
         # The loop ends with ``exc``, which no on_error sees: end it, and
@@ -267,7 +238,7 @@ class LoopEntry(object):
             trainer.stop_trigger = self._trigger
 
 
-class _Iteration(object):
+class _IterationScope(object):
     # The reporter's scope of one iteration, seeing what leaves it.
 
     __slots__ = ('entry', 'scope')
@@ -299,14 +270,14 @@ def _waiting_for(trainer):
 
 
 def _running():
-    # The thread's running loops, for end_orphans.
+    # The thread's running loops, for end_loops_left_running.
     running = getattr(_local, 'running', None)
     if running is None:
         running = _local.running = []
     return running
 
 
-def end_orphans():
+def end_loops_left_running():
     """Ends the thread's loops whose ``Trainer.run`` has returned.
 
     Such a loop ended without anything of this module seeing it (see the

@@ -9,7 +9,7 @@ links:
   running record (:attr:`CallStack.top <.call_stack.CallStack.top>`), or
   ``None`` when no timed link runs;
 * ``backward_preprocess`` / ``backward_postprocess`` read the clock around
-  each backward step and add the step's time to ``record.owner.backward``:
+  each backward step and add the step's time to ``record.charged.backward``:
   the backward self time of the link whose forward created the node.  Steps
   of untagged nodes go to the stack's ``outside`` record of the mode, when
   the mode is in scope.
@@ -53,7 +53,7 @@ class BackwardTimer(_tagging.NodeTagger):
     def __init__(self, calls, name):
         super().__init__(name)
         self.calls = calls
-        self.idle = calls.idle
+        self.bottom = calls.bottom
         self._mark = 0.0  # start of the running step: a time or an event
         self._running = None  # the node whose step runs, between pre / post
         self.steps = None  # spans of the steps, while recorded
@@ -61,7 +61,7 @@ class BackwardTimer(_tagging.NodeTagger):
     # -- hot path ----------------------------------------------------------
     def forward_preprocess(self, function, in_data):
         rec = self.calls.top
-        if rec is self.idle:
+        if rec is self.bottom:
             rec = None if self._running is None else self._recomputed()
         function._chainer_hookext_tag = rec
 
@@ -84,7 +84,7 @@ class BackwardTimer(_tagging.NodeTagger):
             if rec is None:
                 self._mark = t
                 return
-        rec.owner.backward += t - self._mark
+        rec.charged.backward += t - self._mark
         self._mark = t
 
     # -- F.forget ----------------------------------------------------------
@@ -104,9 +104,9 @@ class BackwardTimer(_tagging.NodeTagger):
             return
         rec = self.tag_of(self._running) or self._outside()
         if rec is not None:
-            rec.owner.backward += t - self._mark
+            rec.charged.backward += t - self._mark
             if self.steps is not None:
-                self.steps.append(spans.Span(rec.owner, self._mark, t))
+                self.steps.append(spans.Span(rec.charged, self._mark, t))
 
     def _outside(self):
         # The bucket of the current mode, or None when out of scope.
@@ -181,7 +181,7 @@ class BackwardTimer(_tagging.NodeTagger):
         type(self).backward_postprocess(self, function, in_data, out_grad)
         rec = self.tag_of(function) or self._outside()
         if rec is not None:
-            self.steps.append(spans.Span(rec.owner, start, self._mark))
+            self.steps.append(spans.Span(rec.charged, start, self._mark))
 
     def _gpu_span_backward_postprocess(self, function, in_data, out_grad):
         start = self._mark
@@ -189,4 +189,4 @@ class BackwardTimer(_tagging.NodeTagger):
             self, function, in_data, out_grad)
         rec = self.tag_of(function) or self._outside()
         if rec is not None:
-            self.steps.append(spans.Span(rec.owner, start, self._mark))
+            self.steps.append(spans.Span(rec.charged, start, self._mark))

@@ -17,13 +17,13 @@ exception ended there, and links added to the model since it was indexed
 (a layer replaced) indexed there (:meth:`.LinkPaths.refresh`).
 
 Invariant: within a timed call every link call is pushed, in scope or not
-(out of scope ones as hidden records); outside a timed call (``top is
-idle``) nothing is pushed.
+(out of scope ones too, marked ``out_of_scope``); outside a timed call
+(``top is bottom``) nothing is pushed.
 
 A forward that raises leaves its records on the stack: Chainer calls no
 postprocess for it.  The slow path compares the stack with the
-``Link.__call__`` frames still running (:mod:`.frames`) and ends the stale
-calls, each with the time up to its last event.  It checks when:
+``Link.__call__`` frames still running (:mod:`.frames`) and ends the calls
+left open, each with the time up to its last event.  It checks when:
 
 * a call is of a new call path;
 * a link is called again within one call of the top (its last call ended
@@ -53,7 +53,7 @@ from chainer_hookext.timing import spans
 
 
 class _NoChildren(dict):
-    # Children of the idle record: every lookup gives _OUTERMOST, which
+    # Children of the bottom record: every lookup gives _OUTERMOST, which
     # looks like a link already called in the running call, so that each
     # outermost call takes the slow path through one compare the hot path
     # makes anyway (a plain subscript, cheaper than dict.get, serves all
@@ -66,7 +66,7 @@ class _NoChildren(dict):
 
 _OUTERMOST = records.CallRecord()
 _OUTERMOST.last_end = float('inf')  # >= any start: the CPU check
-_OUTERMOST.ended_in = None  # the idle record's start_event: the GPU check
+_OUTERMOST.ended_in = None  # the bottom record's start_event: the GPU check
 
 
 class CallStack(object):
@@ -75,8 +75,8 @@ class CallStack(object):
     The interface the rest of the timer uses (:mod:`.backward` included):
 
     Attributes:
-        top (CallRecord): The innermost running timed call, or :attr:`idle`.
-        idle (CallRecord): The record meaning "no timed call runs".
+        top (CallRecord): The innermost running timed call, or :attr:`bottom`.
+        bottom (CallRecord): The bottom of the stack: no timed call runs.
         trees (dict): Live call trees by mode, ``'train'`` and ``'eval'``.
         outside (dict): By mode, the record of the backward steps of nodes
             created outside every timed call.
@@ -89,10 +89,10 @@ class CallStack(object):
     """
 
     def __init__(self):
-        self.idle = records.CallRecord()
-        self.idle.parent = self.idle
-        self.idle.children = _NoChildren()
-        self.top = self.idle
+        self.bottom = records.CallRecord()
+        self.bottom.parent = self.bottom
+        self.bottom.children = _NoChildren()
+        self.top = self.bottom
         self.trees = {mode: records.CallRecord() for mode in records.MODES}
         self.outside = {mode: records.CallRecord() for mode in records.MODES}
         self.paths = link_paths.LinkPaths()
@@ -152,15 +152,15 @@ class CallStack(object):
     # -- slow path ---------------------------------------------------------
     def _enter(self, link):
         top = self.top
-        local = link in self.paths or top is self.idle
+        local = link in self.paths or top is self.bottom
         key = link if local else type(link)
-        if top is not self.idle:
+        if top is not self.bottom:
             rec = top.children.get(key)
-            if rec is None:  # a new call path, or a stale stack
+            if rec is None:  # a new call path, or calls left open
                 top = self._prune(skip_current=True)
                 if not local and self._refresh(link):
                     key = link
-        if top is self.idle:
+        if top is self.bottom:
             # An outermost call: the mode and scope are read here, once.
             names = self.link_names
             if names is not None and id(link) not in names:
@@ -197,7 +197,7 @@ class CallStack(object):
         # told, is taken at its word (this path: 0.4 us more than the hot
         # path, on a loop of 100 calls of an identity link).
         top = self.top
-        if top is self.idle:  # an outermost call
+        if top is self.bottom:  # an outermost call
             return self._enter(link)
         code = frames.calling_code()
         if code is not top.loop_code:
@@ -214,7 +214,7 @@ class CallStack(object):
         # link's own once the calls that exceptions left above it end;
         # None when no timed call of the link runs.
         rec = self.top
-        if rec is self.idle:
+        if rec is self.bottom:
             return None
         if rec.key is not type(link):
             rec = self._prune(skip_current=False)
@@ -237,11 +237,11 @@ class CallStack(object):
     def _new_record(self, link, key, top):
         names = self.link_names
         if names is not None and id(link) not in names:
-            return records.CallRecord(key, top, hidden=True)
+            return records.CallRecord(key, top, out_of_scope=True)
         path = self.paths.get(link)
         if path is None:  # not a descendant of a root: under its caller
             caller = top
-            while caller.hidden:
+            while caller.out_of_scope:
                 caller = caller.parent
             path = '{}/<{}>'.format(
                 caller.labels.path.rstrip('/'), type(link).__name__)
@@ -250,7 +250,7 @@ class CallStack(object):
             key, top, records.Labels(name, path, type(link).__name__))
 
     def _use_gpu(self, gpu):
-        # Only while idle: the stack holds one kind of start.
+        # Only while no call runs: the stack holds one kind of start.
         self.gpu = gpu
         if gpu:
             self.forward_preprocess = self.gpu_forward_preprocess
@@ -318,7 +318,7 @@ class CallStack(object):
                 return
         start = rec.start
         type(self).forward_postprocess(self, args)
-        if not rec.hidden:
+        if not rec.out_of_scope:
             self.recording.forward.append(
                 spans.Span(rec, start, rec.last_end))
 
@@ -331,7 +331,7 @@ class CallStack(object):
                 return
         start = rec.start_event
         type(self).gpu_forward_postprocess(self, args)
-        if not rec.hidden:
+        if not rec.out_of_scope:
             self.recording.forward.append(
                 spans.Span(rec, start, self._last_event))
 
@@ -339,7 +339,7 @@ class CallStack(object):
     def _chain(self):
         chain = []
         rec = self.top
-        while rec is not self.idle:
+        while rec is not self.bottom:
             chain.append(rec)
             rec = rec.parent
         chain.reverse()
@@ -355,35 +355,35 @@ class CallStack(object):
                        for link in live):
                 break
             keep += 1
-        self._end_stale(chain[keep:])
-        self.top = chain[keep - 1] if keep else self.idle
+        self._end_left_open(chain[keep:])
+        self.top = chain[keep - 1] if keep else self.bottom
         return self.top
 
-    def _end_stale(self, stale):
-        # A stale call counts, with the time up to the last event inside it:
-        # the start of the innermost stale call or the end of its last child.
-        if not stale:
+    def _end_left_open(self, calls):
+        # A call left open counts, with the time up to the last event inside
+        # it: the start of the innermost one or the end of its last child.
+        if not calls:
             return
         if self.gpu:
-            for rec in stale:
+            for rec in calls:
                 self.events.push(rec, rec.start_event, self._last_event)
                 rec.count += 1
                 rec.ended_in = rec.parent.start_event
             return
-        end = max([stale[-1].start] + [
-            child.last_end for child in stale[-1].children.values()])
-        for rec in stale:
+        end = max([calls[-1].start] + [
+            child.last_end for child in calls[-1].children.values()])
+        for rec in calls:
             rec.elapsed += end - rec.start
             rec.count += 1
             rec.last_end = end
 
     # -- reading -----------------------------------------------------------
     def flush_calls(self):
-        """Ends the stale calls and resolves the CUDA events.
+        """Ends the calls left open and resolves the CUDA events.
 
         The caller checks that it runs in the timed thread.
         """
-        if self.top is not self.idle:
+        if self.top is not self.bottom:
             self._prune(skip_current=False)
         self.events.resolve()
 
@@ -395,8 +395,8 @@ class CallStack(object):
             forget_paths (bool): Also forget the links' paths: afterwards
                 the stack refers to no link.
         """
-        self._end_stale(self._chain())
-        self.top = self.idle
+        self._end_left_open(self._chain())
+        self.top = self.bottom
         self.events.resolve()
         for mode in records.MODES:
             records.merge(self.trees[mode], stored[mode], move=True)

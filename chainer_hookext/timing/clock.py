@@ -73,7 +73,7 @@ class EventQueue(object):
         for record, start, stop, backward in pending[:n]:
             seconds = max(elapsed(start, stop), 0.0)
             if backward:
-                record.owner.backward += seconds
+                record.charged.backward += seconds
             else:
                 record.elapsed += seconds
         del pending[:n]

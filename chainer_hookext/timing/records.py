@@ -69,13 +69,13 @@ class CallRecord(object):
         key: The key of the record among its parent's children: the link,
             the link's class (a link outside the model), or its labels in a
             stored tree.
-        labels (Labels): ``None`` for a root and for hidden records.
+        labels (Labels): ``None`` for a root and for a link out of scope.
         parent (CallRecord): Where the stack returns when this call ends.
         children (dict): Child records by key.
-        start (float): ``time.perf_counter()`` when the running call
-            started.
+        start (float): The clock's time (:func:`.clock.now`) when the
+            running call started.
         start_event: The CUDA event recorded then, for a link on a GPU.
-        last_end (float): ``time.perf_counter()`` when its last call ended.
+        last_end (float): The clock's time when its last call ended.
         ended_in: On a GPU, the ``start_event`` of the parent's call in
             which its last call ended.
         loop_code: The code that called a child of its link again within
@@ -84,18 +84,20 @@ class CallRecord(object):
         count (int): Number of ended calls.
         backward (float): Seconds of the backward steps of the nodes created
             in the link's own forward (its backward self time).
-        owner (CallRecord): The record charged for this record's backward
-            steps: itself; the nearest timed ancestor of a hidden record;
-            after :func:`merge` with ``move=True``, the stored record.
-        hidden (bool): A link out of scope, kept on the stack so that it
+        charged (CallRecord): The record charged for this record's backward
+            steps: itself; for a link out of scope, its nearest timed
+            ancestor; after :func:`merge` with ``move=True``, the stored
+            record.
+        out_of_scope (bool): A link out of scope, kept on the stack so that it
             stays balanced: its time is its parent's self time.
     """
 
     __slots__ = ('key', 'labels', 'parent', 'children', 'start',
                  'start_event', 'last_end', 'ended_in', 'loop_code',
-                 'elapsed', 'count', 'backward', 'owner', 'hidden')
+                 'elapsed', 'count', 'backward', 'charged', 'out_of_scope')
 
-    def __init__(self, key=None, parent=None, labels=None, hidden=False):
+    def __init__(self, key=None, parent=None, labels=None,
+                 out_of_scope=False):
         self.key = key
         self.labels = labels
         self.parent = parent
@@ -108,8 +110,8 @@ class CallRecord(object):
         self.elapsed = 0.0
         self.count = 0
         self.backward = 0.0
-        self.hidden = hidden
-        self.owner = parent.owner if hidden else self
+        self.out_of_scope = out_of_scope
+        self.charged = parent.charged if out_of_scope else self
 
 
 def merge(src, dst, move=False):
@@ -128,7 +130,7 @@ def merge(src, dst, move=False):
     while todo:
         src, dst = todo.pop()
         for child in list(src.children.values()):
-            if child.hidden:
+            if child.out_of_scope:
                 node = dst
             else:
                 node = dst.children.get(child.labels)
@@ -140,7 +142,7 @@ def merge(src, dst, move=False):
             node.backward += child.backward
             todo.append((child, node))
             if move:
-                child.owner = node
+                child.charged = node
         if move:
             src.key = src.parent = None
             src.children = {}

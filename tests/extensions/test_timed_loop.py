@@ -253,7 +253,7 @@ def test_later_initialize_failing_leaves_nothing(still, tmp_path,
     state = user_state(trainer)
     with pytest.raises(Boom):
         run_timed(trainer)
-    # Chainer calls no finalize then: the stop trigger's stand-in stays
+    # Chainer calls no finalize then: the stop trigger's replacement stays
     # (docs/internals.md), and only forwards.
     assert state.changes() == [
         "<class 'chainer.training.trainer.Trainer'>.stop_trigger"]

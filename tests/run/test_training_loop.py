@@ -128,8 +128,8 @@ def chainer_link_hook(calls):
 
 @pytest.mark.parametrize('timed_loop_first', [True, False])
 def test_beside_timed_loop(trainer_factory, timed_loop_first):
-    # TimedLoop stands in for trainer.stop_trigger too; whichever is
-    # initialized second wraps the other's stand-in.
+    # TimedLoop takes the place of trainer.stop_trigger too; whichever is
+    # initialized second wraps the other's replacement.
     trainer = trainer_factory()
     timed = TimedLinks()
     loop = TimedLoop()
@@ -146,7 +146,7 @@ def test_beside_timed_loop(trainer_factory, timed_loop_first):
 
 
 def test_stop_trigger_wrapped_twice_warns(trainer_factory):
-    # Two stand-ins over ours: the loop's start is not recognised, which
+    # Two replacements over ours: the loop's start is not recognised, which
     # the extension says when the run ends instead of reporting zeros.
     trainer = trainer_factory()
     trainer.extend(LinkHookExtension(chainer_link_hook([])))
@@ -305,7 +305,7 @@ def _line(frame):
     return linecache.getline(frame.f_code.co_filename, frame.f_lineno)
 
 
-def test_orphan_removed_by_the_next_run(trainer_factory):
+def test_loop_left_running_removed_by_the_next_run(trainer_factory):
     # The one way out not seen from inside the loop: an interrupt in
     # Trainer.run's own code between iterations, and an earlier finalize
     # raising.  The hooks left behind are removed when the next run starts
