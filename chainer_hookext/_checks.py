@@ -110,6 +110,32 @@ def check_name(call, name, value):
     return value
 
 
+def check_choice(call, name, value, choices, what):
+    """Returns ``value``; raises ``ValueError`` unless it is in ``choices``.
+
+    A value of any other type is not a choice either: ``ValueError`` too.
+
+    Args:
+        call (str): The call to name, e.g. ``'TimerHook.summary'``.
+        name (str): The argument's name.
+        value: The value given.
+        choices (tuple): The values that work, in the order to show them.
+        what (str): What a choice is, e.g. ``'a known unit'``.
+
+    >>> check_choice('TimerHook.print_report', 'unit', 'min', ('sec', 'ms'),
+    ...              'a known unit')
+    Traceback (most recent call last):
+    ...
+    ValueError: `TimerHook.print_report(unit='min')` is not a known unit: \
+use one of 'sec', 'ms'.
+    """
+    if not any(value is c or (type(value) is type(c) and value == c)
+               for c in choices):
+        raise ValueError('`{}({}={})` is not {}: use one of {}.'.format(
+            call, name, shown(value), what, ', '.join(map(repr, choices))))
+    return value
+
+
 def check_modes(call, train, eval):
     """Returns the flags ``(train, eval)`` as :class:`Modes` of bools.
 

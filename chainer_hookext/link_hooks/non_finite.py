@@ -309,7 +309,5 @@ class _GradientCheck(_tagging.NodeTagger):
 def check_action(call, action):
     """Raises ``ValueError`` unless ``action`` is a :class:`NonFiniteHook`
     action; ``call`` names the call in the message."""
-    if not (isinstance(action, str) and action in _ACTIONS):
-        raise ValueError(
-            '`{}(action={!r})` is not an action: use one of {}.'.format(
-                call, action, ', '.join(map(repr, _ACTIONS))))
+    _checks.check_choice(call, 'action', action, tuple(_ACTIONS),
+                         'an action')

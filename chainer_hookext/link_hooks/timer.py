@@ -212,10 +212,8 @@ class TimerHook(call_stack.CallStack, scoped_link_hook.ScopedLinkHook):
         self.flush_calls()
 
     def _merged(self, call, mode):
-        if mode not in _MODES:
-            raise ValueError(
-                "`{}(mode={!r})` is not a mode: use 'train', 'eval' or None "
-                '(both).'.format(call, mode))
+        _checks.check_choice(call, 'mode', mode, records.MODES + (None,),
+                             'a mode (None: both)')
         self.flush()
         root = records.CallRecord()
         for m in _MODES[mode]:
@@ -258,10 +256,8 @@ class TimerHook(call_stack.CallStack, scoped_link_hook.ScopedLinkHook):
             with ``key``, ``parent`` (the key of the first caller) and the
             fields of :meth:`summary`.
         """
-        if by not in _BY:
-            raise ValueError(
-                "`TimerHook.summary(by={!r})` is not supported: use 'class', "
-                "'path' or 'name'.".format(by))
+        _checks.check_choice('TimerHook.summary', 'by', by, tuple(_BY),
+                             'a way to key the summary')
         root = self._merged('TimerHook.summary', mode)
         if by == 'class':
             return records.class_entries(root)

@@ -5,6 +5,8 @@ unit for the whole table, chosen from its largest time) or ``'auto_foreach'``
 (a unit chosen for each time).
 """
 
+from chainer_hookext import _checks
+
 
 #: Each unit's factor from seconds, largest unit first.
 FACTORS = {'sec': 1, 'ms': 10 ** 3, 'us': 10 ** 6, 'ns': 10 ** 9}
@@ -21,10 +23,7 @@ def check_unit(call, unit):
     ValueError: `TimerHook.print_report(unit='min')` is not a known unit: \
 use one of 'sec', 'ms', 'us', 'ns', 'auto', 'auto_foreach'.
     """
-    if not isinstance(unit, str) or unit not in UNITS:
-        raise ValueError(
-            '`{}(unit={!r})` is not a known unit: use one of {}.'.format(
-                call, unit, ', '.join(repr(u) for u in UNITS)))
+    _checks.check_choice(call, 'unit', unit, UNITS, 'a known unit')
 
 
 def choose_unit(seconds):
