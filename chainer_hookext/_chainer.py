@@ -18,7 +18,7 @@ _global = configuration.global_config
 
 #: The code of ``Link.__call__``: Chainer calls no ``forward_postprocess``
 #: for a forward that raises (no ``try`` there), so the slow paths tell the
-#: calls still running by their frames (:mod:`.timing.frames`).
+#: calls still running by their frames (:mod:`._frames`).
 LINK_CALL_CODE = chainer.Link.__call__.__code__
 #: The code of one function node's backward step (its local ``func`` is the
 #: node): likewise no ``backward_postprocess`` for a step that raises.

@@ -11,10 +11,11 @@ each way out it sees, with the test that shows it: ``docs/internals.md``,
 """
 
 import collections
-import sys
 import threading
 import warnings
 import weakref
+
+from chainer_hookext import _frames
 
 
 _WAITING = 'waiting'
@@ -175,18 +176,13 @@ class TrainingLoop(object):
             c.enter()
 
     def _run_frame_calling(self, trainer):
-        # Trainer.run's frame if it made this call, through one replacement at
-        # most; sys._getframe(2) is the caller of __call__.
+        # Trainer.run's frame if it made this call (two frames up: the
+        # caller of __call__), through one replacement at most.
         if trainer is not self.trainer:
             return None
-        frame = sys._getframe(2)
-        if _is_run(frame, trainer):
-            return frame
-        if vars(trainer).get('stop_trigger') is not self:
-            frame = frame.f_back
-            if frame is not None and _is_run(frame, trainer):
-                return frame
-        return None
+        return _frames.trainer_run(
+            trainer, 2,
+            or_above=vars(trainer).get('stop_trigger') is not self)
 
     def _enter(self, frame):
         self._state = _RUNNING
@@ -258,12 +254,6 @@ class _IterationScope(object):
         return suppressed
 
 
-def _is_run(frame, trainer):
-    # Whether ``frame`` runs Trainer.run for ``trainer``.
-    return (frame.f_code.co_name == 'run'
-            and frame.f_locals.get('self') is trainer)
-
-
 def _waiting_for(trainer):
     ref = _waiting.get(trainer)
     return None if ref is None else ref()
@@ -286,13 +276,8 @@ def end_loops_left_running():
     running = _running()
     if not running:
         return
-    stack = []
-    frame = sys._getframe(1)
-    while frame is not None:
-        stack.append(frame)
-        frame = frame.f_back
     for entry in list(running):
-        if any(f is entry._run_frame for f in stack):
+        if _frames.is_running(entry._run_frame):
             continue
         warnings.warn(
             'Removing the hooks left registered by the training loop of {!r}, '

@@ -22,7 +22,7 @@ step's time before its inner steps is charged to it too.
 A step that raises (e.g. out of memory, the batch skipped by the caller)
 is dropped: Chainer calls no ``backward_postprocess`` for it, so when it
 ended is not known, and it charges nothing.  The next step tells it from
-``F.forget``'s step by the frames (:func:`.frames.running_step`).
+``F.forget``'s step by the frames (:func:`.._frames.running_step`).
 
 The tag refers to a record, of which the timer keeps one per call path, so
 nothing is kept per call.  A record moved into the stored trees when the
@@ -33,9 +33,10 @@ On a GPU, steps are timed with CUDA events, resolved with the forward ones.
 """
 
 from chainer_hookext import _chainer
+from chainer_hookext import _frames
 from chainer_hookext import _tagging
 from chainer_hookext.timing import clock
-from chainer_hookext.timing import frames
+
 from chainer_hookext.timing import spans
 
 
@@ -100,7 +101,7 @@ class BackwardTimer(_tagging.NodeTagger):
     def _charge_running(self, t):
         # F.forget's step, before its inner steps; a step left by an
         # exception (not running) is dropped.
-        if frames.running_step() is not self._running:
+        if _frames.running_step() is not self._running:
             return
         rec = self.tag_of(self._running) or self._outside()
         if rec is not None:

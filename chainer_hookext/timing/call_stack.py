@@ -22,8 +22,8 @@ Invariant: within a timed call every link call is pushed, in scope or not
 
 A forward that raises leaves its records on the stack: Chainer calls no
 postprocess for it.  The slow path compares the stack with the
-``Link.__call__`` frames still running (:mod:`.frames`) and ends the calls
-left open, each with the time up to its last event.  It checks when:
+``Link.__call__`` frames still running (:mod:`.._frames`) and ends the
+calls left open, each with the time up to its last event.  It checks when:
 
 * a call is of a new call path;
 * a link is called again within one call of the top (its last call ended
@@ -45,8 +45,9 @@ outermost call's link is on a GPU.
 """
 
 from chainer_hookext import _chainer
+from chainer_hookext import _frames
 from chainer_hookext.timing import clock
-from chainer_hookext.timing import frames
+
 from chainer_hookext.timing import link_paths
 from chainer_hookext.timing import records
 from chainer_hookext.timing import spans
@@ -199,9 +200,9 @@ class CallStack(object):
         top = self.top
         if top is self.bottom:  # an outermost call
             return self._enter(link)
-        code = frames.calling_code()
+        code = _frames.calling_code()
         if code is not top.loop_code:
-            caller = frames.calling_link()
+            caller = _frames.calling_link()
             if caller is not top.key and type(caller) is not top.key:
                 self._prune(skip_current=True)
                 return self._enter(link)
@@ -348,7 +349,7 @@ class CallStack(object):
     def _prune(self, skip_current):
         # Ends the calls on the stack whose Link.__call__ no longer runs.
         chain = self._chain()
-        live = iter(frames.running_links(skip_current))
+        live = iter(_frames.running_links(skip_current))
         keep = 0
         for rec in chain:
             if not any(rec.key is link or rec.key is type(link)

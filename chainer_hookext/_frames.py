@@ -1,4 +1,5 @@
-"""Which link calls and backward steps still run, read from Python frames.
+"""What still runs, read from Python frames: link calls, backward steps,
+``Trainer.run``.
 
 Chainer calls a link hook's ``forward_postprocess`` and a function hook's
 ``backward_postprocess`` only when the call returns: in Chainer 7.8.1,
@@ -6,8 +7,11 @@ Chainer calls a link hook's ``forward_postprocess`` and a function hook's
 (``chainer/_backprop.py``) have no ``try`` / ``finally`` around
 ``forward`` and ``backprop_step``.  A call left by an exception is seen
 only by its missing postprocess, so the timer's slow paths read the frames
-of the calling thread to tell which calls still run.  Never on the hot
-path: a frame walk costs microseconds.
+of the calling thread to tell which calls still run.  Likewise
+:class:`~chainer_hookext.run.training_loop.TrainingLoop` tells
+``Trainer.run``'s call of the stop trigger from others, and a loop left
+running from a running one.  Never on the hot path: a frame walk costs
+microseconds.
 """
 
 import sys
@@ -79,3 +83,28 @@ def running_step():
             return frame.f_locals.get('func')
         frame = frame.f_back
     return None
+
+
+def trainer_run(trainer, depth, or_above=False):
+    """Returns the frame ``depth`` above the caller if it runs ``Trainer.run``
+    for ``trainer`` (or, with ``or_above``, the one above it); else ``None``.
+    """
+    frame = sys._getframe(depth + 1)
+    for _ in range(2 if or_above else 1):
+        if frame is None:
+            return None
+        if frame.f_code.co_name == 'run' and (
+                frame.f_locals.get('self') is trainer):
+            return frame
+        frame = frame.f_back
+    return None
+
+
+def is_running(frame):
+    """Returns whether ``frame`` is on the calling thread's stack."""
+    current = sys._getframe(1)
+    while current is not None:
+        if current is frame:
+            return True
+        current = current.f_back
+    return False
