@@ -27,10 +27,11 @@ _SAVED = {'elapsed_time': 'elapsed', 'occurrence': 'count',
 class TimerHook(call_stack.CallStack, scoped_link_hook.ScopedLinkHook):
     """Link hook timing :meth:`Link.forward() <chainer.Link.forward>` per link.
 
-    A drop-in for :class:`chainer.link_hooks.TimerHook`: ``name``,
+    In place of :class:`chainer.link_hooks.TimerHook`: ``name``,
     :meth:`total_time`, :meth:`summary` (keyed by class name, with
     ``elapsed_time`` and ``occurrence``) and :meth:`print_report` behave the
-    same, and more:
+    same; there is no ``call_history`` (Chainer's keeps one entry per call,
+    forever), and more:
 
     * ``summary(by='path')`` keys times by each link's path as
       :meth:`Link.namedlinks() <chainer.Link.namedlinks>` spells it
