@@ -59,6 +59,33 @@ def new_tagger(cls, *args, **kwargs):
     return tagger
 
 
+def register(tagger, cls, *args):
+    """Registers ``tagger`` once more, or a new one when it is ``None``.
+
+    The set-up of a link hook's tagger in its ``added``:
+    ``self._tagger = register(self._tagger, cls, self)``.
+
+    Returns:
+        NodeTagger: ``tagger``, or ``new_tagger(cls, *args)``.
+    """
+    if tagger is None:
+        return new_tagger(cls, *args)
+    tagger.register()
+    return tagger
+
+
+def unregister(tagger):
+    """Takes back one :func:`register`; the tear-down in ``deleted``.
+
+    Returns:
+        NodeTagger: ``tagger`` while still registered, else ``None``.
+    """
+    if tagger is None:
+        return None
+    tagger.unregister()
+    return tagger if tagger.registered else None
+
+
 def _class_for_tag_number(cls, tag_number):
     if tag_number == 0:
         return cls

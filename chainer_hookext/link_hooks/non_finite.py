@@ -107,18 +107,12 @@ class NonFiniteHook(_output_hook.OutputHook):
         self.active.reset()
         if not self.backward:
             return
-        if self._grads is None:
-            self._grads = _tagging.new_tagger(_GradientCheck, self)
-        else:
-            self._grads.register()
+        self._grads = _tagging.register(self._grads, _GradientCheck, self)
 
     def deleted(self, link):
-        grads = self._grads
-        if grads is not None:
-            grads.unregister()
-            grads.prev = None
-            if not grads.registered:
-                self._grads = None
+        if self._grads is not None:
+            self._grads.prev = None
+        self._grads = _tagging.unregister(self._grads)
         self.active.reset()
         action, self.action = self.action, 'report'
         try:

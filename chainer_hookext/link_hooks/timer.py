@@ -122,22 +122,16 @@ class TimerHook(call_stack.CallStack, scoped_link_hook.ScopedLinkHook):
         self.thread = threading.get_ident()
         if not self.backward:
             return
-        if self._backward_timer is None:
-            self._backward_timer = _tagging.new_tagger(
-                backward_module.BackwardTimer, self,
-                self.name + '_backward')
-            if self.gpu:
-                self._backward_timer.use_gpu(True)
-        else:
-            self._backward_timer.register()
+        new = self._backward_timer is None
+        self._backward_timer = _tagging.register(
+            self._backward_timer, backward_module.BackwardTimer, self,
+            self.name + '_backward')
+        if new and self.gpu:
+            self._backward_timer.use_gpu(True)
 
     def deleted(self, link):
         """Keeps the figures, and lets go of every link it referred to."""
-        timer = self._backward_timer
-        if timer is not None:
-            timer.unregister()
-            if not timer.registered:
-                self._backward_timer = None
+        self._backward_timer = _tagging.unregister(self._backward_timer)
         self.store(self._stored)
         self.thread = None
 
