@@ -81,7 +81,7 @@ class NonFiniteGuard(link_hook_extension.LinkHookExtension):
     def initialize(self, trainer):
         super().initialize(trainer)
         self.hook.updater = trainer.updater
-        if not self.hook.backward or self.hook.mode is False:
+        if not self.hook.backward or self.hook.config_train is False:
             return
         names = self.hook.link_names
         self._grads_optimizers = [

@@ -46,7 +46,7 @@ class OutputHook(scoped_link_hook.ScopedLinkHook):
             name = names.get(id(link))
             if name is None:
                 return
-        mode = self.mode
+        mode = self.config_train
         if mode is None or mode == _chainer.is_train():
             self.active.enter(link, name)
 
@@ -59,7 +59,7 @@ class OutputHook(scoped_link_hook.ScopedLinkHook):
             name = self.link_names.get(id(args.link))
             if name is None:
                 return
-            mode = self.mode
+            mode = self.config_train
             if mode is not None and mode != _chainer.is_train():
                 return
         self.process(name, args)

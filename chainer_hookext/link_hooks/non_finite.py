@@ -147,7 +147,7 @@ class NonFiniteHook(_output_hook.OutputHook):
             link (~chainer.Link): The model (or a part of it) whose
                 parameters' gradients to check.
         """
-        mode = self.mode
+        mode = self.config_train
         if mode is not None and mode != _chainer.is_train():
             return
         names = self.link_names

@@ -23,7 +23,8 @@ class ScopedLinkHook(chainer.LinkHook):
     :meth:`set_scope` raises ``ValueError`` when the two share no mode.
 
     Subclasses read :attr:`link_names` (``None``: every link) and
-    :attr:`mode` (``None``: both modes; ``True``: training only; ``False``:
+    :attr:`config_train`, the value of ``chainer.config.train`` it acts on
+    (``None``: both modes; ``True``: training only; ``False``:
     evaluation only) in their hot path, or call :meth:`in_scope`.
 
     Args:
@@ -33,8 +34,8 @@ class ScopedLinkHook(chainer.LinkHook):
     Attributes:
         link_names (dict): ``{id(link): name}`` of the links in scope, or
             ``None`` for every link.
-        mode: ``None``, ``True`` or ``False`` as above: the modes the hook
-            acts in, its own and the scope's combined by the rule.
+        config_train: ``None``, ``True`` or ``False`` as above: the modes
+            the hook acts in, its own and the scope's combined by the rule.
         own_modes (Modes): The hook's own ``(train, eval)``.
         scope_modes (Modes): The ``(train, eval)`` of the last
             :meth:`set_scope`; both true before any.
@@ -44,7 +45,7 @@ class ScopedLinkHook(chainer.LinkHook):
         >>> from chainer_hookext import CallbackHook
         >>> hook = CallbackHook(print, train=False)  # evaluation only
         >>> hook.set_scope(None, train=True, eval=True)
-        >>> hook.mode  # still evaluation only
+        >>> hook.config_train  # still evaluation only
         False
         >>> hook.set_scope(None, train=True, eval=False)
         Traceback (most recent call last):
@@ -55,14 +56,14 @@ no mode to act in: ...
 
     name = 'ScopedLinkHook'
     link_names = None
-    mode = None
+    config_train = None
     own_modes = _checks.Modes(True, True)
     scope_modes = _checks.Modes(True, True)
 
     def __init__(self, *, train=True, eval=True):
         self.own_modes = _checks.Modes(
             *_checks.check_modes(type(self).__name__, train, eval))
-        self.mode = _combined_mode(self.own_modes, self.scope_modes)
+        self.config_train = _combined_mode(self.own_modes, self.scope_modes)
 
     def set_scope(self, link_names=None, train=True, eval=True):
         """Sets the links and modes this hook acts on.
@@ -96,14 +97,14 @@ no mode to act in: ...
                     call, train, eval, own.train, own.eval))
         self.link_names = None if link_names is None else dict(link_names)
         self.scope_modes = scope
-        self.mode = mode
+        self.config_train = mode
 
     def in_scope(self, link):
         """Returns whether ``link`` is in scope in the current mode."""
         names = self.link_names
         if names is not None and id(link) not in names:
             return False
-        mode = self.mode
+        mode = self.config_train
         return mode is None or mode == _chainer.is_train()
 
 
@@ -111,7 +112,7 @@ _NO_MODE = object()
 
 
 def _combined_mode(own, scope):
-    # The rule of the class docstring, as the value of ``mode``.
+    # The rule of the class docstring, as the value of ``config_train``.
     train = own.train and scope.train
     eval = own.eval and scope.eval
     if train and eval:

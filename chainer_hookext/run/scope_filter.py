@@ -26,13 +26,13 @@ class ScopeFilter(scoped_link_hook.ScopedLinkHook):
     def forward_preprocess(self, args):
         names = self.link_names
         if names is None or id(args.link) in names:
-            mode = self.mode
+            mode = self.config_train
             if mode is None or mode == _chainer.is_train():
                 self.hook.forward_preprocess(args)
 
     def forward_postprocess(self, args):
         names = self.link_names
         if names is None or id(args.link) in names:
-            mode = self.mode
+            mode = self.config_train
             if mode is None or mode == _chainer.is_train():
                 self.hook.forward_postprocess(args)

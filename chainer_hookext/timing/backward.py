@@ -112,7 +112,7 @@ class BackwardTimer(_tagging.NodeTagger):
     def _outside(self):
         # The bucket of the current mode, or None when out of scope.
         train = True if _chainer.is_train() else False
-        mode = self.calls.mode
+        mode = self.calls.config_train
         if mode is not None and mode != train:
             return None
         return self.calls.outside['train' if train else 'eval']

@@ -167,7 +167,7 @@ class CallStack(object):
             if names is not None and id(link) not in names:
                 return
             train = True if _chainer.is_train() else False
-            if self.mode is not None and self.mode != train:
+            if self.config_train is not None and self.config_train != train:
                 return
             if _chainer.is_recomputing():  # F.forget: backward's work
                 return

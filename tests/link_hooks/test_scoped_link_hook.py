@@ -44,7 +44,7 @@ def call_in_both_modes(hook, link):
 def test_acts_in_the_modes_both_allow(own, scope, mode):
     hook = ModeProbe(train=own[0], eval=own[1])
     hook.set_scope(None, train=scope[0], eval=scope[1])
-    assert hook.mode is mode
+    assert hook.config_train is mode
     link = L.Linear(4, 2)
     call_in_both_modes(hook, link)
     fired = [train for _, train in hook.calls]
@@ -56,7 +56,7 @@ def test_own_modes_outlive_set_scope():
     hook = ModeProbe(eval=False)
     hook.set_scope(None, train=True, eval=False)
     hook.set_scope(None)
-    assert hook.mode is True
+    assert hook.config_train is True
     assert hook.own_modes == (True, False)
     assert hook.scope_modes == (True, True)
 
@@ -70,7 +70,8 @@ def test_no_mode_in_common_is_refused_and_changes_nothing():
             'to act in: the hook itself acts only with train=False, '
             'eval=True')):
         hook.set_scope(None, train=True, eval=False)
-    assert (hook.link_names, hook.mode) == ({id(model.l1): 'l1'}, False)
+    assert hook.link_names == {id(model.l1): 'l1'}
+    assert hook.config_train is False
 
 
 @pytest.mark.parametrize('call', [
