@@ -1,0 +1,1 @@
+"""What a function node costs: FLOPs and bytes (issue #22's counting)."""
