@@ -36,18 +36,19 @@ def is_train():
 def is_recomputing():
     """Returns ``chainer.config.in_recomputing`` (``F.forget``'s backward).
     """
-    value = _local.__dict__.get('in_recomputing', _local)
-    if value is _local:
-        return _global.in_recomputing
-    return value
+    return _read('in_recomputing')
 
 
 def keeps_graph_on_report():
     """Returns ``chainer.config.keep_graph_on_report`` for the thread."""
-    value = _local.__dict__.get('keep_graph_on_report', _local)
-    if value is _local:
-        return _global.keep_graph_on_report
-    return value
+    return _read('keep_graph_on_report')
+
+
+def _read(name):
+    # The thread's value of a config entry, else the global one (is_train
+    # spells it out: it is read on the hot path).
+    value = _local.__dict__.get(name, _local)
+    return getattr(_global, name) if value is _local else value
 
 
 def link_hooks():
