@@ -24,6 +24,7 @@ Run it again with the same ``--out`` to resume from the last snapshot.
 
 import argparse
 import glob
+import gzip
 import json
 import os
 import sys
@@ -216,9 +217,8 @@ def plot_timeline(trace_path, path):
     from matplotlib import patches
     from matplotlib.backends import backend_agg
 
-    from chainer_hookext.timing import trace
-
-    spans = first_iteration(trace.read(trace_path))
+    with gzip.open(trace_path, 'rt', encoding='utf-8') as f:
+        spans = first_iteration(json.load(f)['traceEvents'])
     colours = dict(TIMELINE_CATEGORIES)
     rows = max(depth for depth, _ in spans) + 1
     fig = figure.Figure(figsize=(10, 0.45 * rows + 1.6))
