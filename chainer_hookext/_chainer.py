@@ -39,6 +39,11 @@ def is_recomputing():
     return _read('in_recomputing')
 
 
+def is_backprop_enabled():
+    """Returns ``chainer.config.enable_backprop`` for the calling thread."""
+    return _read('enable_backprop')
+
+
 def keeps_graph_on_report():
     """Returns ``chainer.config.keep_graph_on_report`` for the thread."""
     return _read('keep_graph_on_report')

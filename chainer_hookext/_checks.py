@@ -94,6 +94,33 @@ least 1.
     return int(value)
 
 
+def check_positive(call, name, value):
+    """Returns ``value`` as a ``float``; raises unless it is a finite number
+    above 0.
+
+    Raises:
+        TypeError: ``value`` is not a real number (a bool is not one).
+        ValueError: ``value`` is not finite and above 0.
+
+    >>> check_positive('TimedLinks', 'peak_flops', numpy.float32(2e9))
+    2000000000.0
+    >>> check_positive('TimedLinks', 'peak_flops', 0)
+    Traceback (most recent call last):
+    ...
+    ValueError: `TimedLinks(peak_flops=0)` is not above 0: use a finite \
+number above 0, e.g. 1e12.
+    """
+    what = 'use a finite number above 0, e.g. 1e12.'
+    if isinstance(value, (bool, numpy.bool_)) or not isinstance(
+            value, numbers.Real):
+        raise TypeError('`{}({}={})` is not a number: {}'.format(
+            call, name, shown(value), what))
+    if not 0 < value < float('inf'):
+        raise ValueError('`{}({}={})` is not above 0: {}'.format(
+            call, name, shown(value), what))
+    return float(value)
+
+
 def check_name(call, name, value):
     """Returns ``value``; raises unless it is a non-empty string.
 

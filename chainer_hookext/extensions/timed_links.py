@@ -1,10 +1,14 @@
+import collections
 import sys
 
 import chainer
+import numpy
 from chainer.training import extension
 
 from chainer_hookext import _checks
 from chainer_hookext import _state
+from chainer_hookext.costs import peaks as peaks_module
+from chainer_hookext.costs import roofline as roofline_module
 from chainer_hookext.link_hooks import timer
 from chainer_hookext.report import gather
 from chainer_hookext.report import keys
@@ -47,6 +51,22 @@ class TimedLinks(link_hook_extension.LinkHookExtension):
     same trainer.  The extension runs at
     ``PRIORITY_WRITER``: ``LogReport`` sees the values in the same iteration.
 
+    With ``flops=True``, FLOPs per link too, in the same layout under
+    ``flops/``: ``flops/<name>`` (forward, inclusive), ``.../self``,
+    ``.../backward``, ``.../backward/self`` and
+    ``flops/(outside)/backward``, FLOPs per training iteration averaged
+    since the last report (and ``validation/flops/<name>``).  Each function
+    node is counted from its inputs when it is applied (no function runs
+    twice), forward in the link that created it, backward from the
+    gradient nodes Chainer applies in its backward step (never a factor of
+    forward); ``docs/flops.md`` has the convention and the formulas.  With
+    the bytes each node moves and the times measured, each link gets its
+    achieved FLOP/s, forward and backward, its percentage of the machine's
+    peak and whether it is compute-bound or memory-bound
+    (:meth:`roofline`, and columns of the printed table).  Function types
+    without a formula are listed (:meth:`unknown_functions`), never counted
+    as zero.
+
     Only training-mode calls are counted, so that
     :class:`~chainer.training.extensions.Evaluator` does not inflate the
     figures.  With ``validation=True`` evaluation-mode calls are timed too
@@ -85,6 +105,13 @@ class TimedLinks(link_hook_extension.LinkHookExtension):
         backward (bool): Also time backward per link, with a function hook
             registered and unregistered with the link hook.  ``False``
             registers no function hook: function calls cost nothing more.
+        flops (bool): Also count FLOPs and bytes per link (needs
+            ``backward=True``).
+        peak_flops (float): The machine's peak FLOP/s, for the roofline;
+            by default measured once per process and device at
+            ``initialize`` (a short matrix product in the model's dtype).
+        peak_bandwidth (float): Its peak memory bandwidth in bytes/s; by
+            default measured likewise (a streaming copy).
 
     .. admonition:: Example
 
@@ -101,11 +128,26 @@ class TimedLinks(link_hook_extension.LinkHookExtension):
     default_name = 'TimedLinks'
 
     def __init__(self, links=None, *, validation=False, print_report=False,
-                 unit='auto', comm=None, local_report=False, backward=True):
-        validation, print_report, local_report, backward = (
+                 unit='auto', comm=None, local_report=False, backward=True,
+                 flops=False, peak_flops=None, peak_bandwidth=None):
+        validation, print_report, local_report, backward, flops = (
             _checks.check_flag('TimedLinks', arg, value) for arg, value in (
                 ('validation', validation), ('print_report', print_report),
-                ('local_report', local_report), ('backward', backward)))
+                ('local_report', local_report), ('backward', backward),
+                ('flops', flops)))
+        if flops and not backward:
+            raise ValueError(
+                '`TimedLinks(flops=True, backward=False)`: FLOPs are counted '
+                'by the function hook that times backward; keep '
+                '`backward=True`.')
+        for arg, value in (('peak_flops', peak_flops),
+                           ('peak_bandwidth', peak_bandwidth)):
+            if value is not None:
+                if not flops:
+                    raise ValueError(
+                        '`TimedLinks({}={!r})` needs `flops=True`: peaks '
+                        'serve the roofline of the FLOPs counted.'.format(
+                            arg, value))
         units.check_unit('TimedLinks', unit)
         if comm is not None:
             gather.check_comm('TimedLinks', comm)
@@ -114,10 +156,18 @@ class TimedLinks(link_hook_extension.LinkHookExtension):
                 '`TimedLinks(local_report=True)` needs `comm=`: without a '
                 'communicator every report is local already.')
         super().__init__(
-            timer.TimerHook(name='TimedLinks', backward=backward), links,
+            timer.TimerHook(name='TimedLinks', backward=backward,
+                            flops=flops), links,
             train=True, eval=validation)
         self.validation = validation
         self.backward = backward
+        self.flops = flops
+        self.peak_flops = None if peak_flops is None else (
+            _checks.check_positive('TimedLinks', 'peak_flops', peak_flops))
+        self.peak_bandwidth = None if peak_bandwidth is None else (
+            _checks.check_positive('TimedLinks', 'peak_bandwidth',
+                                   peak_bandwidth))
+        self.roofline_ = None
         self.print_report = print_report
         self.unit = unit
         self.comm = comm
@@ -149,9 +199,32 @@ class TimedLinks(link_hook_extension.LinkHookExtension):
             self.hook.add_root(
                 optimizer.target, '/' if len(optimizers) == 1 else '/' + name)
         self._names = list(names.values())
+        if self.flops:
+            self.roofline_ = roofline_module.Roofline(
+                self._peaks(optimizers), 'TimedLinks')
         last = self._last_iteration
         if last is None or trainer.updater.iteration < last:  # a new run
             self._start(trainer)
+
+    def _peaks(self, optimizers):
+        # The peaks given, the others measured on the device and in the
+        # dtype of the first optimizer's parameters.
+        given = peaks_module.Peaks(self.peak_flops, self.peak_bandwidth)
+        if None not in given:
+            return given
+        param = next((p for o in optimizers.values()
+                      for p in o.target.params()
+                      if p.array is not None), None)
+        if param is None:
+            measured = peaks_module.measure()
+        else:
+            device = chainer.backend.get_device_from_array(param.array)
+            xp = device.xp if device.xp is not chainer.backend.chainerx \
+                else numpy
+            with chainer.using_device(device):
+                measured = peaks_module.measure(xp, param.dtype)
+        return peaks_module.Peaks(*(
+            m if g is None else g for g, m in zip(given, measured)))
 
     def _register(self):
         # The loop's start: a snapshot loaded after initialize without our
@@ -182,7 +255,8 @@ class TimedLinks(link_hook_extension.LinkHookExtension):
         self._baseline = totals
         self._last_iteration = iteration
         if self.comm is not None:
-            gathered = gather.gather(self.comm, reports, self.backward)
+            gathered = gather.gather(self.comm, reports, self.backward,
+                                     flops=self.flops)
             if gathered is not None:
                 self._report_gathered(gathered, iteration)
                 return
@@ -190,7 +264,8 @@ class TimedLinks(link_hook_extension.LinkHookExtension):
                 return
         observation = {}
         for report in reports:
-            observation.update(keys.figures(report, self.backward))
+            observation.update(keys.figures(
+                report, self.backward, self.flops))
         chainer.report(observation)
         if not self.print_report:
             return
@@ -198,11 +273,15 @@ class TimedLinks(link_hook_extension.LinkHookExtension):
             how = ', averaged over {} {}'.format(report.per, (
                 'iterations' if report.mode == 'train' else 'calls'))
             print(_title(report.mode, iteration, how), file=sys.stdout)
+            entries = [e for e in report.entries if e.key != keys.OUTSIDE
+                       or e.backward_time > 0]
             tables.print_tree_table(
-                [e for e in report.entries if e.key != keys.OUTSIDE
-                 or e.backward_time > 0], self.unit, sys.stdout,
-                header='LinkName',
-                backward=keys.backward_reported(report.mode, self.backward))
+                entries, self.unit, sys.stdout, header='LinkName',
+                backward=keys.backward_reported(report.mode, self.backward),
+                points=None if self.roofline_ is None else
+                self.roofline_.link_points(entries))
+        if self.flops:
+            _print_unknown(self.unknown_functions(by='name'), sys.stdout)
 
     def _report(self, mode, totals, iteration):
         # The Report of the calls since the baseline, or None when nothing
@@ -247,6 +326,49 @@ class TimedLinks(link_hook_extension.LinkHookExtension):
         """
         return self.hook.summary(by=by, mode=mode)
 
+    def roofline(self, by='path', mode='train'):
+        """Returns each link's place under the roofline, over the whole run.
+
+        Needs ``flops=True`` and ``initialize`` (the peaks).
+
+        Returns:
+            collections.OrderedDict: ``{key: LinkPoints}``
+            (:class:`~chainer_hookext.costs.roofline.LinkPoints`: the
+            forward and backward :class:`~.roofline.Point`, with FLOPs,
+            bytes, seconds, FLOP/s, intensity, percent of the peak and
+            bound), by ``by`` as in :meth:`summary`.
+        """
+        if self.roofline_ is None:
+            raise RuntimeError(
+                'TimedLinks.roofline: {}.'.format(
+                    'pass `flops=True` to count FLOPs' if not self.flops
+                    else 'the peaks are set when training starts; call it '
+                    'after trainer.run() or from a trigger'))
+        return self.roofline_.link_points(
+            self.hook.entries(by=by, mode=mode))
+
+    def unknown_functions(self, by='path', mode='train'):
+        """Returns the function types whose FLOPs are not counted.
+
+        Returns:
+            collections.OrderedDict: ``{class name: {'nodes': nodes applied,
+            'links': {key: nodes}, 'time_share': share}}``: ``time_share``
+            is the share of the time timed (forward and backward) that the
+            self times of those links take, an upper bound of the time
+            whose FLOPs are missing.
+        """
+        found = self.hook.unknown_functions(by=by, mode=mode)
+        rows = self.hook.entries(by=by, mode=mode)
+        whole = sum(e.self_time + e.backward_self_time for e in rows)
+        times = {e.key: e.self_time + e.backward_self_time for e in rows}
+        out = collections.OrderedDict()
+        for name, links in found.items():
+            out[name] = {
+                'nodes': sum(links.values()), 'links': dict(links),
+                'time_share': sum(times.get(k, 0.0) for k in links) / whole
+                if whole > 0 else 0.0}
+        return out
+
     def serialize(self, serializer):
         """Saves or restores the hook's figures and the last report's.
 
@@ -279,7 +401,8 @@ class TimedLinks(link_hook_extension.LinkHookExtension):
             return
         last = int(_state.read(serializer, 'last_iteration'))
         rows = _state.load_rows(
-            _state.child(serializer, 'baseline'), records.FIELDS)
+            _state.child(serializer, 'baseline'), records.FIELDS,
+            records.COST_FIELDS)  # older snapshots: none counted
         self._last_iteration = None if last < 0 else last
         self._baseline = {}
         for (mode, key, parent), values in rows:
@@ -307,6 +430,16 @@ def _difference(key, now, then, per):
         values[field] = delta if field == 'occurrence' else max(
             delta, 0.0) / per
     return records.Entry(key=key, parent=now.parent, **values)
+
+
+def _print_unknown(unknown, file):
+    if not unknown:
+        return
+    print('Function types without a FLOP formula (not counted):', file=file)
+    for name, found in unknown.items():
+        print('  {}: {} nodes, in {} ({:.1f}% of the time)'.format(
+            name, found['nodes'], ', '.join(found['links']),
+            100.0 * found['time_share']), file=file)
 
 
 def _title(mode, iteration, how):

@@ -11,6 +11,7 @@ from chainer_hookext.link_hooks import scoped_link_hook
 from chainer_hookext.report import keys
 from chainer_hookext.report import tables
 from chainer_hookext.report import units
+from chainer_hookext.costs import counter
 from chainer_hookext.timing import backward as backward_module
 from chainer_hookext.timing import call_stack
 from chainer_hookext.timing import records
@@ -21,7 +22,15 @@ _BY = {'path': 'path', 'name': 'name', 'class': 'class_name'}
 _MODES = {None: records.MODES, **{m: (m,) for m in records.MODES}}
 #: What a snapshot keeps of each call record: ``{column: attribute}``.
 _SAVED = {'elapsed_time': 'elapsed', 'occurrence': 'count',
-          'backward_time': 'backward'}
+          'backward_time': 'backward', 'flops': 'flops', 'bytes': 'bytes',
+          'backward_flops': 'backward_flops',
+          'backward_bytes': 'backward_bytes'}
+#: Columns a snapshot of an earlier version lacks: they load as zeros.
+_ADDED = ('flops', 'bytes', 'backward_flops', 'backward_bytes')
+#: What a snapshot keeps of each mode's ``(outside)`` record.
+_SAVED_OUTSIDE = {'backward_time': 'backward',
+                  'backward_flops': 'backward_flops',
+                  'backward_bytes': 'backward_bytes'}
 
 
 class TimerHook(call_stack.CallStack, scoped_link_hook.ScopedLinkHook):
@@ -61,6 +70,15 @@ class TimerHook(call_stack.CallStack, scoped_link_hook.ScopedLinkHook):
       outside every timed link are summarized under ``'(outside)'``.  The
       forward that ``F.forget`` repeats in backward is backward time of the
       link that called ``F.forget``, not forward time.
+    * With ``flops=True`` (and ``backward=True``), FLOPs and bytes moved
+      per link: each function node is counted from its inputs
+      (:mod:`chainer_hookext.costs.flops`, no function run twice) and
+      charged as its time is, forward to the link that created it,
+      backward (the gradient nodes Chainer applies) to the link whose node
+      the step is of.  Summaries by path or name then have ``flops``,
+      ``self_flops``, ``backward_flops``, ``backward_self_flops``,
+      ``bytes`` and ``backward_bytes``; :meth:`unknown_functions` lists the
+      function types without a formula.
 
     Reading figures (:meth:`summary`, :meth:`print_report` ...) from another
     thread while the timed thread runs is safe: it gives the calls ended so
@@ -71,6 +89,8 @@ class TimerHook(call_stack.CallStack, scoped_link_hook.ScopedLinkHook):
         backward (bool): Also time backward per link.  Off by default, so
             that the hook costs nothing in function calls;
             :class:`~chainer_hookext.TimedLinks` turns it on.
+        flops (bool): Also count FLOPs and bytes per link (needs
+            ``backward=True``).
 
     .. admonition:: Example
 
@@ -108,10 +128,15 @@ class TimerHook(call_stack.CallStack, scoped_link_hook.ScopedLinkHook):
     name = 'TimerHook'
     table = dict(units.FACTORS)
 
-    def __init__(self, *, name=None, backward=False):
+    def __init__(self, *, name=None, backward=False, flops=False):
         if name is not None:
             self.name = _checks.check_name('TimerHook', 'name', name)
         self.backward = _checks.check_flag('TimerHook', 'backward', backward)
+        self.flops = _checks.check_flag('TimerHook', 'flops', flops)
+        if flops and not backward:
+            raise ValueError(
+                '`TimerHook(flops=True)` needs `backward=True`: FLOPs are '
+                'counted by the function hook that times backward.')
         call_stack.CallStack.__init__(self)
         self._stored = {mode: records.CallRecord() for mode in _MODES[None]}
         self._backward_timer = None
@@ -124,8 +149,8 @@ class TimerHook(call_stack.CallStack, scoped_link_hook.ScopedLinkHook):
             return
         new = self._backward_timer is None
         self._backward_timer = _tagging.register(
-            self._backward_timer, backward_module.BackwardTimer, self,
-            self.name + '_backward')
+            self._backward_timer, counter.FlopCounter if self.flops
+            else backward_module.BackwardTimer, self, self.name + '_backward')
         if new and self.gpu:
             self._backward_timer.use_gpu(True)
 
@@ -219,6 +244,21 @@ class TimerHook(call_stack.CallStack, scoped_link_hook.ScopedLinkHook):
     def _outside(self, mode):
         return sum(self.outside[m].backward for m in _MODES[mode])
 
+    def _outside_entry(self, mode):
+        # The (outside) row: backward time and costs, or None when empty.
+        outside = records.CallRecord()
+        for m in _MODES[mode]:
+            outside.backward += self.outside[m].backward
+            records.add_costs(self.outside[m], outside)
+        if outside.backward <= 0 and not outside.backward_flops:
+            return None
+        return records.empty_entry(keys.OUTSIDE)._replace(
+            backward_time=outside.backward,
+            backward_self_time=outside.backward,
+            backward_flops=outside.backward_flops,
+            backward_self_flops=outside.backward_flops,
+            backward_bytes=outside.backward_bytes)
+
     def total_time(self, mode=None):
         """Returns the seconds spent in outermost timed calls.
 
@@ -257,11 +297,37 @@ class TimerHook(call_stack.CallStack, scoped_link_hook.ScopedLinkHook):
         if by == 'class':
             return records.class_entries(root)
         rows = records.entries(root, _BY[by])
-        outside = self._outside(mode)
-        if outside > 0:
-            rows.append(records.empty_entry(keys.OUTSIDE)._replace(
-                backward_time=outside, backward_self_time=outside))
+        outside = self._outside_entry(mode)
+        if outside is not None:
+            rows.append(outside)
         return rows
+
+    def unknown_functions(self, by='path', mode=None):
+        """Returns the function types counted without a formula.
+
+        Their FLOPs and bytes are not in the figures (``flops=True``).
+
+        Args:
+            by (str): ``'path'`` or ``'name'``: how the links are keyed.
+            mode (str): ``'train'``, ``'eval'`` or ``None`` (both).
+
+        Returns:
+            collections.OrderedDict: ``{class name: {link key: nodes}}``,
+            nodes applied in the link's forward or its backward steps
+            (:data:`~.keys.OUTSIDE` for steps outside every link), by
+            first occurrence.
+        """
+        _checks.check_choice('TimerHook.unknown_functions', 'by', by,
+                             ('path', 'name'), 'a way to key the links')
+        root = self._merged('TimerHook.unknown_functions', mode)
+        found = collections.OrderedDict()
+        counted = [(getattr(r.labels, by), r) for _, r in records.walk(root)]
+        counted += [(keys.OUTSIDE, self.outside[m]) for m in _MODES[mode]]
+        for key, rec in counted:
+            for name, nodes in (rec.unknown or {}).items():
+                links = found.setdefault(name, collections.OrderedDict())
+                links[key] = links.get(key, 0) + nodes
+        return found
 
     def summary(self, by='class', mode=None):
         """Returns a summary of the times of links.
@@ -278,7 +344,8 @@ class TimerHook(call_stack.CallStack, scoped_link_hook.ScopedLinkHook):
             'self_time': seconds, 'occurrence': calls}}``, classes in order
             of first return as Chainer's hook gives them, paths and names
             in order of first call, with ``'backward_time'`` and
-            ``'backward_self_time'`` too; the last key is ``'(outside)'``
+            ``'backward_self_time'`` too (and the FLOPs and bytes with
+            ``flops=True``); the last key is ``'(outside)'``
             when backward steps of nodes created outside the timed links
             were timed.
         """
@@ -286,6 +353,8 @@ class TimerHook(call_stack.CallStack, scoped_link_hook.ScopedLinkHook):
         if by == 'class':  # as Chainer's: no backward times
             backward = {f.field for f in keys.FIGURES if f.backward}
             fields = [f for f in fields if f not in backward]
+        if by == 'class' or not self.flops:
+            fields = [f for f in fields if f not in records.COST_FIELDS]
         return collections.OrderedDict(
             (e.key, {f: getattr(e, f) for f in fields})
             for e in self.entries(by, mode))
@@ -333,16 +402,55 @@ class TimerHook(call_stack.CallStack, scoped_link_hook.ScopedLinkHook):
                         columns[column].append(getattr(rec, attribute))
             _state.save_rows(serializer['calls'], labels, columns)
             _state.save_rows(serializer['outside'], list(_MODES[None]), {
-                'backward_time': [self._outside(m) for m in _MODES[None]]})
+                column: [getattr(self.outside[m], attribute)
+                         for m in _MODES[None]]
+                for column, attribute in _SAVED_OUTSIDE.items()})
+            self._save_unknown(serializer)
             return
         calls = _state.load_rows(
-            _state.child(serializer, 'calls'), tuple(_SAVED))
+            _state.child(serializer, 'calls'), tuple(_SAVED), _ADDED)
         outside = _state.load_rows(
-            _state.child(serializer, 'outside'), ('backward_time',))
+            _state.child(serializer, 'outside'), tuple(_SAVED_OUTSIDE),
+            _ADDED)
+        unknown = self._load_unknown(serializer)
         self.reset()
         self._stored = _trees_from_rows(calls)
         for mode, values in outside:
-            self.outside[mode].backward = values['backward_time']
+            for column, attribute in _SAVED_OUTSIDE.items():
+                setattr(self.outside[mode], attribute, _number(
+                    attribute, values[column]))
+        saved = [r for m in _MODES[None] for _, r in records.walk(
+            self._stored[m])] + [self.outside[m] for m in _MODES[None]]
+        for (index, name), values in unknown:
+            if not 0 <= index < len(saved):
+                raise ValueError(
+                    'TimerHook.serialize: bad unknown-function row {!r} in '
+                    'the saved state.'.format([index, name]))
+            rec = saved[index]
+            if rec.unknown is None:
+                rec.unknown = {}
+            rec.unknown[name] = int(values['nodes'])
+
+    def _save_unknown(self, serializer):
+        # Rows [index of the record, class name]: records in the order of
+        # the saved call rows (modes in turn), then each mode's outside.
+        saved = [r for m in _MODES[None] for _, r in records.walk(
+            self._merged(None, m))] + [self.outside[m] for m in _MODES[None]]
+        labels, nodes = [], []
+        for index, rec in enumerate(saved):
+            for name, count in (rec.unknown or {}).items():
+                labels.append([index, name])
+                nodes.append(count)
+        _state.save_rows(serializer['unknown'], labels, {'nodes': nodes})
+
+    @staticmethod
+    def _load_unknown(serializer):
+        # A snapshot of an earlier version has no table: none unknown.
+        try:
+            return _state.load_rows(
+                _state.child(serializer, 'unknown'), ('nodes',))
+        except _state.MissingState:
+            return []
 
     def reset(self):
         """Forgets every time and count so far; the links' paths are kept.
@@ -351,7 +459,7 @@ class TimerHook(call_stack.CallStack, scoped_link_hook.ScopedLinkHook):
                    forget_paths=False)
         self._stored = {m: records.CallRecord() for m in _MODES[None]}
         for mode in _MODES[None]:
-            self.outside[mode].backward = 0.0
+            self.outside[mode].__init__()  # the same record, emptied
 
 
 def _trees_from_rows(rows):
@@ -371,7 +479,11 @@ def _trees_from_rows(rows):
         rec = parent.children[labels] = records.CallRecord(
             labels, labels=labels)
         for column, attribute in _SAVED.items():
-            setattr(rec, attribute, values[column])
-        rec.count = int(rec.count)  # saved as float64
+            setattr(rec, attribute, _number(attribute, values[column]))
         stack.append(rec)
     return roots
+
+
+def _number(attribute, value):
+    # A saved value (float64) as the record keeps it: counts as integers.
+    return value if attribute in ('elapsed', 'backward') else int(value)

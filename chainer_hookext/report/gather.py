@@ -47,7 +47,7 @@ pass chainermn.create_communicator(...), or None for one process.
             'process.'.format(call, comm))
 
 
-def gather(comm, reports, backward, root=0):
+def gather(comm, reports, backward, root=0, flops=False):
     """Gathers every worker's reports and summarises them on ``root``.
 
     Args:
@@ -55,6 +55,7 @@ def gather(comm, reports, backward, root=0):
         reports (list of ~.keys.Report): This worker's, one per mode.
         backward (bool): Backward is timed (which figures are reported).
         root (int): Rank that receives the summary.
+        flops (bool): FLOPs are counted (reported too).
 
     Returns:
         list of Gathered: On ``root``, one per report of ``root``;
@@ -69,13 +70,14 @@ def gather(comm, reports, backward, root=0):
         rows = [[e for r in sent if r.mode == mode for e in r.entries]
                 for sent in per_rank]
         gathered.append(Gathered(mode, len(per_rank), summarise(
-            rows, _reported_fields(mode, backward))))
+            rows, _reported_fields(mode, backward, flops))))
     return gathered
 
 
-def _reported_fields(mode, backward):
+def _reported_fields(mode, backward, flops):
     def fields(entry):
-        return [f.field for f in keys.reported(mode, entry.key, backward)]
+        return [f.field for f in keys.reported(
+            mode, entry.key, backward, flops)]
     return fields
 
 

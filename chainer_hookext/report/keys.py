@@ -10,7 +10,16 @@ per figure of :data:`FIGURES`::
     time/main/predictor/l1/backward/self   backward, self
     time/(outside)/backward                backward of nodes made outside
 
-and evaluation-mode figures under ``validation/time/``.  Gathered over
+and evaluation-mode figures under ``validation/time/``.  With
+``flops=True`` the same layout under ``flops/`` (and ``validation/flops/``)
+gives the FLOPs per iteration of each link's function nodes::
+
+    flops/main/predictor/l1                forward, inclusive
+    flops/main/predictor/l1/self           forward, self
+    flops/main/predictor/l1/backward       backward, inclusive
+    flops/main/predictor/l1/backward/self  backward, self
+    flops/(outside)/backward               backward of nodes made outside
+  Gathered over
 ChainerMN workers, each of those keys is the mean over workers, with the
 spread below it (``.../min``, ``.../max``, ``.../slowest_rank``).
 :class:`~chainer_hookext.TimedLoop` reports ``time/loop/<phase>``, an
@@ -34,10 +43,13 @@ import collections
 from chainer_hookext.timing import phases
 
 
-#: Prefix of training-mode figures (per training iteration).
-TRAIN_PREFIX = 'time/'
-#: Prefix of evaluation-mode figures (per outermost evaluation call).
-EVAL_PREFIX = 'validation/time/'
+#: The family of time figures: their keys start with ``time/``.
+TIME = 'time'
+#: The family of FLOP counts: their keys start with ``flops/``.
+FLOPS = 'flops'
+#: Before a family in evaluation-mode keys (per outermost evaluation call);
+#: training-mode keys (per training iteration) start with the family.
+EVAL_PREFIX = 'validation/'
 #: The bucket of backward steps of nodes created outside every timed link.
 OUTSIDE = '(outside)'
 #: Prefix of :class:`~chainer_hookext.TimedLoop`'s keys.
@@ -49,21 +61,30 @@ EXTENSION_PREFIX = 'extension/'
 #: field; ``suffix``: after the link's name in its key; ``backward``:
 #: reported only when backward is timed (training mode); ``outside``:
 #: reported for :data:`OUTSIDE` too; ``title`` and ``mean_title``: its
-#: column in a table of one process and of figures over workers.
+#: column in a table of one process and of figures over workers;
+#: ``family``: :data:`TIME`, or :data:`FLOPS` (reported with ``flops=True``).
 Figure = collections.namedtuple('Figure', (
-    'field', 'suffix', 'backward', 'outside', 'title', 'mean_title'))
+    'field', 'suffix', 'backward', 'outside', 'title', 'mean_title',
+    'family'))
 
 #: The reported figures of a link, in table order; the first has the
 #: spread's own columns in a table over workers.
 FIGURES = (
-    Figure('elapsed_time', '', False, False, 'ElapsedTime', 'Mean'),
-    Figure('self_time', '/self', False, False, 'SelfTime', 'SelfMean'),
+    Figure('elapsed_time', '', False, False, 'ElapsedTime', 'Mean', TIME),
+    Figure('self_time', '/self', False, False, 'SelfTime', 'SelfMean', TIME),
     Figure('backward_time', '/backward', True, True, 'BackwardTime',
-           'BackwardMean'),
+           'BackwardMean', TIME),
     Figure('backward_self_time', '/backward/self', True, False,
-           'BackwardSelf', 'BackwardSelfMean'),
+           'BackwardSelf', 'BackwardSelfMean', TIME),
+    Figure('flops', '', False, False, 'FLOPs', 'FLOPsMean', FLOPS),
+    Figure('self_flops', '/self', False, False, 'SelfFLOPs',
+           'SelfFLOPsMean', FLOPS),
+    Figure('backward_flops', '/backward', True, True, 'BackwardFLOPs',
+           'BackwardFLOPsMean', FLOPS),
+    Figure('backward_self_flops', '/backward/self', True, False,
+           'BackwardSelfFLOPs', 'BackwardSelfFLOPsMean', FLOPS),
 )
-_SUFFIXES = {figure.field: figure.suffix for figure in FIGURES}
+_FIGURES = {figure.field: figure for figure in FIGURES}
 
 #: The statistics of a figure over ChainerMN workers, each reported under
 #: ``<figure's key>/<statistic>`` (the mean under the figure's key).
@@ -75,9 +96,14 @@ STATISTICS = ('min', 'max', 'slowest_rank')
 Report = collections.namedtuple('Report', ('mode', 'per', 'entries'))
 
 
-def prefix(mode):
-    """Returns the key prefix of ``mode`` (``'train'`` or ``'eval'``)."""
-    return TRAIN_PREFIX if mode == 'train' else EVAL_PREFIX
+def prefix(mode, family=TIME):
+    """Returns the key prefix of a family's figures in ``mode``.
+
+    >>> prefix('eval', FLOPS)
+    'validation/flops/'
+    """
+    return (family + '/') if mode == 'train' else (
+        EVAL_PREFIX + family + '/')
 
 
 def backward_reported(mode, backward):
@@ -90,22 +116,29 @@ def backward_reported(mode, backward):
     return backward and mode == 'train'
 
 
-def link_figures(backward):
-    """Returns the :data:`FIGURES` of a link, with backward ones or not."""
-    return tuple(f for f in FIGURES if backward or not f.backward)
+def link_figures(backward, flops=False):
+    """Returns the :data:`FIGURES` of a link.
+
+    Args:
+        backward (bool): With the backward ones.
+        flops (bool): With the :data:`FLOPS` family.
+    """
+    return tuple(f for f in FIGURES if (backward or not f.backward) and (
+        flops or f.family == TIME))
 
 
-def reported(mode, key, backward):
+def reported(mode, key, backward, flops=False):
     """Returns the :class:`Figure` s reported for the entry ``key``.
 
     Args:
         mode (str): ``'train'`` or ``'eval'``.
         key (str): A link name, or :data:`OUTSIDE`.
         backward (bool): Whether backward is timed.
+        flops (bool): Whether FLOPs are counted.
     """
     if key == OUTSIDE:
-        return tuple(f for f in FIGURES if f.outside)
-    return link_figures(backward_reported(mode, backward))
+        return tuple(f for f in link_figures(True, flops) if f.outside)
+    return link_figures(backward_reported(mode, backward), flops)
 
 
 def figure_key(mode, key, field):
@@ -115,20 +148,24 @@ def figure_key(mode, key, field):
     'time/main/predictor/backward/self'
     >>> figure_key('eval', 'main', 'elapsed_time')
     'validation/time/main'
+    >>> figure_key('train', '(outside)', 'backward_flops')
+    'flops/(outside)/backward'
     """
-    return prefix(mode) + key + _SUFFIXES[field]
+    figure = _FIGURES[field]
+    return prefix(mode, figure.family) + key + figure.suffix
 
 
-def figures(report, backward):
-    """Returns ``{reported key: seconds}`` of a :class:`Report`.
+def figures(report, backward, flops=False):
+    """Returns ``{reported key: value}`` of a :class:`Report`.
 
     Args:
         report (Report): The rows of one mode.
         backward (bool): Whether backward is timed.
+        flops (bool): Whether FLOPs are counted.
     """
     out = {}
     for entry in report.entries:
-        for figure in reported(report.mode, entry.key, backward):
+        for figure in reported(report.mode, entry.key, backward, flops):
             out[figure_key(report.mode, entry.key, figure.field)] = getattr(
                 entry, figure.field)
     return out

@@ -11,7 +11,9 @@ shortened to its part below it, one column per figure of
         l1         30.00us   30.00us           4
 
 with backward columns when backward is timed and a last ``(outside)`` row
-with backward times only; the same tree of figures gathered over
+with backward times only, and with FLOPs counted each link's place under
+the roofline (FLOPs, FLOP/s, percent of the peak, bound), forward and
+backward; the same tree of figures gathered over
 ChainerMN workers (mean, min, max, slowest rank); and the phases of
 :class:`~chainer_hookext.TimedLoop` with their shares of an iteration.
 """
@@ -30,7 +32,7 @@ def print_class_table(entries, unit, file):
 
 
 def print_tree_table(entries, unit, file, header='LinkPath',
-                     backward=False):
+                     backward=False, points=None):
     """Prints :class:`~.records.Entry` rows as an indented tree.
 
     Args:
@@ -39,6 +41,9 @@ def print_tree_table(entries, unit, file, header='LinkPath',
         file: Stream to write to.
         header (str): Title of the key column.
         backward (bool): Add the backward columns.
+        points (dict): ``{key: LinkPoints}``
+            (:meth:`.costs.roofline.Roofline.link_points`): add the
+            roofline's columns.
     """
     figures = keys.link_figures(backward)
     fmt = units.formatter(unit, [
@@ -51,8 +56,28 @@ def print_tree_table(entries, unit, file, header='LinkPath',
         else:
             cells = [fmt(getattr(entry, f.field)) for f in figures] + [
                 str(entry.occurrence)]
+        if points is not None:
+            cells += _roofline_cells(points.get(entry.key), backward)
         rows.append([label] + cells)
+    if points is not None:
+        rows[0] += _ROOFLINE_TITLES[:4] + (
+            _ROOFLINE_TITLES[4:] if backward else [])
     _write(rows, '<' + '>' * (len(rows[0]) - 1), file)
+
+
+_ROOFLINE_TITLES = ['FLOPs', 'FLOP/s', 'Peak%', 'Bound',
+                    'BwdFLOPs', 'BwdFLOP/s', 'BwdPeak%', 'BwdBound']
+
+
+def _roofline_cells(link_points, backward):
+    cells = []
+    for point in (link_points or (None, None))[:2 if backward else 1]:
+        if point is None:
+            cells += ['', '', '', '']
+        else:
+            cells += [units.count(point.flops), units.count(point.rate),
+                      '{:.1f}%'.format(point.percent), point.bound]
+    return cells
 
 
 def print_spread_table(entries, unit, file, header='LinkName',

@@ -1,4 +1,5 @@
-"""Time units of timing reports, as Chainer's ``TimerHook`` spells them.
+"""Units of timing reports: times as Chainer's ``TimerHook`` spells them,
+and counts (FLOPs, FLOP/s) with SI prefixes.
 
 ``unit`` is one of ``'sec'``, ``'ms'``, ``'us'``, ``'ns'``, ``'auto'`` (one
 unit for the whole table, chosen from its largest time) or ``'auto_foreach'``
@@ -64,3 +65,18 @@ def formatter(unit, seconds):
     else:
         factor = FACTORS[unit]
     return lambda value: '%3.2f%s' % (value * factor, unit)
+
+
+_PREFIXES = ((10 ** 12, 'T'), (10 ** 9, 'G'), (10 ** 6, 'M'), (10 ** 3, 'k'))
+
+
+def count(value):
+    """Formats a count (FLOPs, FLOP/s, bytes) with an SI prefix.
+
+    >>> count(2.5e9), count(1234), count(12)
+    ('2.50G', '1.23k', '12')
+    """
+    for factor, prefix in _PREFIXES:
+        if abs(value) >= factor:
+            return '%.2f%s' % (value / factor, prefix)
+    return '%d' % round(value)

@@ -27,13 +27,20 @@ Labels = collections.namedtuple('Labels', ('name', 'path', 'class_name'))
 
 #: One row of a summary.  ``key`` is a name, path or class name;
 #: ``parent`` the key of its first caller (``None`` at the top); times in
-#: seconds; ``occurrence`` the number of calls.
+#: seconds; ``occurrence`` the number of calls; FLOPs and bytes moved
+#: (counted with ``flops=True``, see :mod:`chainer_hookext.costs`) of the
+#: function nodes created in the link's forward, inclusive or self, and of
+#: the nodes applied in their backward (0 by default).
 Entry = collections.namedtuple('Entry', (
     'key', 'parent', 'elapsed_time', 'self_time', 'occurrence',
-    'backward_time', 'backward_self_time'))
+    'backward_time', 'backward_self_time',
+    'flops', 'self_flops', 'backward_flops', 'backward_self_flops',
+    'bytes', 'backward_bytes'), defaults=(0,) * 6)
 
 #: The numeric fields of an :class:`Entry`.
 FIELDS = Entry._fields[2:]
+#: The fields counted only with ``flops=True``.
+COST_FIELDS = FIELDS[-6:]
 
 
 class _Sums(object):
@@ -47,6 +54,9 @@ class _Sums(object):
         self.elapsed_time = self.self_time = 0.0
         self.occurrence = 0
         self.backward_time = self.backward_self_time = 0.0
+        self.flops = self.self_flops = 0
+        self.backward_flops = self.backward_self_flops = 0
+        self.bytes = self.backward_bytes = 0
 
     def entry(self):
         return Entry(**{f: getattr(self, f) for f in Entry._fields})
@@ -57,7 +67,9 @@ def empty_entry(key, parent=None):
 
     >>> empty_entry('main')
     Entry(key='main', parent=None, elapsed_time=0.0, self_time=0.0, \
-occurrence=0, backward_time=0.0, backward_self_time=0.0)
+occurrence=0, backward_time=0.0, backward_self_time=0.0, flops=0, \
+self_flops=0, backward_flops=0, backward_self_flops=0, bytes=0, \
+backward_bytes=0)
     """
     return _Sums(key, parent).entry()
 
@@ -84,8 +96,15 @@ class CallRecord(object):
         count (int): Number of ended calls.
         backward (float): Seconds of the backward steps of the nodes created
             in the link's own forward (its backward self time).
+        flops, bytes (int): FLOPs and bytes of the function nodes created
+            in the link's own forward (with ``flops=True``).
+        backward_flops, backward_bytes (int): Those of the nodes applied in
+            the backward steps of its nodes (its backward self cost).
+        unknown (dict): ``{function class name: nodes}`` charged to the
+            record that have no formula (:func:`.costs.flops.count`), or
+            ``None`` when there was none.
         charged (CallRecord): The record charged for this record's backward
-            steps: itself; for a link out of scope, its nearest timed
+            steps and costs: itself; for a link out of scope, its nearest timed
             ancestor; after :func:`merge` with ``move=True``, the stored
             record.
         out_of_scope (bool): A link out of scope, kept on the stack so that it
@@ -94,7 +113,9 @@ class CallRecord(object):
 
     __slots__ = ('key', 'labels', 'parent', 'children', 'start',
                  'start_event', 'last_end', 'ended_in', 'loop_code',
-                 'elapsed', 'count', 'backward', 'charged', 'out_of_scope')
+                 'elapsed', 'count', 'backward', 'charged', 'out_of_scope',
+                 'flops', 'bytes', 'backward_flops', 'backward_bytes',
+                 'unknown')
 
     def __init__(self, key=None, parent=None, labels=None,
                  out_of_scope=False):
@@ -110,6 +131,9 @@ class CallRecord(object):
         self.elapsed = 0.0
         self.count = 0
         self.backward = 0.0
+        self.flops = self.bytes = 0
+        self.backward_flops = self.backward_bytes = 0
+        self.unknown = None
         self.out_of_scope = out_of_scope
         self.charged = parent.charged if out_of_scope else self
 
@@ -140,12 +164,26 @@ def merge(src, dst, move=False):
                 node.elapsed += child.elapsed
                 node.count += child.count
             node.backward += child.backward
+            add_costs(child, node)
             todo.append((child, node))
             if move:
                 child.charged = node
         if move:
             src.key = src.parent = None
             src.children = {}
+
+
+def add_costs(src, dst):
+    """Adds the FLOPs, bytes and unknown nodes of ``src`` to ``dst``."""
+    dst.flops += src.flops
+    dst.bytes += src.bytes
+    dst.backward_flops += src.backward_flops
+    dst.backward_bytes += src.backward_bytes
+    if src.unknown:
+        if dst.unknown is None:
+            dst.unknown = {}
+        for name, nodes in list(src.unknown.items()):
+            dst.unknown[name] = dst.unknown.get(name, 0) + nodes
 
 
 def walk(root):
@@ -157,6 +195,13 @@ def walk(root):
         yield depth, record
         stack.extend((depth + 1, child)
                      for child in reversed(list(record.children.values())))
+
+
+#: The inclusive fields of an :class:`Entry`, each the sum of a
+#: :class:`CallRecord` attribute over a sub-tree.
+_INCLUSIVE = (('backward_time', 'backward'), ('flops', 'flops'),
+              ('backward_flops', 'backward_flops'), ('bytes', 'bytes'),
+              ('backward_bytes', 'backward_bytes'))
 
 
 def entries(root, by):
@@ -177,21 +222,26 @@ def entries(root, by):
     sums = collections.OrderedDict()
 
     def visit(record, parent_key, ancestors):
+        # Returns the sub-tree's sums of the _INCLUSIVE attributes.
         own = record.elapsed - sum(c.elapsed for c in record.children.values())
         key = getattr(record.labels, by)
         row = sums.get(key)
         if row is None:
             row = sums[key] = _Sums(key, parent_key)
-        backward = record.backward
+        tree = [getattr(record, attribute) for _, attribute in _INCLUSIVE]
         for child in record.children.values():
-            backward += visit(child, key, ancestors | {key})
+            tree = [a + b for a, b in zip(
+                tree, visit(child, key, ancestors | {key}))]
         if key not in ancestors:
             row.elapsed_time += record.elapsed
-            row.backward_time += backward
+            for (field, _), value in zip(_INCLUSIVE, tree):
+                setattr(row, field, getattr(row, field) + value)
         row.self_time += max(own, 0.0)
         row.occurrence += record.count
         row.backward_self_time += record.backward
-        return backward
+        row.self_flops += record.flops
+        row.backward_self_flops += record.backward_flops
+        return tree
 
     for child in root.children.values():
         visit(child, None, frozenset())

@@ -223,7 +223,8 @@ def test_saved_baseline_layout(trainer_factory):
     target = {}
     ext.serialize(chainer.serializers.DictionarySerializer(target))
     fields = ('elapsed_time', 'self_time', 'occurrence', 'backward_time',
-              'backward_self_time')
+              'backward_self_time', 'flops', 'self_flops', 'backward_flops',
+              'backward_self_flops', 'bytes', 'backward_bytes')
     assert sorted(k for k in target if k.startswith('baseline/')) == sorted(
         ['baseline/labels'] + ['baseline/' + f for f in fields])
     rows = _state.load_rows(chainer.serializers.NpzDeserializer(

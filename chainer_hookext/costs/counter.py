@@ -1,0 +1,92 @@
+"""FLOPs and bytes per link: the backward timer that also counts each node.
+
+:class:`FlopCounter` is the :class:`~.timing.backward.BackwardTimer` of a
+``TimerHook(flops=True)``.  Its ``forward_preprocess`` tags each new
+function node as the timer's does, and charges the node's cost
+(:func:`.flops.count`, from the inputs Chainer passes: no function runs
+twice) to a call record of the timer:
+
+* a node created in a timed link's forward: to the link's record, as its
+  self cost (``flops``, ``bytes``);
+* a node applied inside a backward step: a gradient node
+  (``LinearGradWeight`` ...), or a node ``F.forget`` recomputes: to the
+  record charged for that step's time, as backward self cost
+  (``backward_flops``, ``backward_bytes``); a step of a node created
+  outside every timed link, to the stack's ``outside`` record;
+* a node created outside every timed link's forward: nothing (no forward
+  time is reported for it either).
+
+A node class without a formula is counted in the record's ``unknown``
+(``{class name: nodes}``), never as zero FLOPs.  Everything is added to
+records, one per call path: nothing is kept per call.
+
+Inside a backward step ``enable_backprop`` is off (unless double
+backpropagation is asked for); otherwise the frames tell a step still
+running from one that raised (:func:`.._frames.running_step`), which is
+then forgotten.
+"""
+
+from chainer_hookext import _chainer
+from chainer_hookext import _frames
+from chainer_hookext.costs import flops
+from chainer_hookext.timing import backward
+
+
+class FlopCounter(backward.BackwardTimer):
+    """Backward timer charging each node's FLOPs and bytes to a record.
+
+    Make it with ``_tagging.new_tagger(FlopCounter, calls, name)``, as a
+    :class:`~chainer_hookext.timing.backward.BackwardTimer`.
+    """
+
+    # -- hot path ----------------------------------------------------------
+    def forward_preprocess(self, function, in_data):
+        rec = self.calls.top
+        if rec is not self.bottom:  # a timed link's forward
+            function._chainer_hookext_tag = rec
+            rec = rec.charged
+            cost = flops.count(function, in_data)
+            if cost is None:
+                self._add_unknown(rec, function)
+                return
+            rec.flops += cost.flops
+            rec.bytes += cost.bytes
+            return
+        running = self._running
+        if running is None:  # outside every timed link and step
+            function._chainer_hookext_tag = None
+            return
+        if _chainer.is_recomputing():  # F.forget: its step's own nodes
+            tag = self.tag_of(running)
+            function._chainer_hookext_tag = tag
+        else:  # a gradient node; or a step that raised: forgotten
+            function._chainer_hookext_tag = None
+            if not self._in_step(running):
+                self._running = None
+                return
+            tag = self.tag_of(running)
+        rec = self._outside() if tag is None else tag.charged
+        if rec is None:
+            return
+        cost = flops.count(function, in_data)
+        if cost is None:
+            self._add_unknown(rec, function)
+            return
+        rec.backward_flops += cost.flops
+        rec.backward_bytes += cost.bytes
+
+    # -- slow paths ----------------------------------------------------------
+    @staticmethod
+    def _in_step(running):
+        # Whether the step of ``running`` runs: Chainer turns
+        # enable_backprop off in a step, unless double backprop is asked.
+        if not _chainer.is_backprop_enabled():
+            return True
+        return _frames.running_step() is running
+
+    @staticmethod
+    def _add_unknown(rec, function):
+        name = flops.name_of(function)
+        if rec.unknown is None:
+            rec.unknown = {}
+        rec.unknown[name] = rec.unknown.get(name, 0) + 1

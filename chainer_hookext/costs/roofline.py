@@ -1,0 +1,108 @@
+"""A link's place under the roofline: achieved FLOP/s against the peaks.
+
+A roofline has two ceilings (:class:`~.peaks.Peaks`): the FLOP/s of the
+machine's compute and the bytes/s of its memory.  Work of arithmetic
+intensity ``I`` (FLOPs per byte moved) can reach ``min(flops, I *
+bandwidth)``: below the ridge ``flops / bandwidth`` it is memory-bound,
+above compute-bound.  :meth:`Roofline.point` places one link's work:
+its FLOPs, bytes and seconds (forward or backward, as
+:class:`~chainer_hookext.TimedLinks` measures them) give its achieved
+FLOP/s and its share of what it can reach, the larger of FLOP/s over the
+compute peak and bytes/s over the memory peak.
+
+No work can beat the machine: a point above a ceiling means the ceiling is
+wrong (given too low, or measured on a busy machine).  The roofline then
+raises it to the achieved figure and warns once.
+"""
+
+import collections
+import warnings
+
+from chainer_hookext.costs import peaks as peaks_module
+
+
+#: Where one link's work lies: ``flops`` and ``bytes`` counted, ``seconds``
+#: measured, ``rate`` (FLOP/s), ``intensity`` (FLOPs per byte; ``None``
+#: with no byte), ``percent`` of what its intensity can reach, and
+#: ``bound``: ``'compute'`` or ``'memory'``.
+Point = collections.namedtuple('Point', (
+    'flops', 'bytes', 'seconds', 'rate', 'intensity', 'percent', 'bound'))
+
+
+#: A link's :class:`Point` s, ``forward`` and ``backward`` (``None`` where
+#: it has no timed work).
+LinkPoints = collections.namedtuple('LinkPoints', ('forward', 'backward'))
+
+
+class Roofline(object):
+    """The two ceilings, raised when some work goes above them.
+
+    Args:
+        peaks (~.peaks.Peaks): FLOP/s and bytes/s.
+        owner (str): Who names the peaks in a warning (e.g.
+            ``'TimedLinks'``).
+
+    Attributes:
+        peaks (~.peaks.Peaks): The ceilings, as raised so far.
+    """
+
+    def __init__(self, peaks, owner):
+        self.peaks = peaks_module.Peaks(float(peaks.flops),
+                                        float(peaks.bandwidth))
+        self.owner = owner
+        self._warned = False
+
+    @property
+    def ridge(self):
+        """The intensity (FLOPs per byte) where the two ceilings meet."""
+        return self.peaks.flops / self.peaks.bandwidth
+
+    def point(self, name, flops, bytes, seconds):
+        """Returns the :class:`Point` of some work, or ``None`` untimed.
+
+        Args:
+            name (str): The work's name (a link's), for the warning.
+            flops (int): FLOPs counted.
+            bytes (int): Bytes moved.
+            seconds (float): The time it took.
+        """
+        if seconds <= 0 or (flops <= 0 and bytes <= 0):
+            return None
+        rate, byte_rate = flops / seconds, bytes / seconds
+        if rate > self.peaks.flops or byte_rate > self.peaks.bandwidth:
+            self._raise(name, rate, byte_rate)
+        intensity = flops / bytes if bytes > 0 else None
+        bound = 'compute' if intensity is None or (
+            intensity >= self.ridge) else 'memory'
+        percent = 100.0 * max(rate / self.peaks.flops,
+                              byte_rate / self.peaks.bandwidth)
+        return Point(flops, bytes, seconds, rate, intensity, percent, bound)
+
+    def _raise(self, name, rate, byte_rate):
+        old = self.peaks
+        self.peaks = peaks_module.Peaks(
+            max(old.flops, rate), max(old.bandwidth, byte_rate))
+        if self._warned:
+            return
+        self._warned = True
+        warnings.warn(
+            '{}: {!r} ran at {:.3g} FLOP/s and {:.3g} bytes/s, above the '
+            'peaks of {:.3g} FLOP/s and {:.3g} bytes/s: the peaks are raised '
+            'to what it achieved.  Pass `peak_flops=` and `peak_bandwidth=` '
+            'with the machine\'s own figures, or measure on an idle '
+            'machine.'.format(self.owner, name, rate, byte_rate, old.flops,
+                              old.bandwidth), RuntimeWarning)
+
+    def link_points(self, entries):
+        """Returns the :class:`LinkPoints` of each :class:`~.records.Entry`.
+
+        Each link's inclusive FLOPs, bytes and time, forward and backward.
+
+        Returns:
+            collections.OrderedDict: ``{entry key: LinkPoints}``.
+        """
+        return collections.OrderedDict((e.key, LinkPoints(
+            self.point(e.key, e.flops, e.bytes, e.elapsed_time),
+            self.point(e.key + ' (backward)', e.backward_flops,
+                       e.backward_bytes, e.backward_time)))
+            for e in entries)
