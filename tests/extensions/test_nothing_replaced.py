@@ -23,7 +23,8 @@ from tests.conftest import make_trainer
 
 
 EXTENSIONS = {
-    'TimedLinks': lambda: chainer_hookext.TimedLinks(),
+    'TimedLinks': lambda: chainer_hookext.TimedLinks(
+        flops=True, peak_flops=1e15, peak_bandwidth=1e15),
     'TimedLoop': lambda: chainer_hookext.TimedLoop(),
     'Timeline': lambda: chainer_hookext.Timeline(iterations=1),
     'NonFiniteGuard': lambda: chainer_hookext.NonFiniteGuard(),
