@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Cost of TimedLoop and Timeline on a whole training iteration.
+"""Cost of TimedLoop, Timeline and TimedLinks' FLOPs on a training iteration.
 
 A real ``Trainer`` trains a classifier (SGD, batch 32) for
 ``--iterations`` iterations per run, with a ``LogReport`` as the only
@@ -18,7 +18,9 @@ Variants, in shuffled order in each round, each on a fresh trainer:
 * ``Timeline(iterations=3)`` whose trigger never fires: the cost outside
   windows;
 * ``Timeline(iterations=N)`` fired before the first iteration: every
-  iteration inside the window, the file written at the end included.
+  iteration inside the window, the file written at the end included;
+* ``TimedLinks()`` and ``TimedLinks(flops=True)`` (peaks given, reporting
+  every 100 iterations): what counting FLOPs adds to timing the links.
 
 The table gives the median over rounds of each variant's time per
 iteration divided by the baseline's of the same round (paired medians
@@ -113,11 +115,17 @@ VARIANTS = {
         (chainer_hookext.Timeline(iterations=3), never)],
     'Timeline, every iteration in a window': lambda n: [
         (chainer_hookext.Timeline(iterations=n), first)],
+    'TimedLinks()': lambda n: [
+        (chainer_hookext.TimedLinks(), (100, 'iteration'))],
+    'TimedLinks(flops=True)': lambda n: [
+        (chainer_hookext.TimedLinks(flops=True, peak_flops=1e12,
+                                    peak_bandwidth=1e11),
+         (100, 'iteration'))],
     'no extension, again': lambda n: [],
 }
 #: The variants counted in instructions.
 COUNTED = ('no extension', 'TimedLoop()', 'Timeline, outside windows',
-           'no extension, again')
+           'TimedLinks()', 'TimedLinks(flops=True)', 'no extension, again')
 
 
 def run(model, variant, iterations, out):
@@ -188,6 +196,11 @@ def instructions_table(model, counts):
         print('| {} | {:,.0f} | {:+,.0f} | {:+.2f}% | {:+.0f} |'.format(
             variant, count, count - bare, (count / bare - 1) * 100,
             (count - bare) / calls))
+    timed = per_iteration['TimedLinks()']
+    counted = per_iteration['TimedLinks(flops=True)']
+    print('FLOPs counted: {:+,.0f} instructions per iteration, {:+.2f}% over '
+          'TimedLinks() (target: +1%)'.format(
+              counted - timed, (counted / timed - 1) * 100))
 
 
 def time_table(model, rounds, iterations):

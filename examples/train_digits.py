@@ -7,7 +7,9 @@ The shape of Chainer's ``examples/mnist/train_mnist.py``, plus
 * :class:`~chainer_hookext.TimedLinks` reports how long each link of the model
   takes, forward and backward, every epoch (``time/main/predictor/l1`` ...),
   prints the per-link tree table, and its self times are drawn per epoch,
-  stacked, into ``link_time.png``;
+  stacked, into ``link_time.png``; it counts each link's FLOPs too
+  (``flops/main/predictor/l1`` ...) and places the links under the
+  machine's roofline, drawn into ``roofline.png``;
 * :class:`~chainer_hookext.TimedLoop` reports where each training iteration
   goes (data, forward, backward, optimizer, each extension, the rest) every
   epoch, prints it as a table, and is drawn per epoch into ``loop_time.png``;
@@ -153,6 +155,70 @@ def plot_link_time(log, names, path):
         handles, labels = axes[0].get_legend_handles_labels()
     axes[-1].legend(handles[::-1], labels[::-1], loc='center left',
                     bbox_to_anchor=(1.0, 0.5))  # top link first, as stacked
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+
+
+def link_times(timed):
+    """The whole run's figures by link path, as ``link_times.json`` keeps
+    them: the summary, and with FLOPs counted the roofline and the function
+    types without a formula."""
+    out = {'links': timed.summary(by='path')}
+    if timed.flops:
+        out['peaks'] = timed.roofline_.peaks._asdict()
+        out['roofline'] = {
+            path: {way: None if point is None else point._asdict()
+                   for way, point in points._asdict().items()}
+            for path, points in timed.roofline(by='path').items()}
+        out['unknown_functions'] = timed.unknown_functions(by='path')
+    return out
+
+
+def plot_roofline(timed, path):
+    """Draws each link of the whole run under the machine's roofline.
+
+    Arithmetic intensity (FLOPs per byte moved) against achieved FLOP/s,
+    log-log, forward and backward; the ceilings are the measured peaks.
+    """
+    from matplotlib import figure
+
+    peaks = timed.roofline_.peaks
+    points = timed.roofline(by='name')
+    found = [p for link in points.values() for p in link
+             if p is not None and p.flops > 0]
+    if not found:
+        return
+    low = min([p.intensity for p in found] + [1.0]) / 4
+    high = max([p.intensity for p in found] + [
+        4 * peaks.flops / peaks.bandwidth]) * 4
+    fig = figure.Figure(figsize=(8, 5))
+    ax = fig.subplots()
+    ridge = peaks.flops / peaks.bandwidth
+    xs = numpy.array([low, ridge, high])
+    ax.plot(xs, numpy.minimum(peaks.flops, xs * peaks.bandwidth),
+            color='black', linewidth=1.5)
+    ax.annotate('{:.3g} GFLOP/s'.format(peaks.flops / 1e9),
+                (high, peaks.flops), ha='right', va='bottom', fontsize=8)
+    ax.annotate('{:.3g} GB/s'.format(peaks.bandwidth / 1e9),
+                (low, low * peaks.bandwidth), ha='left', va='bottom',
+                fontsize=8, rotation=30)
+    colours = ('tab:blue', 'tab:orange', 'tab:green', 'tab:red',
+               'tab:purple', 'tab:brown', 'tab:pink', 'tab:olive')
+    for colour, (name, link) in zip(colours, points.items()):
+        if name == '(outside)':
+            continue
+        for point, marker, way in ((link.forward, 'o', 'forward'),
+                                   (link.backward, '^', 'backward')):
+            if point is None or point.flops <= 0:
+                continue
+            ax.scatter(point.intensity, point.rate, color=colour,
+                       marker=marker, label='{} ({})'.format(name, way))
+    ax.set_xscale('log')
+    ax.set_yscale('log')
+    ax.set_xlabel('arithmetic intensity (FLOPs per byte moved)')
+    ax.set_ylabel('achieved FLOP/s (whole run)')
+    ax.set_title('Links under the roofline (TimedLinks, flops=True)')
+    ax.legend(loc='center left', bbox_to_anchor=(1.0, 0.5), fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=100)
 
@@ -331,8 +397,10 @@ def main(argv=None):
 
     # Per-link forward and backward time, reported every epoch into the
     # observation (time/main/predictor/l1 ...) and printed as a tree.
+    # FLOPs too (they need backward timing), with each link's FLOP/s against
+    # the machine's peaks, measured when training starts.
     timed = chainer_hookext.TimedLinks(
-        print_report=True, backward=args.backward)
+        print_report=True, backward=args.backward, flops=args.backward)
     trainer.extend(timed, trigger=(1, 'epoch'))
 
     # Where each training iteration goes (time/loop/data, .../forward ...),
@@ -387,13 +455,17 @@ def main(argv=None):
     timed.hook.print_report(by='path', mode='train')
     path = os.path.join(args.out, 'link_times.json')
     with open(path, 'w') as f:
-        json.dump(timed.summary(by='path'), f, indent=1)
+        json.dump(link_times(timed), f, indent=1)
     print('Summary written to {}'.format(path))
     if args.plot and extensions.PlotReport.available():
         names = [n for n in timed.summary(by='name') if n != '(outside)']
         path = os.path.join(args.out, 'link_time.png')
         plot_link_time(log_report.log, names, path)
         print('Link time per epoch drawn in {}'.format(path))
+        if timed.flops:
+            path = os.path.join(args.out, 'roofline.png')
+            plot_roofline(timed, path)
+            print('Roofline of the links drawn in {}'.format(path))
         path = os.path.join(args.out, 'loop_time.png')
         plot_loop_time(log_report.log, path)
         print('Loop time per epoch drawn in {}'.format(path))

@@ -81,7 +81,7 @@ def test_runs_and_reports(tmp_path):
             assert entry[key] >= 0, key
         assert entry['time/loop/iteration'] >= entry['time/loop/forward']
     for name in ('link_time.png', 'loop_time.png', 'timeline.png',
-                 'loss.png', 'accuracy.png', 'cg.dot'):
+                 'roofline.png', 'loss.png', 'accuracy.png', 'cg.dot'):
         assert (out / name).stat().st_size > 0, name
     files = timeline(out)
     assert list(files) == ['iteration_16.json.gz']
@@ -89,8 +89,16 @@ def test_runs_and_reports(tmp_path):
     assert spans(events, 'iteration') == WINDOW
     assert spans(events, 'link_forward').count('main/predictor/l1') == 3
     assert 'main/predictor/l1 (backward)' in spans(events, 'link_backward')
-    summary = json.loads((out / 'link_times.json').read_text())
-    assert summary['/']['occurrence'] == iterations(2)
+    times = json.loads((out / 'link_times.json').read_text())
+    assert times['links']['/']['occurrence'] == iterations(2)
+    assert times['links']['/predictor/l1']['flops'] > 0
+    l1 = times['roofline']['/predictor/l1']
+    assert l1['forward']['flops'] == times['links']['/predictor/l1']['flops']
+    assert l1['backward']['bound'] in ('compute', 'memory')
+    assert 0 < l1['forward']['percent'] <= 100
+    assert times['unknown_functions'] == {}
+    for entry in log:
+        assert entry['flops/main/predictor/l1'] > 0
     # The per-epoch table and the whole-run tree are printed.
     assert 'TimedLinks at iteration 15' in proc.stdout
     assert 'LinkPath' in proc.stdout and '    l3 ' in proc.stdout
@@ -106,8 +114,9 @@ def test_forward_only(tmp_path):
     assert not (out / 'loop_time.png').exists()
     assert os.listdir(out / 'timeline') == []  # stopped within epoch 1
     assert not (out / 'timeline.png').exists()
-    summary = json.loads((out / 'link_times.json').read_text())
-    assert summary['/']['occurrence'] == 3
+    times = json.loads((out / 'link_times.json').read_text())
+    assert times['links']['/']['occurrence'] == 3
+    assert 'roofline' not in times  # FLOPs need backward
 
 
 @pytest.mark.slow
@@ -147,8 +156,9 @@ def test_killed_run_resumes_where_it_stopped(tmp_path):
     for entry in log:
         assert set(time_keys() + LOOP_KEYS) <= set(entry)
 
-    summary = json.loads((out / 'link_times.json').read_text())
-    expected = json.loads((straight / 'link_times.json').read_text())
+    summary = json.loads((out / 'link_times.json').read_text())['links']
+    expected = json.loads((straight / 'link_times.json').read_text())[
+        'links']
     assert sorted(summary) == sorted(expected)
     for path in expected:
         assert summary[path]['occurrence'] == expected[path]['occurrence']
