@@ -60,3 +60,21 @@ def test_rank0_reports_spread_and_names_the_slow_rank(mpirun, local_report):
         assert rank1['log'] == [{}, {}]
         assert rank1['printed'] == ''
     assert rank0['hooks_left'] == rank1['hooks_left'] == []
+
+
+def test_flops_are_gathered_like_time(mpirun):
+    rank0, rank1 = mpirun('timed_links_mn.py', False, DELAY, True)
+    for entry in rank0['log']:
+        flops = {k: v for k, v in entry.items() if k.startswith('flops/')}
+        assert sorted(flops) == sorted([
+            'flops/' + link + suffix + spread for link in LINKS
+            for suffix in ('', '/self', '/backward', '/backward/self')
+            for spread in SPREAD] + [
+            'flops/(outside)/backward' + spread for spread in SPREAD])
+        # The same model on batches of the same size: the same FLOPs.
+        l1 = 'flops/main/predictor/l1'
+        assert flops[l1] > 0
+        assert flops[l1 + '/min'] == flops[l1 + '/max'] == flops[l1]
+        assert flops[l1 + '/slowest_rank'] == 0  # a tie: the lowest rank
+        assert entry['validation/flops/main'] > 0
+    assert rank1['log'] == [{}, {}]
