@@ -39,9 +39,17 @@ def is_recomputing():
     return _read('in_recomputing')
 
 
-def is_backprop_enabled():
-    """Returns ``chainer.config.enable_backprop`` for the calling thread."""
-    return _read('enable_backprop')
+def step_flags():
+    """Returns ``(in_recomputing, enable_backprop)`` of the calling thread.
+
+    What a function hook reads of each node applied in a backward step,
+    in one call: it runs for every gradient node.
+    """
+    local = _local.__dict__
+    recomputing = local.get('in_recomputing', _local)
+    backprop = local.get('enable_backprop', _local)
+    return (_global.in_recomputing if recomputing is _local else recomputing,
+            _global.enable_backprop if backprop is _local else backprop)
 
 
 def keeps_graph_on_report():

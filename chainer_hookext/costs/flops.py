@@ -19,8 +19,8 @@ formula gives ``None``: the caller counts it as unknown, never as zero.
 """
 
 import collections
+import math
 
-import numpy
 from chainer import function
 from chainer.functions.activation import leaky_relu
 from chainer.functions.activation import log_softmax
@@ -62,14 +62,53 @@ def count(node, in_data):
     Returns:
         Cost: Or ``None`` when its class has no formula.
     """
-    if type(node) is function.FunctionAdapter:  # an old-style Function
+    # Every node of a training iteration passes here: most are looked up
+    # in the memo by their inputs' shapes and dtypes (and the attributes
+    # of _KEYED_BY), a third of what computing them takes.
+    cls = type(node)
+    if cls is function.FunctionAdapter:  # an old-style Function
         node = node._function
-    formula = _FORMULAS.get(type(node))
+        cls = type(node)
+    attributes = _KEYED_BY.get(cls)
+    if attributes is None:
+        return _count(node, cls, in_data)
+    try:
+        if len(in_data) == 2:
+            a, b = in_data
+            key = (cls, a.shape, a.dtype, b.shape, b.dtype)
+        elif len(in_data) == 3:
+            a, b, c = in_data
+            key = (cls, a.shape, a.dtype, b.shape, b.dtype, c.shape, c.dtype)
+        elif len(in_data) == 1:
+            a, = in_data
+            key = (cls, a.shape, a.dtype)
+        else:
+            return _count(node, cls, in_data)
+        if attributes:
+            key += tuple([getattr(node, name) for name in attributes])
+        cost = _memo.get(key)
+    except (AttributeError, TypeError):  # an input not kept; unhashable
+        return _count(node, cls, in_data)
+    if cost is None:
+        if len(_memo) >= _MEMO_SIZE:  # shapes that change all the time
+            _memo.clear()
+        cost = _memo[key] = _count(node, cls, in_data)
+    return cost
+
+
+def _count(node, cls, in_data):
+    formula = _FORMULAS.get(cls)
     if formula is None:
         return None
     flops, outputs = formula(node, in_data)
-    read = sum(x.nbytes for x in in_data if x is not None)
-    return Cost(int(flops), int(read + outputs * _itemsize(in_data)))
+    read = 0
+    itemsize = 0  # of the first floating input: the outputs'
+    for x in in_data:
+        if x is not None:
+            read += x.nbytes
+            if not itemsize and x.dtype.kind == 'f':
+                itemsize = x.itemsize
+    return _new_cost(Cost, (flops, read + outputs * (itemsize or 4)))
 
 
 def name_of(node):
@@ -79,15 +118,9 @@ def name_of(node):
     return type(node).__name__
 
 
-def _itemsize(in_data):
-    for x in in_data:
-        if x is not None and x.dtype.kind == 'f':
-            return x.dtype.itemsize
-    return 4
-
-
-def _size(x):
-    return 0 if x is None else x.size
+_new_cost = tuple.__new__  # Cost(...) without namedtuple's Python __new__
+_memo = {}  # {(class, shape, dtype, ..., attributes): Cost}
+_MEMO_SIZE = 4096
 
 
 # -- formulas: (node, in_data) -> (flops, output elements) -------------------
@@ -119,19 +152,19 @@ def _convolution_2d(node, in_data):
     out_w = conv.get_conv_outsize(w, kw, node.sx, node.pw, node.cover_all,
                                   node.dx)
     outputs = n * W.shape[0] * out_h * out_w
-    flops = 2 * outputs * int(numpy.prod(W.shape[1:]))
+    flops = 2 * outputs * math.prod(W.shape[1:])
     return flops + (outputs if len(in_data) > 2 else 0), outputs
 
 
 def _convolution_2d_grad_w(node, in_data):
     x, gy = in_data
     per_output = x.shape[1] // node.groups * node.kh * node.kw
-    return 2 * gy.size * per_output, int(numpy.prod(node.W_shape))
+    return 2 * gy.size * per_output, math.prod(node.W_shape)
 
 
 def _deconvolution_2d(node, in_data):
     x, W = in_data[:2]  # each input element times W[c] (out/g, kh, kw)
-    flops = 2 * x.size * int(numpy.prod(W.shape[1:]))
+    flops = 2 * x.size * math.prod(W.shape[1:])
     n, _, h, w = x.shape
     kh, kw = W.shape[2:]
     out_h = node.outh if node.outh is not None else conv.get_deconv_outsize(
@@ -144,26 +177,27 @@ def _deconvolution_2d(node, in_data):
 
 def _elementwise(per_element):
     def formula(node, in_data):
-        outputs = max(_size(x) for x in in_data)
+        outputs = 0  # the largest input: the output, broadcast
+        for x in in_data:
+            if x is not None and x.size > outputs:
+                outputs = x.size
         return per_element * outputs, outputs
     return formula
 
 
 def _copy(node, in_data):  # reshapes, views, transposes: bytes only
-    return 0, _size(in_data[0])
+    return 0, in_data[0].size
 
 
 def _reduction(node, in_data):
     x = in_data[0]
-    return x.size, x.size // max(1, _reduced(node, x))
-
-
-def _reduced(node, x):
     axis = getattr(node, 'axis', None)
     if axis is None:
-        return x.size
-    axes = axis if isinstance(axis, tuple) else (axis,)
-    return int(numpy.prod([x.shape[a] for a in axes]))
+        return x.size, 1
+    reduced = 1
+    for a in (axis if isinstance(axis, tuple) else (axis,)):
+        reduced *= x.shape[a]
+    return x.size, x.size // max(1, reduced)
 
 
 def _batch_normalization(per_element):
@@ -219,8 +253,7 @@ def _pooling(node, in_data):
 
 
 def _window(node):
-    return node.kh * node.kw if hasattr(node, 'kh') else int(
-        numpy.prod(node.ksize))
+    return node.kh * node.kw if hasattr(node, 'kh') else math.prod(node.ksize)
 
 
 def _pooled_size(node, x):
@@ -239,8 +272,7 @@ def _pooling_grad(node, in_data):
     forward = getattr(node, 'func', None) or node.apool2d
     window = _window(forward)
     in_shape = getattr(forward, '_in_shape', None)
-    outputs = gy.size * window if in_shape is None else int(
-        numpy.prod(in_shape))
+    outputs = gy.size * window if in_shape is None else math.prod(in_shape)
     return gy.size * window, outputs
 
 
@@ -291,3 +323,29 @@ _FORMULAS = {
     reshape.Reshape: _copy,
     transpose.Transpose: _copy,
 }
+
+
+#: The classes whose cost is memoized: the cost of such a node depends only
+#: on its inputs' shapes and dtypes, and on the node's attributes named
+#: here (``tests/costs/test_flops.py`` checks that its formula reads no
+#: other).  Others are computed each time.
+_KEYED_BY = {cls: () for cls in (
+    linear.LinearFunction, linear.LinearGradData, linear.LinearGradWeight,
+    embed_id.EmbedIDFunction, lstm.LSTM, lstm.LSTMGrad,
+    batch_normalization.BatchNormalization,
+    batch_normalization.BatchNormalizationGrad,
+    batch_normalization.FixedBatchNormalization,
+    batch_normalization.FixedBatchNormalizationGrad,
+    softmax_cross_entropy.SoftmaxCrossEntropy,
+    softmax_cross_entropy._SoftmaxCrossEntropyGrad_NoDoubleBackprop,
+    accuracy.Accuracy, relu.ReLU, relu.ReLUGrad2, sigmoid.Sigmoid,
+    sigmoid.SigmoidGrad, tanh.Tanh, tanh.TanhGrad, leaky_relu.LeakyReLU,
+    softmax.Softmax, log_softmax.LogSoftmax, dropout.Dropout,
+    dropout.DropoutGrad, basic_math.Add, basic_math.AddConstant,
+    basic_math.Sub, basic_math.Mul, basic_math.MulConstant, basic_math.Div,
+    basic_math.Neg, reshape.Reshape, transpose.Transpose)}
+_KEYED_BY.update({
+    sum_module.Sum: ('axis',),
+    matmul.MatMul: ('transa', 'transb'),
+    embed_id.EmbedIDGrad: ('w_shape',),
+})

@@ -162,3 +162,69 @@ def test_every_node_of_the_example_models_is_counted(predictor, x, t):
         model(x, t).backward()
     assert [n for n, cost in hook.rows if cost is None] == []
     assert len(hook.rows) > 10
+
+
+class ReadAttributes(object):
+    """A node that keeps the names of the attributes a formula reads."""
+
+    def __init__(self, node):
+        self.__dict__['_node'] = node
+        self.__dict__['read'] = set()
+
+    def __getattr__(self, name):
+        self.read.add(name)
+        return getattr(self._node, name)
+
+
+class CheckMemo(chainer.FunctionHook):
+    """Checks that each memoized node's formula reads only its key's
+    attributes, and that the memo gives what computing gives."""
+
+    name = 'CheckMemo'
+
+    def __init__(self):
+        self.checked = set()
+
+    def forward_preprocess(self, function, in_data):
+        node = getattr(function, '_function', function)
+        cls = type(node)
+        if cls not in flops._KEYED_BY:
+            return
+        proxy = ReadAttributes(node)
+        flops._FORMULAS[cls](proxy, in_data)
+        assert proxy.read <= set(flops._KEYED_BY[cls]), cls
+        assert flops.count(function, in_data) == flops._count(
+            node, cls, in_data)
+        self.checked.add(cls.__name__)
+
+
+def linear_in(dtype):
+    with chainer.using_config('dtype', dtype):
+        return L.Linear(3, 4)
+
+
+@pytest.mark.parametrize('predictor, x, t', [
+    (CNN, numpy.zeros((2, 3, 8, 8), numpy.float32), numpy.zeros(2, 'i')),
+    (RNN, numpy.zeros(3, numpy.int32), numpy.zeros(3, 'i')),
+    (lambda: linear_in(numpy.float64), numpy.zeros((2, 3), numpy.float64),
+     numpy.zeros(2, 'i'))])
+def test_memoized_costs_depend_on_the_key_only(predictor, x, t):
+    model = L.Classifier(predictor())
+    hook = CheckMemo()
+    with hook:
+        for _ in range(2):  # the second pass reads the memo
+            model(x, t).backward()
+    assert {'LinearFunction', 'LinearGradWeight', 'Sum'} <= hook.checked
+
+
+def test_memo_tells_shapes_dtypes_and_attributes_apart():
+    hook = Counted()
+    with hook:
+        F.sum(numpy.zeros((2, 3), numpy.float32), axis=0)
+        F.sum(numpy.zeros((2, 3), numpy.float32), axis=1)
+        F.sum(numpy.zeros((2, 3), numpy.float64), axis=1)
+        F.sum(numpy.zeros((3, 2), numpy.float64), axis=1)
+    # Read 24 (48) bytes, write 3 or 2 (float32) or 2 or 3 (float64) sums.
+    assert hook.costs('Sum') == [
+        flops.Cost(6, 24 + 3 * 4), flops.Cost(6, 24 + 2 * 4),
+        flops.Cost(6, 48 + 2 * 8), flops.Cost(6, 48 + 3 * 8)]
