@@ -54,6 +54,16 @@ class SleepBackward(chainer.FunctionNode):
         return grad_outputs
 
 
+class Twice(chainer.FunctionNode):
+    """Doubles its input: a function type without a FLOP formula."""
+
+    def forward(self, inputs):
+        return inputs[0] * 2,
+
+    def backward(self, indexes, grad_outputs):
+        return Twice().apply(grad_outputs)
+
+
 def data(xp=numpy, n=2):
     """A batch ``(x, t)`` for :class:`MLP` in a classifier, on ``xp``."""
     return xp.zeros((n, 4), numpy.float32), xp.zeros(n, numpy.int32)

@@ -11,6 +11,7 @@ from chainer_hookext.costs import counter
 from chainer_hookext.timing import backward as backward_module
 from tests.conftest import Boom
 from tests.conftest import MLP
+from tests.conftest import Twice
 from tests.conftest import data
 
 
@@ -155,16 +156,6 @@ def test_embed_id_and_lstm_per_link():
     # is a variable), weight gradient and bias gradient.
     assert lstm['backward_flops'] == 14 * 3 * 5 + 2 * (2 * 3 * 20 * 6) + (
         3 * 20)
-
-
-class Twice(chainer.FunctionNode):
-    """A function without a formula."""
-
-    def forward(self, inputs):
-        return inputs[0] * 2,
-
-    def backward(self, indexes, grad_outputs):
-        return Twice().apply(grad_outputs)
 
 
 class WithUnknown(chainer.Chain):

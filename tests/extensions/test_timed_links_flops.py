@@ -12,6 +12,8 @@ from chainer_hookext.costs import peaks
 from chainer_hookext.report import keys
 from chainer_hookext.timing import records
 from tests.conftest import FakeComm
+from tests.conftest import MLP
+from tests.conftest import Twice
 
 # make_trainer's L.Classifier(MLP(4, 8, 3)) on batches of 8, per iteration
 # (tests/costs/test_counter.py derives them for a batch of 2; every term is
@@ -194,16 +196,6 @@ def test_gathered_over_workers(trainer_factory):
     assert entry['flops/main/backward/self'] == 15 * 8  # rank 0's alone
 
 
-class Twice(chainer.FunctionNode):
-    """Doubles its input: a function type without a formula."""
-
-    def forward(self, inputs):
-        return inputs[0] * 2,
-
-    def backward(self, indexes, grad_outputs):
-        return Twice().apply(grad_outputs)
-
-
 class WithUnknown(chainer.links.Classifier):
 
     def forward(self, x, t):
@@ -211,7 +203,6 @@ class WithUnknown(chainer.links.Classifier):
 
 
 def test_unknown_function_types_are_listed(trainer_factory, capsys):
-    from tests.conftest import MLP
     trainer = trainer_factory(stop=(2, 'iteration'),
                               model=WithUnknown(MLP()))
     ext = TimedLinks(flops=True, print_report=True, **HIGH)
