@@ -15,13 +15,14 @@ A backward is counted from the nodes Chainer applies in it
 ``Deconvolution2DFunction`` that computes a convolution's input
 gradient, the ``Mean``, ``Sub``, ``Mul``... that ``LayerNormalization``'s
 backward is written with), never as a factor of the forward.  A class
-without a formula gives ``None``: the caller counts it as unknown, never as
-zero.
+without a formula, or whose formula fails on a node (a warning, once per
+class), gives ``None``: the caller counts it as unknown, never as zero.
 ``docs/flops.md`` has the table.
 """
 
 import collections
 import math
+import warnings
 
 import numpy
 
@@ -96,7 +97,8 @@ def count(node, in_data):
             kept).
 
     Returns:
-        Cost: Or ``None`` when its class has no formula.
+        Cost: Or ``None`` when its class has no formula or its formula
+        failed.
     """
     # Every node of a training iteration passes here: most are looked up
     # in the memo by their inputs' shapes and dtypes (and the attributes
@@ -136,7 +138,19 @@ def _count(node, cls, in_data):
     formula = _FORMULAS.get(cls)
     if formula is None:
         return None
-    flops, outputs = formula(node, in_data)
+    try:
+        flops, outputs = formula(node, in_data)
+    except Exception as e:  # never the training's end: an unknown
+        if cls not in _failed:
+            _failed.add(cls)
+            warnings.warn(
+                'chainer_hookext: the FLOPs formula of {} failed on inputs '
+                'of shapes {} ({}: {}); its nodes are counted as unknown. '
+                'Please report it.'.format(
+                    cls.__name__,
+                    [getattr(x, 'shape', None) for x in in_data],
+                    type(e).__name__, e), RuntimeWarning, stacklevel=2)
+        return None
     read = 0
     itemsize = 0  # of the first floating input: the outputs'
     for x in in_data:
@@ -156,6 +170,7 @@ def name_of(node):
 
 _new_cost = tuple.__new__  # Cost(...) without namedtuple's Python __new__
 _memo = {}  # {(class, shape, dtype, ..., attributes): Cost}
+_failed = set()  # the classes whose formula raised: warned once
 _MEMO_SIZE = 4096
 
 

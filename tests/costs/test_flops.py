@@ -339,6 +339,24 @@ def test_a_node_without_a_formula_is_unknown():
     assert hook.rows == [('Unknown', None)]
 
 
+def test_a_formula_that_fails_counts_as_unknown_with_one_warning(
+        monkeypatch):
+    def fails(node, in_data):
+        raise IndexError('tuple index out of range')
+
+    monkeypatch.setitem(flops._FORMULAS, Unknown, fails)
+    monkeypatch.setattr(flops, '_failed', set())
+    x = numpy.zeros(3, numpy.float32)
+    hook = Counted()
+    with pytest.warns(RuntimeWarning, match=r'of Unknown failed on inputs '
+                      r'of shapes \[\(3,\)\] \(IndexError'):
+        with hook:
+            Unknown().apply((x,))
+    with hook:  # once per class
+        Unknown().apply((x,))
+    assert hook.rows == [('Unknown', None), ('Unknown', None)]
+
+
 class CNN(chainer.Chain):
 
     def __init__(self):
