@@ -7,6 +7,7 @@ that of ``Trainer.run``.
 from chainer_hookext._version import __version__  # NOQA
 from chainer_hookext.extensions.activation_statistics import ActivationStatistics  # NOQA
 from chainer_hookext.extensions.capture_outputs import CaptureOutputs  # NOQA
+from chainer_hookext.extensions.link_memory import LinkMemory  # NOQA
 from chainer_hookext.extensions.non_finite_guard import NonFiniteGuard  # NOQA
 from chainer_hookext.extensions.timed_links import TimedLinks  # NOQA
 from chainer_hookext.extensions.timed_loop import TimedLoop  # NOQA
@@ -32,6 +33,7 @@ __all__ = [
     'CaptureOutputs',
     'CaptureOutputsHook',
     'LinkHookExtension',
+    'LinkMemory',
     'NonFiniteError',
     'NonFiniteGuard',
     'NonFiniteHook',

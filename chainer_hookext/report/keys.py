@@ -86,6 +86,63 @@ FIGURES = (
 )
 _FIGURES = {figure.field: figure for figure in FIGURES}
 
+#: The family of memory figures (:class:`~chainer_hookext.LinkMemory`):
+#: their keys start with ``memory/``.
+MEMORY = 'memory'
+
+#: A reported memory figure of a link: ``field`` of
+#: :class:`~chainer_hookext.memory.figures.LinkFigures`, ``suffix`` after
+#: the link's name, ``outside`` (reported for :data:`OUTSIDE` too),
+#: ``gpu`` (measured on a GPU only), ``title`` in a table; ``backward`` is
+#: false (the collision check's).
+MemoryFigure = collections.namedtuple('MemoryFigure', (
+    'field', 'suffix', 'outside', 'gpu', 'title', 'backward'))
+
+#: The reported memory figures of a link, in table order::
+#:
+#:     memory/main/predictor/l1/activations       kept for backward, inclusive
+#:     memory/main/predictor/l1/activations/self  by its own nodes
+#:     memory/main/predictor/l1/params            parameters, inclusive
+#:     memory/main/predictor/l1/grads             their gradients
+#:     memory/main/predictor/l1/optimizer_state   the update rules' state
+#:     memory/main/predictor/l1/peak              GPU: forward transient
+#:     memory/main/predictor/l1/backward/peak     GPU: backward transient
+#:     memory/(outside)/activations               nodes made outside links
+MEMORY_FIGURES = (
+    MemoryFigure('activations', '/activations', True, False, 'Activations',
+                 False),
+    MemoryFigure('self_activations', '/activations/self', False, False,
+                 'SelfActivations', False),
+    MemoryFigure('params', '/params', False, False, 'Params', False),
+    MemoryFigure('grads', '/grads', False, False, 'Grads', False),
+    MemoryFigure('optimizer_state', '/optimizer_state', False, False,
+                 'OptimizerState', False),
+    MemoryFigure('peak', '/peak', False, True, 'Peak', False),
+    MemoryFigure('backward_peak', '/backward/peak', True, True,
+                 'BackwardPeak', False),
+)
+
+
+def memory_figures(key, gpu):
+    """Returns the :data:`MEMORY_FIGURES` reported for the row ``key``.
+
+    Args:
+        key (str): A link name, or :data:`OUTSIDE`.
+        gpu (bool): Whether the model ran on a GPU (the peaks).
+    """
+    return tuple(f for f in MEMORY_FIGURES if (gpu or not f.gpu) and (
+        f.outside or key != OUTSIDE))
+
+
+def memory_key(key, figure):
+    """Returns the reported key of a memory figure of the row ``key``.
+
+    >>> memory_key('main/predictor', MEMORY_FIGURES[1])
+    'memory/main/predictor/activations/self'
+    """
+    return MEMORY + '/' + key + figure.suffix
+
+
 #: The statistics of a figure over ChainerMN workers, each reported under
 #: ``<figure's key>/<statistic>`` (the mean under the figure's key).
 STATISTICS = ('min', 'max', 'slowest_rank')
@@ -199,7 +256,7 @@ _Owner = collections.namedtuple(
     '_Owner', ('key', 'name', 'figure', 'statistic'))
 
 
-def check_link_names(call, names, backward, spread):
+def check_link_names(call, names, backward, spread, memory=False):
     """Refuses link names that would make two reported keys one.
 
     A link named ``self`` would have the key of its parent's self time;
@@ -212,6 +269,8 @@ def check_link_names(call, names, backward, spread):
         names (iterable of str): Names of the links in scope.
         backward (bool): Backward is timed.
         spread (bool): Figures are gathered over ChainerMN workers.
+        memory (bool): Check :data:`MEMORY_FIGURES` instead (a link named
+            ``backward`` would report its parent's backward peak).
 
     Raises:
         ValueError: Naming the link, its key, and what to do.
@@ -225,8 +284,9 @@ it out with `links=`.
     """
     owners = {}  # {key: _Owner}
     for name in names:
-        for figure in link_figures(backward):
-            key = figure_key('train', name, figure.field)
+        for figure in (MEMORY_FIGURES if memory else link_figures(backward)):
+            key = (memory_key(name, figure) if memory else
+                   figure_key('train', name, figure.field))
             owned = [_Owner(key, name, figure, None)]
             if spread:
                 owned += [_Owner(spread_key(key, s), name, figure, s)

@@ -156,6 +156,28 @@ def tree_labels(rows):
     return labels
 
 
+def print_memory_table(rows, file, gpu):
+    """Prints :class:`~chainer_hookext.memory.figures.LinkFigures` rows as
+    an indented tree, bytes with binary prefixes.
+
+    Args:
+        rows (list): Parents before their children; ``(outside)`` last.
+        file: Stream to write to.
+        gpu (bool): Add the peaks' columns.
+    """
+    shown = [f for f in keys.MEMORY_FIGURES if gpu or not f.gpu]
+    table = [['LinkName'] + [f.title for f in shown] + ['ForwardTime']]
+    for label, row in zip(tree_labels(rows), rows):
+        cells = [units.nbytes(getattr(row, f.field))
+                 if getattr(row, f.field) is not None
+                 and (f.outside or row.key != keys.OUTSIDE) else ''
+                 for f in shown]
+        time = row.forward_time
+        table.append([label] + cells + [
+            '' if time is None else '%.2fms' % (time * 1e3)])
+    _write(table, '<' + '>' * (len(table[0]) - 1), file)
+
+
 def _write(rows, aligns, file):
     widths = [max(len(row[i]) for row in rows) for i in range(len(aligns))]
     template = '  '.join(

@@ -80,3 +80,18 @@ def count(value):
         if abs(value) >= factor:
             return '%.2f%s' % (value / factor, prefix)
     return '%d' % round(value)
+
+
+_BINARY = ((2 ** 30, 'GiB'), (2 ** 20, 'MiB'), (2 ** 10, 'KiB'))
+
+
+def nbytes(value):
+    """Formats a number of bytes with a binary prefix.
+
+    >>> nbytes(3 * 2 ** 20), nbytes(1536), nbytes(12)
+    ('3.00MiB', '1.50KiB', '12B')
+    """
+    for factor, prefix in _BINARY:
+        if abs(value) >= factor:
+            return '%.2f%s' % (value / factor, prefix)
+    return '%dB' % round(value)

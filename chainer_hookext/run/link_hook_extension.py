@@ -98,7 +98,7 @@ class LinkHookExtension(extension.Extension):
                     call, hook, type(hook).__name__, call))
         train, eval = _checks.check_modes(call, train, eval)
         self.hook = hook
-        self.links = _as_links(call, links)
+        self.links = as_links(call, links)
         self.train = train
         self.eval = eval
         self._entry = None  # the TrainingLoop, from initialize to the end
@@ -144,34 +144,9 @@ class LinkHookExtension(extension.Extension):
     def scope_link_names(self, trainer):
         """Returns ``{id(link): name}`` of the links this extension hooks.
 
-        Names are in the reporter's shape: ``main``, ``main/predictor``, ...
-
-        Raises:
-            ValueError: When ``links`` is ``None`` and the updater has no
-                ``main`` optimizer, or when a link in ``links`` is not part of
-                any optimizer's target.
+        See :func:`scope_link_names`.
         """
-        model = link_names.model_link_names(trainer)
-        roots = self.links
-        if roots is None:
-            optimizers = trainer.updater.get_all_optimizers()
-            if 'main' not in optimizers:
-                raise ValueError(
-                    '{}: the updater has no `main` optimizer (it has {!r}); '
-                    'name the links to hook with `links=`.'.format(
-                        type(self).__name__, sorted(optimizers)))
-            roots = (optimizers['main'].target,)
-        names = {}
-        for root in roots:
-            if id(root) not in model:
-                raise ValueError(
-                    '{}(links=...): {!r} is not part of the model; pass '
-                    'links of the optimizers\' targets ({}).'.format(
-                        type(self).__name__, root, ', '.join(sorted(
-                            trainer.updater.get_all_optimizers()))))
-            for _, link in root.namedlinks():
-                names[id(link)] = model[id(link)][0]
-        return names
+        return scope_link_names(type(self).__name__, self.links, trainer)
 
     def _holds(self, trainer):
         # Whether the hook is registered, or waiting for this trainer's run.
@@ -255,13 +230,52 @@ class LinkHookExtension(extension.Extension):
                 RuntimeWarning)
 
 
+def scope_link_names(call, links, trainer):
+    """Returns ``{id(link): name}`` of ``links`` and their descendants.
+
+    Names are in the reporter's shape: ``main``, ``main/predictor``, ...
+
+    Args:
+        call (str): The class to name in errors.
+        links (tuple of ~chainer.Link): The roots of the scope; ``None``:
+            the ``main`` optimizer's target.
+        trainer (~chainer.training.Trainer): The trainer.
+
+    Raises:
+        ValueError: When ``links`` is ``None`` and the updater has no
+            ``main`` optimizer, or when a link in ``links`` is not part of
+            any optimizer's target.
+    """
+    model = link_names.model_link_names(trainer)
+    roots = links
+    if roots is None:
+        optimizers = trainer.updater.get_all_optimizers()
+        if 'main' not in optimizers:
+            raise ValueError(
+                '{}: the updater has no `main` optimizer (it has {!r}); '
+                'name the links to hook with `links=`.'.format(
+                    call, sorted(optimizers)))
+        roots = (optimizers['main'].target,)
+    names = {}
+    for root in roots:
+        if id(root) not in model:
+            raise ValueError(
+                '{}(links=...): {!r} is not part of the model; pass '
+                'links of the optimizers\' targets ({}).'.format(
+                    call, root, ', '.join(sorted(
+                        trainer.updater.get_all_optimizers()))))
+        for _, link in root.namedlinks():
+            names[id(link)] = model[id(link)][0]
+    return names
+
+
 # Chainer's hooks that need their link in ``added(link)`` and change its
 # weights: part of the model, not hooks to own for training.
 _PER_LINK_HOOKS = (spectral_normalization.SpectralNormalization,
                    weight_standardization.WeightStandardization)
 
 
-def _as_links(call, links):
+def as_links(call, links):
     if links is None:
         return None
     if isinstance(links, chainer.Link):

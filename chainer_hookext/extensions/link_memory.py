@@ -1,0 +1,275 @@
+import math
+import sys
+import warnings
+
+import chainer
+from chainer.training import extension
+
+from chainer_hookext import _chainer
+from chainer_hookext import _checks
+from chainer_hookext import _registry
+from chainer_hookext import _state
+from chainer_hookext.extensions import timed_links
+from chainer_hookext.memory import figures
+from chainer_hookext.memory import graph
+from chainer_hookext.memory import tracer as tracer_module
+from chainer_hookext.report import gather
+from chainer_hookext.report import keys
+from chainer_hookext.report import link_names
+from chainer_hookext.report import tables
+from chainer_hookext.report import units
+from chainer_hookext.run import link_hook_extension
+from chainer_hookext.run import training_loop
+
+
+class LinkMemory(extension.Extension):
+    """Trainer extension reporting the memory each link of the model holds.
+
+    It measures one training iteration per report: the first of the run
+    (or of a resumed run), then the first after each time its trigger
+    fires.  Its hooks (a link hook, a function hook and, on a GPU, a CuPy
+    memory hook) are registered for that iteration only: the others cost
+    nothing but a flag read.  At the trigger it reports, for every link in
+    scope, named as :class:`~chainer_hookext.TimedLinks` names them:
+
+    * ``memory/<name>/activations``: bytes kept alive for backward by the
+      function nodes created in the link's forward, child links included,
+      read at the start of backward; ``memory/<name>/activations/self``:
+      by the nodes it created itself; ``memory/(outside)/activations``: by
+      nodes created outside every link in scope (a loss computed outside
+      the model).  Each buffer is counted once, for the first node that
+      keeps it (a view and the array it views, an input two nodes retain);
+      arrays made outside the forward (parameters, the batch, persistent
+      values) are not counted (``docs/memory.md``).
+    * ``memory/<name>/params``, ``.../grads`` and
+      ``.../optimizer_state`` (the update rules' state): bytes, child
+      links included, read at the end of the measured iteration.
+    * On a GPU, ``memory/<name>/peak`` and ``memory/<name>/backward/peak``:
+      the CuPy memory pool's live-bytes peak above the start of the link's
+      forward call (the largest over its calls), and above the start of a
+      backward step of its nodes, from the pool's mallocs and frees (no
+      device synchronisation).
+
+    With ``print_report=True`` it prints the tree and the links where
+    ``F.forget`` frees most bytes per millisecond of recomputation
+    (activation bytes per millisecond of forward time:
+    :class:`~chainer_hookext.TimedLinks`' averages when the trainer has
+    one, else the measured iteration's).  :attr:`last_` keeps the rows of
+    the last report and is saved in snapshots.
+
+    Args:
+        links (~chainer.Link or list of ~chainer.Link): Sub-trees to
+            measure; ``None`` (default) the ``main`` optimizer's target.
+        print_report (bool): Print the table and the ``F.forget``
+            candidates at each trigger.
+        comm (chainermn.CommunicatorBase): Under ChainerMN, rank 0 reports
+            each key's mean over workers and ``.../min``, ``.../max`` and
+            ``.../slowest_rank`` (here: the rank with the most bytes), as
+            :class:`~chainer_hookext.TimedLinks` does.
+        local_report (bool): With ``comm``, ranks other than 0 report their
+            own figures too.
+
+    Attributes:
+        last_ (list): The :class:`~chainer_hookext.memory.figures.LinkFigures`
+            of the last report, ``(outside)`` last; ``None`` before.
+
+    .. admonition:: Example
+
+        >>> from chainer_hookext import LinkMemory
+        >>> trainer.extend(LinkMemory(print_report=True),
+        ...                trigger=(1, 'epoch'))
+    """
+
+    trigger = 1, 'epoch'
+    priority = extension.PRIORITY_WRITER
+    default_name = 'LinkMemory'
+
+    def __init__(self, links=None, *, print_report=False, comm=None,
+                 local_report=False):
+        print_report, local_report = (
+            _checks.check_flag('LinkMemory', arg, value) for arg, value in (
+                ('print_report', print_report),
+                ('local_report', local_report)))
+        if comm is not None:
+            gather.check_comm('LinkMemory', comm)
+        elif local_report:
+            raise ValueError(
+                '`LinkMemory(local_report=True)` needs `comm=`: without a '
+                'communicator every report is local already.')
+        self.links = link_hook_extension.as_links('LinkMemory', links)
+        self.print_report = print_report
+        self.comm = comm
+        self.local_report = local_report
+        self.tracer = tracer_module.MemoryTracer()
+        self.last_ = None
+        self._trainer = None
+        self._loop = None  # the TrainingLoop, from initialize to the end
+        self._links = []  # [(name, link)] in scope, parents first
+        self._model = []  # every link of the optimizers' targets
+        self._armed = False  # measure the next iteration
+        self._handle = None  # the tracer's registration, while measuring
+        self._measured = None  # [LinkFigures] of the last measured iteration
+        self._warned = False
+
+    def initialize(self, trainer):
+        self.release()
+        _checks.check_one_per_trainer(
+            trainer, self, 'measure the same iterations twice', 'use one '
+            'LinkMemory, with `links=` naming every link to measure')
+        ids = link_hook_extension.scope_link_names(
+            'LinkMemory', self.links, trainer)
+        model = link_names.model_link_names(trainer)
+        link_names.warn_unhooked('LinkMemory', [model[i] for i in ids])
+        keys.check_link_names('LinkMemory', ids.values(), False,
+                              self.comm is not None, memory=True)
+        self.tracer.set_scope(ids, train=True, eval=False)
+        self._links = [model[i] for i in ids]
+        self._model = [link for _, link in model.values()]
+        self._trainer = trainer
+        self._armed = True
+        self._loop = training_loop.TrainingLoop.install(
+            trainer, self._enter, self.release, self._iteration)
+
+    def _enter(self):
+        pass  # the loop's start: the first iteration's start arms
+
+    def _iteration(self, trainer):
+        # Each training iteration's start: one flag read when not measuring.
+        if self._handle is not None:
+            self._stop()
+        if self._armed:
+            self._armed = False
+            self._start()
+
+    def _start(self):
+        tracer = self.tracer
+        tracer.reset()
+        tracer.excluded = graph.model_buffers(self._model)
+        self._handle = _registry.add(_chainer.link_hooks(), tracer)
+
+    def _stop(self, keep=True):
+        handle, self._handle = self._handle, None
+        _registry.remove(handle, self.tracer)
+        if not keep:
+            return
+        if self.tracer.activations is None:
+            if not self._warned:
+                self._warned = True
+                warnings.warn(
+                    'LinkMemory: the measured training iteration ran no '
+                    'backward of a link in scope; nothing is reported for '
+                    'it.', RuntimeWarning)
+            return
+        self._measured = figures.link_figures(self._links, self.tracer)
+
+    def __call__(self, trainer):
+        if self._handle is not None:  # the measured iteration just ended
+            self._stop()
+        rows, self._measured = self._measured, None
+        self._armed = True
+        if rows is None and self.comm is None:
+            return
+        if rows is not None:
+            self.last_ = rows
+        gpu = self.tracer.gpu
+        observation = {keys.memory_key(row.key, f): getattr(row, f.field)
+                       for row in rows or () for f in keys.memory_figures(
+                           row.key, gpu)}
+        if self.comm is not None:  # every rank gathers, measured or not
+            per_rank = self.comm.gather_obj(observation, root=0)
+            if rows is None:
+                return
+            if self.comm.rank == 0:
+                spread = {}
+                for key, value in gather.spreads(per_rank).items():
+                    spread.update(gather.spread_figures(key, value))
+                chainer.report(spread)
+                self._print(rows, trainer)
+                return
+            if not self.local_report:
+                return
+        chainer.report(observation)
+        self._print(rows, trainer)
+
+    def _print(self, rows, trainer):
+        if not self.print_report:
+            return
+        print('LinkMemory at iteration {}: bytes of one training '
+              'iteration'.format(trainer.updater.iteration), file=sys.stdout)
+        tables.print_memory_table(rows, sys.stdout, self.tracer.gpu)
+        candidates = figures.forget_candidates(rows, _timed_links_times(
+            trainer))
+        if candidates:
+            print('F.forget candidates (activation bytes per ms of forward '
+                  'time): ' + ', '.join('{} {}/ms'.format(
+                      c.key, units.nbytes(c.bytes_per_ms))
+                      for c in candidates), file=sys.stdout)
+
+    def summary(self):
+        """Returns the last report's rows as ``{key: {field: bytes}}``."""
+        return {row.key: {f: getattr(row, f) for f in figures.FIELDS
+                          if getattr(row, f) is not None}
+                for row in self.last_ or ()}
+
+    def release(self):
+        """Unregisters the hooks, forgets the loop; safe to call many times.
+        """
+        if self._handle is not None:
+            self._stop(keep=False)
+        loop, self._loop = self._loop, None
+        if loop is not None:
+            loop.discard(self._enter)
+
+    def on_error(self, trainer, exc, tb):
+        self.release()
+
+    def finalize(self):
+        self.release()
+
+    def serialize(self, serializer):
+        """Saves or restores the rows of the last report (:attr:`last_`).
+
+        A resumed run measures its first iteration, as a new run does.
+        """
+        if not _state.is_loading(serializer):
+            rows = self.last_ or []
+            _state.save_rows(
+                serializer['last'], [[r.key, r.parent] for r in rows],
+                {f: [_number(getattr(r, f)) for r in rows]
+                 for f in figures.FIELDS + ('forward_time',)})
+            return
+        try:
+            rows = _state.load_rows(
+                _state.child(serializer, 'last'),
+                figures.FIELDS + ('forward_time',))
+        except _state.MissingState as e:
+            _state.warn_missing(self.name or self.default_name, e,
+                                'Its last report is not restored.')
+            return
+        self.last_ = [figures.LinkFigures(key=key, parent=parent, **{
+            f: _value(v, f) for f, v in values.items()})
+            for (key, parent), values in rows] or None
+
+
+def _number(value):
+    return math.nan if value is None else value
+
+
+def _value(number, field):
+    if math.isnan(number):
+        return None
+    return number if field == 'forward_time' else int(number)
+
+
+def _timed_links_times(trainer):
+    # {name: forward seconds per iteration} of the trainer's TimedLinks
+    # over the run, or None without one.
+    for entry in _chainer.extension_entries(trainer).values():
+        ext = entry.extension
+        if isinstance(ext, timed_links.TimedLinks):
+            rows = ext.hook.entries('name', 'train')
+            calls = max([e.occurrence for e in rows if e.parent is None],
+                        default=0)
+            if calls:
+                return {e.key: e.elapsed_time / calls for e in rows}
+    return None

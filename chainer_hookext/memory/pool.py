@@ -1,0 +1,80 @@
+"""Live bytes of the CuPy memory pool, and their peaks over windows.
+
+:class:`LivePeaks` adds each allocation's size and subtracts each free's;
+a window (:meth:`~LivePeaks.open` ... :meth:`~LivePeaks.close`) gives the
+peak of live bytes above its start while it was open.  Windows nest (a
+link's forward inside its parent's): a closed window's peak lifts its
+parent's.  :class:`PoolHook` feeds it from CuPy's memory hook (the pool's
+``malloc`` and ``free``, in the calling thread): the device is never
+synchronised.
+"""
+
+from chainer.backends import cuda
+
+
+class LivePeaks(object):
+    """Live bytes and the peaks of nested windows over them.
+
+    >>> peaks = LivePeaks()
+    >>> peaks.open()
+    >>> peaks.allocated(100); peaks.open(); peaks.allocated(50)
+    >>> peaks.freed(50); peaks.close()  # the inner window: 50 above its start
+    50
+    >>> peaks.freed(100); peaks.close()  # the outer one: 150 above its start
+    150
+    """
+
+    def __init__(self):
+        self.live = 0
+        self._windows = []  # [start, peak] of the open windows, innermost last
+
+    def allocated(self, size):
+        self.live += size
+        if self._windows:
+            window = self._windows[-1]
+            if self.live > window[1]:
+                window[1] = self.live
+
+    def freed(self, size):
+        self.live -= size
+
+    def open(self):
+        """Opens a window at the live bytes now."""
+        self._windows.append([self.live, self.live])
+
+    def close(self):
+        """Closes the innermost window; returns its peak above its start."""
+        start, peak = self._windows.pop()
+        if self._windows and peak > self._windows[-1][1]:
+            self._windows[-1][1] = peak
+        return peak - start
+
+    def close_all(self):
+        """Closes every window (a call or a step that raised)."""
+        while self._windows:
+            self.close()
+
+    @property
+    def depth(self):
+        """The number of open windows."""
+        return len(self._windows)
+
+
+def new_pool_hook(peaks):
+    """Returns a CuPy memory hook feeding ``peaks``, or ``None`` without
+    CuPy."""
+    if not cuda.available:
+        return None
+    from cupy.cuda import memory_hook
+
+    class PoolHook(memory_hook.MemoryHook):
+        name = 'chainer_hookext.LinkMemory'
+
+        def malloc_postprocess(self, device_id, size, mem_size, mem_ptr,
+                               pmem_id):
+            peaks.allocated(mem_size)
+
+        def free_postprocess(self, device_id, mem_size, mem_ptr, pmem_id):
+            peaks.freed(mem_size)
+
+    return PoolHook()

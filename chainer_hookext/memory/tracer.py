@@ -1,0 +1,180 @@
+"""What one measured training iteration keeps alive, per link.
+
+:class:`MemoryTracer` is the link hook :class:`~chainer_hookext.LinkMemory`
+registers for the iterations it measures, and only for them.  While
+registered it keeps:
+
+* the running links in scope (a stack), their forward time, and on a GPU
+  the CuPy pool's live-bytes peak above each call's start
+  (:mod:`.pool`);
+* through its function hook (:class:`NodeRecorder`, registered and removed
+  with it), each function node created in forward, tagged with the name of
+  the innermost running link in scope (``None`` outside every one);
+* at the first backward step, the bytes the nodes still alive keep for
+  backward (:func:`.graph.kept_bytes`); then, on a GPU, each backward
+  step's peak, charged to the link that created the step's node.
+
+Nothing is kept per call but the nodes of the measured forward (weak
+references, dropped at the first backward step) and one figure per link.
+"""
+
+import time
+import weakref
+
+from chainer.backends import cuda
+
+from chainer_hookext import _tagging
+from chainer_hookext.link_hooks import scoped_link_hook
+from chainer_hookext.memory import graph
+from chainer_hookext.memory import pool
+
+
+class MemoryTracer(scoped_link_hook.ScopedLinkHook):
+    """Link hook measuring the memory of one training iteration per link.
+
+    Set its scope (:meth:`set_scope`, with names) and the buffers not to
+    count (:attr:`excluded`) before registering it; read the figures after.
+
+    Attributes:
+        excluded (set): Keys of buffers made outside the forward (the
+            model's parameters and persistent values).
+        parents (dict): ``{name: name of the innermost link in scope that
+            called it first, or None}``.
+        forward_time (dict): ``{name: seconds}`` of its forward calls,
+            inclusive.
+        forward_peak (dict): ``{name: bytes}``: on a GPU, the largest peak
+            of live bytes above a call's start.
+        activations (dict): ``{name or None: bytes}`` kept for backward by
+            the nodes each link created itself (``None``: outside every
+            link), read at the first backward step; ``None`` before.
+        backward_peak (dict): ``{name or None: bytes}``: on a GPU, the
+            largest peak above a backward step's start of the link's nodes.
+        gpu (bool): Whether the CuPy pool was watched.
+    """
+
+    name = 'LinkMemory'
+
+    def __init__(self):
+        super().__init__(train=True, eval=False)
+        self.excluded = set()
+        self._recorder = None
+        self._pool_hook = None
+        self.reset()
+
+    def reset(self):
+        """Forgets the figures, before an iteration is measured."""
+        self.parents = {}
+        self.forward_time = {}
+        self.forward_peak = {}
+        self.activations = None
+        self.backward_peak = {}
+        self.gpu = False
+        self.peaks = pool.LivePeaks()
+        self.nodes = []  # [(weakref to a node, tag)] of the forward
+        self.backward_started = False
+        self.stack = []  # [(link, name, start)] of the running links
+        self.steps = []  # [(node, tag)] of the running backward steps
+
+    # -- registration --------------------------------------------------------
+    def added(self, link):
+        self._recorder = _tagging.register(
+            self._recorder, NodeRecorder, self)
+        if cuda.available and self._pool_hook is None:
+            self._pool_hook = pool.new_pool_hook(self.peaks)
+            self._pool_hook.__enter__()
+            self.gpu = True
+
+    def deleted(self, link):
+        self._recorder = _tagging.unregister(self._recorder)
+        hook, self._pool_hook = self._pool_hook, None
+        if hook is not None:
+            hook.__exit__(None, None, None)
+        self.nodes = []
+        self.stack = []
+        self.steps = []
+
+    # -- forward -------------------------------------------------------------
+    @property
+    def top(self):
+        """The name of the innermost running link in scope, or ``None``."""
+        return self.stack[-1][1] if self.stack else None
+
+    def forward_preprocess(self, args):
+        link = args.link
+        if self.backward_started or not self.in_scope(link):
+            return
+        name = self.link_names[id(link)]
+        self.parents.setdefault(name, self.top)
+        self.peaks.open()
+        self.stack.append((link, name, time.perf_counter()))
+
+    def forward_postprocess(self, args):
+        link = args.link
+        stack = self.stack
+        if not any(entry[0] is link for entry in stack):
+            return
+        end = time.perf_counter()
+        while True:  # calls left open by an exception end here too
+            entry_link, name, start = stack.pop()
+            peak = self.peaks.close()
+            self.forward_time[name] = self.forward_time.get(name, 0.0) + (
+                end - start)
+            if peak > self.forward_peak.get(name, -1):
+                self.forward_peak[name] = peak
+            if entry_link is link:
+                return
+
+    # -- the function hook's -------------------------------------------------
+    def node_created(self, node):
+        """Returns the tag of a node created in forward, and keeps it."""
+        tag = self.top
+        self.nodes.append((weakref.ref(node), tag))
+        return tag
+
+    def backward_step_started(self, node, tag):
+        if not self.backward_started:
+            self.backward_started = True
+            self.peaks.close_all()  # forward calls left open
+            self.stack = []
+            alive = [(n(), tag) for n, tag in self.nodes]
+            self.nodes = []
+            self.activations = graph.kept_bytes(
+                [(n, tag) for n, tag in alive if n is not None],
+                self.excluded)
+        self.steps.append((node, tag))
+        self.peaks.open()
+
+    def backward_step_ended(self, node, tag):
+        steps = self.steps
+        if not any(step is node for step, _ in steps):
+            return
+        while True:  # steps that raised end here too
+            step, _ = steps.pop()
+            peak = self.peaks.close()
+            if step is node:
+                break
+        if peak > self.backward_peak.get(tag, -1):
+            self.backward_peak[tag] = peak
+
+
+class NodeRecorder(_tagging.NodeTagger):
+    """Function hook of a :class:`MemoryTracer`: tags and keeps the nodes
+    of the measured forward, and sees the backward steps."""
+
+    def __init__(self, tracer):
+        super().__init__(tracer.name + '_nodes')
+        self.tracer = tracer
+
+    def forward_preprocess(self, function, in_data):
+        tracer = self.tracer
+        if tracer.backward_started:  # F.forget's forward, repeated in a step
+            steps = tracer.steps
+            function._chainer_hookext_tag = steps[-1][1] if steps else None
+            return
+        function._chainer_hookext_tag = tracer.node_created(function)
+
+    def backward_preprocess(self, function, in_data, out_grad):
+        self.tracer.backward_step_started(function, self.tag_of(function))
+
+    def backward_postprocess(self, function, in_data, out_grad):
+        self.tracer.backward_step_ended(function, self.tag_of(function))
