@@ -33,6 +33,7 @@ from chainer.backends import cuda
 #: ``nbytes`` its size.
 Buffer = collections.namedtuple('Buffer', ('key', 'nbytes'))
 
+
 def buffer_of(array):
     """Returns the :class:`Buffer` behind ``array``, or ``None``.
 
