@@ -31,6 +31,7 @@ EXTENSIONS = {
     'ActivationStatistics': lambda: chainer_hookext.ActivationStatistics(),
     'CaptureOutputs': lambda: chainer_hookext.CaptureOutputs(),
     'UnchainVariables': lambda: chainer_hookext.UnchainVariables(),
+    'LinkMemory': lambda: chainer_hookext.LinkMemory(),
 }
 
 
