@@ -3,6 +3,7 @@ import sys
 import warnings
 
 import chainer
+from chainer.backends import cuda
 from chainer.training import extension
 
 from chainer_hookext import _chainer
@@ -145,6 +146,10 @@ class LinkMemory(extension.Extension):
         tracer = self.tracer
         tracer.reset()
         tracer.excluded = graph.model_buffers(self._model)
+        tracer.watch_pool = any(
+            isinstance(param.array, cuda.ndarray) for link in self._model
+            for param in link.params(include_uninit=False)) if (
+                cuda.available) else False
         self._handle = _registry.add(_chainer.link_hooks(), tracer)
 
     def _stop(self, keep=True):

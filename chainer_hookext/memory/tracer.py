@@ -21,8 +21,6 @@ references, dropped at the first backward step) and one figure per link.
 import time
 import weakref
 
-from chainer.backends import cuda
-
 from chainer_hookext import _tagging
 from chainer_hookext.link_hooks import scoped_link_hook
 from chainer_hookext.memory import graph
@@ -49,7 +47,9 @@ class MemoryTracer(scoped_link_hook.ScopedLinkHook):
             link), read at the first backward step; ``None`` before.
         backward_peak (dict): ``{name or None: bytes}``: on a GPU, the
             largest peak above a backward step's start of the link's nodes.
-        gpu (bool): Whether the CuPy pool was watched.
+        watch_pool (bool): Watch the CuPy pool (set it for a model on a
+            GPU before registering the hook).
+        gpu (bool): Whether the CuPy pool is watched.
     """
 
     name = 'LinkMemory'
@@ -57,6 +57,8 @@ class MemoryTracer(scoped_link_hook.ScopedLinkHook):
     def __init__(self):
         super().__init__(train=True, eval=False)
         self.excluded = set()
+        self.watch_pool = False
+        self.gpu = False
         self._recorder = None
         self._pool_hook = None
         self.reset()
@@ -68,7 +70,6 @@ class MemoryTracer(scoped_link_hook.ScopedLinkHook):
         self.forward_peak = {}
         self.activations = None
         self.backward_peak = {}
-        self.gpu = False
         self.peaks = pool.LivePeaks()
         self.nodes = []  # [(weakref to a node, tag)] of the forward
         self.backward_started = False
@@ -79,10 +80,10 @@ class MemoryTracer(scoped_link_hook.ScopedLinkHook):
     def added(self, link):
         self._recorder = _tagging.register(
             self._recorder, NodeRecorder, self)
-        if cuda.available and self._pool_hook is None:
+        if self.watch_pool and self._pool_hook is None:
             self._pool_hook = pool.new_pool_hook(self.peaks)
             self._pool_hook.__enter__()
-            self.gpu = True
+        self.gpu = self._pool_hook is not None
 
     def deleted(self, link):
         self._recorder = _tagging.unregister(self._recorder)
