@@ -18,13 +18,13 @@ Nothing is kept per call but the nodes of the measured forward (weak
 references, dropped at the first backward step) and one figure per link.
 """
 
-import time
 import weakref
 
 from chainer_hookext import _tagging
 from chainer_hookext.link_hooks import scoped_link_hook
 from chainer_hookext.memory import graph
 from chainer_hookext.memory import pool
+from chainer_hookext.timing import clock
 
 
 class MemoryTracer(scoped_link_hook.ScopedLinkHook):
@@ -107,14 +107,14 @@ class MemoryTracer(scoped_link_hook.ScopedLinkHook):
         name = self.link_names[id(link)]
         self.parents.setdefault(name, self.top)
         self.peaks.open()
-        self.stack.append((link, name, time.perf_counter()))
+        self.stack.append((link, name, clock.now()))
 
     def forward_postprocess(self, args):
         link = args.link
         stack = self.stack
         if not any(entry[0] is link for entry in stack):
             return
-        end = time.perf_counter()
+        end = clock.now()
         while True:  # calls left open by an exception end here too
             entry_link, name, start = stack.pop()
             peak = self.peaks.close()
