@@ -42,6 +42,9 @@ class LinkMemory(extension.Extension):
       keeps it (a view and the array it views, an input two nodes retain);
       arrays made outside the forward (parameters, the batch, persistent
       values) are not counted (``docs/memory.md``).
+    * ``memory/<name>/forgettable``: the bytes ``F.forget`` around the
+      link's calls would free: those kept by its nodes only (child links'
+      included), less its inputs, which the ``Forget`` node keeps.
     * ``memory/<name>/params``, ``.../grads`` and
       ``.../optimizer_state`` (the update rules' state): bytes, child
       links included, read at the end of the measured iteration.
@@ -53,7 +56,7 @@ class LinkMemory(extension.Extension):
 
     With ``print_report=True`` it prints the tree and the links where
     ``F.forget`` frees most bytes per millisecond of recomputation
-    (activation bytes per millisecond of forward time:
+    (``forgettable`` bytes per millisecond of forward time:
     :class:`~chainer_hookext.TimedLinks`' averages when the trainer has
     one, else the measured iteration's).  :attr:`last_` keeps the rows of
     the last report and is saved in snapshots.
@@ -205,7 +208,7 @@ class LinkMemory(extension.Extension):
         candidates = figures.forget_candidates(rows, _timed_links_times(
             trainer))
         if candidates:
-            print('F.forget candidates (activation bytes per ms of forward '
+            print('F.forget candidates (bytes it frees per ms of forward '
                   'time): ' + ', '.join('{} {}/ms'.format(
                       c.key, units.nbytes(c.bytes_per_ms))
                       for c in candidates), file=sys.stdout)

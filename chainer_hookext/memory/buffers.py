@@ -87,8 +87,8 @@ def _add_attribute_arrays(obj, arrays):
     # it does not have).
     for value in _attribute_values(obj):
         if isinstance(value, (tuple, list)):
-            arrays.extend(v for v in value if _is_array(v))
-        elif _is_array(value):
+            arrays.extend(v for v in value if is_array(v))
+        elif is_array(value):
             arrays.append(value)
 
 
@@ -105,7 +105,8 @@ def _attribute_values(obj):
     return values
 
 
-def _is_array(value):
+def is_array(value):
+    """Whether ``value`` is an array of a backend Chainer uses."""
     return isinstance(value, chainer.get_array_types())
 
 

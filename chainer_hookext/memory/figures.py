@@ -10,12 +10,15 @@ link, inclusive of child links where a figure adds up, plus the
 import collections
 
 from chainer_hookext.memory import buffers
+from chainer_hookext.memory import graph
 from chainer_hookext.report import keys
 
 
 #: One link's memory, in bytes.  ``activations``: kept for backward by the
 #: nodes its forward created, child links included; ``self_activations``:
-#: by the nodes it created itself; ``params``, ``grads``,
+#: by the nodes it created itself; ``forgettable``: what ``F.forget``
+#: around its calls would free (kept by its nodes only, less its inputs);
+#: ``params``, ``grads``,
 #: ``optimizer_state``: of its parameters, child links' included;
 #: ``peak`` and ``backward_peak``: on a GPU, the pool's live-bytes peak
 #: above the start of its forward (the largest over its calls) and of a
@@ -23,11 +26,13 @@ from chainer_hookext.report import keys
 #: ``forward_time``: seconds of its forward in the measured iteration
 #: (``None`` when not measured).
 LinkFigures = collections.namedtuple('LinkFigures', (
-    'key', 'parent', 'activations', 'self_activations', 'params', 'grads',
+    'key', 'parent', 'activations', 'self_activations', 'forgettable',
+    'params', 'grads',
     'optimizer_state', 'peak', 'backward_peak', 'forward_time'))
 
 #: The byte figures of a :class:`LinkFigures`, in table and report order.
-FIELDS = ('activations', 'self_activations', 'params', 'grads',
+FIELDS = ('activations', 'self_activations', 'forgettable', 'params',
+          'grads',
           'optimizer_state', 'peak', 'backward_peak')
 #: Those measured on a GPU only.
 GPU_FIELDS = ('peak', 'backward_peak')
@@ -68,7 +73,7 @@ def link_figures(links, tracer):
     inclusive = collections.defaultdict(int)
     backward_peak = {}
     for name, _ in links:  # each link's self figures up its callers
-        for ancestor in _chain(name, parents):
+        for ancestor in graph.callers(name, parents):
             inclusive[ancestor] += own.get(name, 0)
             peak = tracer.backward_peak.get(name)
             if peak is not None and peak > backward_peak.get(ancestor, -1):
@@ -78,7 +83,9 @@ def link_figures(links, tracer):
         params, grads, state = model_bytes(link)
         out.append(LinkFigures(
             key=name, parent=parents.get(name), activations=inclusive[name],
-            self_activations=own.get(name, 0), params=params, grads=grads,
+            self_activations=own.get(name, 0),
+            forgettable=tracer.forgettable.get(name, 0), params=params,
+            grads=grads,
             optimizer_state=state,
             peak=tracer.forward_peak.get(name, 0) if tracer.gpu else None,
             backward_peak=backward_peak.get(name, 0) if tracer.gpu else None,
@@ -86,29 +93,23 @@ def link_figures(links, tracer):
     outside = own.get(None, 0)
     out.append(LinkFigures(
         key=keys.OUTSIDE, parent=None, activations=outside,
-        self_activations=outside, params=0, grads=0, optimizer_state=0,
+        self_activations=outside, forgettable=None, params=0, grads=0,
+        optimizer_state=0,
         peak=None, backward_peak=tracer.backward_peak.get(None, 0)
         if tracer.gpu else None, forward_time=None))
     return out
 
 
-def _chain(name, parents):
-    # ``name`` and its callers, each once (a link calling itself).
-    seen = []
-    while name is not None and name not in seen:
-        seen.append(name)
-        name = parents.get(name)
-    return seen
-
-
-#: A link worth wrapping in ``F.forget``: the bytes its nodes keep for
-#: backward per millisecond of its forward, which recomputing costs.
+#: A link worth wrapping in ``F.forget``: the bytes that would free
+#: (``forgettable``) per millisecond of its forward, which recomputing
+#: costs.
 Candidate = collections.namedtuple(
-    'Candidate', ('key', 'activations', 'forward_time', 'bytes_per_ms'))
+    'Candidate', ('key', 'forgettable', 'forward_time', 'bytes_per_ms'))
 
 
 def forget_candidates(rows, times=None, top=3):
-    """Ranks links by activation bytes per millisecond of forward time.
+    """Ranks links by the bytes ``F.forget`` would free per millisecond of
+    forward time.
 
     Args:
         rows (list of LinkFigures): A measured iteration's rows.
@@ -120,16 +121,16 @@ def forget_candidates(rows, times=None, top=3):
     Returns:
         list of Candidate: Best first.  The outermost links (what would
         ``F.forget`` save there?) and ``(outside)`` are left out, and so
-        are links keeping nothing or not timed.
+        are links freeing nothing or not timed.
     """
     found = []
     for row in rows:
         if row.key == keys.OUTSIDE or row.parent is None:
             continue
         seconds = row.forward_time if times is None else times.get(row.key)
-        if not row.activations or not seconds:
+        if not row.forgettable or not seconds:
             continue
-        found.append(Candidate(row.key, row.activations, seconds,
-                               row.activations / (seconds * 1e3)))
+        found.append(Candidate(row.key, row.forgettable, seconds,
+                               row.forgettable / (seconds * 1e3)))
     found.sort(key=lambda c: -c.bytes_per_ms)
     return found[:top]

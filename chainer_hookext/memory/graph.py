@@ -1,13 +1,18 @@
 """Bytes kept alive for backward, per link: one walk over the graph.
 
 At the start of backward, the function nodes created in the measured
-forward (those still alive) are walked in creation order.  Each buffer
-(:mod:`.buffers`) is counted once, for the first node that keeps it: the
-ReLU that retained its output, not the next ``Linear`` that retained the
-same array as its input.  Buffers made outside the graph are not counted:
-the leaf inputs (parameters, the batch, a link's state, constants) and the
-buffers given as ``excluded`` (the model's parameters and persistent
-values, even where a node keeps one as an attribute).
+forward (those still alive) are walked in creation order
+(:func:`kept_buffers`).  Each buffer (:mod:`.buffers`) is counted once, for
+the first node that keeps it (:func:`bytes_per_tag`): the ReLU that
+retained its output, not the next ``Linear`` that retained the same array
+as its input.  Buffers made outside the graph are not counted: the leaf
+inputs (parameters, the batch, a link's state, constants) and the buffers
+given as ``excluded`` (the model's parameters and persistent values, even
+where a node keeps one as an attribute).
+
+What ``F.forget`` around a link would free (:func:`forgettable_bytes`) is
+smaller: the buffers kept by its nodes only, less its inputs, which the
+``Forget`` node keeps in their place.
 """
 
 import collections
@@ -15,8 +20,13 @@ import collections
 from chainer_hookext.memory import buffers
 
 
-def kept_bytes(nodes, excluded=()):
-    """Returns the bytes each tag's nodes keep for backward.
+#: A buffer kept for backward: ``nbytes``, and the ``tags`` of the nodes
+#: keeping it, each once, the first keeper's first.
+KeptBuffer = collections.namedtuple('KeptBuffer', ('nbytes', 'tags'))
+
+
+def kept_buffers(nodes, excluded=()):
+    """Returns the buffers ``nodes`` keep for backward.
 
     Args:
         nodes (list): ``(node, tag)`` pairs in creation order; ``tag``
@@ -25,8 +35,8 @@ def kept_bytes(nodes, excluded=()):
             count.
 
     Returns:
-        collections.OrderedDict: ``{tag: bytes}``, tags in first-seen order
-        (a tag whose nodes keep nothing new has 0).
+        collections.OrderedDict: ``{buffer key: KeptBuffer}``, in the order
+        the buffers were first kept.
     """
     seen = set(excluded)
     for node, _ in nodes:
@@ -34,16 +44,71 @@ def kept_bytes(nodes, excluded=()):
             buffer = buffers.buffer_of(array)
             if buffer is not None:
                 seen.add(buffer.key)
-    out = collections.OrderedDict()
+    kept = collections.OrderedDict()
     for node, tag in nodes:
-        total = out.get(tag, 0)
         for array in buffers.kept_arrays(node):
             buffer = buffers.buffer_of(array)
-            if buffer is not None and buffer.key not in seen:
-                seen.add(buffer.key)
-                total += buffer.nbytes
-        out[tag] = total
+            if buffer is None or buffer.key in seen:
+                continue
+            entry = kept.get(buffer.key)
+            if entry is None:
+                kept[buffer.key] = KeptBuffer(buffer.nbytes, [tag])
+            elif tag not in entry.tags:
+                entry.tags.append(tag)
+    return kept
+
+
+def bytes_per_tag(kept):
+    """Returns ``{tag: bytes}``: each buffer of ``kept``
+    (:func:`kept_buffers`) charged to its first keeper's tag."""
+    out = collections.OrderedDict()
+    for buffer in kept.values():
+        tag = buffer.tags[0]
+        out[tag] = out.get(tag, 0) + buffer.nbytes
     return out
+
+
+def forgettable_bytes(kept, parents, inputs):
+    """Returns the bytes ``F.forget`` around each link's calls would free.
+
+    Those of the buffers kept only by nodes of the link or of links it
+    calls, less the link's inputs (the ``Forget`` node keeps them).
+
+    Args:
+        kept (dict): :func:`kept_buffers`' result.
+        parents (dict): ``{name: name of its caller, or None}``.
+        inputs (dict): ``{name: set of the buffer keys of its calls'
+            inputs}``.
+
+    Returns:
+        dict: ``{name: bytes}`` of the links freeing something.
+    """
+    out = {}
+    for key, buffer in kept.items():
+        for name in common_callers(buffer.tags, parents):
+            if key not in inputs.get(name, ()):
+                out[name] = out.get(name, 0) + buffer.nbytes
+    return out
+
+
+def callers(name, parents):
+    """Returns ``name`` and the links calling it, innermost first, each once
+    (a link calling itself); ``[]`` for ``None`` (outside every link)."""
+    chain = []
+    while name is not None and name not in chain:
+        chain.append(name)
+        name = parents.get(name)
+    return chain
+
+
+def common_callers(tags, parents):
+    """Returns the links inside which every one of ``tags`` ran, innermost
+    first."""
+    chain = callers(tags[0], parents)
+    for tag in tags[1:]:
+        others = callers(tag, parents)
+        chain = [name for name in chain if name in others]
+    return chain
 
 
 def model_buffers(links):

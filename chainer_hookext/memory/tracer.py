@@ -11,17 +11,23 @@ registered it keeps:
   with it), each function node created in forward, tagged with the name of
   the innermost running link in scope (``None`` outside every one);
 * at the first backward step, the bytes the nodes still alive keep for
-  backward (:func:`.graph.kept_bytes`); then, on a GPU, each backward
-  step's peak, charged to the link that created the step's node.
+  backward (:func:`.graph.kept_buffers`), per link, and what ``F.forget``
+  around each link would free; then, on a GPU, each backward step's peak,
+  charged to the link that created the step's node.
 
-Nothing is kept per call but the nodes of the measured forward (weak
-references, dropped at the first backward step) and one figure per link.
+Nothing is kept per call but the nodes and the links' input arrays of the
+measured forward (weak references, dropped at the first backward step) and
+a few figures per link.
 """
 
+import itertools
 import weakref
+
+import chainer
 
 from chainer_hookext import _tagging
 from chainer_hookext.link_hooks import scoped_link_hook
+from chainer_hookext.memory import buffers
 from chainer_hookext.memory import graph
 from chainer_hookext.memory import pool
 from chainer_hookext.timing import clock
@@ -45,6 +51,8 @@ class MemoryTracer(scoped_link_hook.ScopedLinkHook):
         activations (dict): ``{name or None: bytes}`` kept for backward by
             the nodes each link created itself (``None``: outside every
             link), read at the first backward step; ``None`` before.
+        forgettable (dict): ``{name: bytes}`` ``F.forget`` around the
+            link's calls would free (:func:`.graph.forgettable_bytes`).
         backward_peak (dict): ``{name or None: bytes}``: on a GPU, the
             largest peak above a backward step's start of the link's nodes.
         watch_pool (bool): Watch the CuPy pool (set it for a model on a
@@ -69,9 +77,11 @@ class MemoryTracer(scoped_link_hook.ScopedLinkHook):
         self.forward_time = {}
         self.forward_peak = {}
         self.activations = None
+        self.forgettable = {}
         self.backward_peak = {}
         self.peaks = pool.LivePeaks()
         self.nodes = []  # [(weakref to a node, tag)] of the forward
+        self.inputs = {}  # {name: [weakref to an input array of a call]}
         self.backward_started = False
         self.stack = []  # [(link, name, start)] of the running links
         self.steps = []  # [(node, tag)] of the running backward steps
@@ -91,6 +101,7 @@ class MemoryTracer(scoped_link_hook.ScopedLinkHook):
         if hook is not None:
             hook.__exit__(None, None, None)
         self.nodes = []
+        self.inputs = {}
         self.stack = []
         self.steps = []
 
@@ -106,6 +117,12 @@ class MemoryTracer(scoped_link_hook.ScopedLinkHook):
             return
         name = self.link_names[id(link)]
         self.parents.setdefault(name, self.top)
+        inputs = self.inputs.setdefault(name, [])
+        for arg in itertools.chain(args.args, args.kwargs.values()):
+            if isinstance(arg, chainer.Variable):
+                arg = arg.raw_array
+            if buffers.is_array(arg):
+                inputs.append(weakref.ref(arg))
         self.peaks.open()
         self.stack.append((link, name, clock.now()))
 
@@ -138,12 +155,27 @@ class MemoryTracer(scoped_link_hook.ScopedLinkHook):
             self.peaks.close_all()  # forward calls left open
             self.stack = []
             alive = [(n(), tag) for n, tag in self.nodes]
-            self.nodes = []
-            self.activations = graph.kept_bytes(
+            kept = graph.kept_buffers(
                 [(n, tag) for n, tag in alive if n is not None],
                 self.excluded)
+            self.activations = graph.bytes_per_tag(kept)
+            self.forgettable = graph.forgettable_bytes(
+                kept, self.parents, self._input_buffers())
+            self.nodes = []
+            self.inputs = {}
         self.steps.append((node, tag))
         self.peaks.open()
+
+    def _input_buffers(self):
+        # {name: keys of the buffers of its calls' inputs still alive}
+        out = {}
+        for name, refs in self.inputs.items():
+            out[name] = keys = set()
+            for ref in refs:
+                buffer = buffers.buffer_of(ref())
+                if buffer is not None:
+                    keys.add(buffer.key)
+        return out
 
     def backward_step_ended(self, node, tag):
         steps = self.steps

@@ -102,6 +102,7 @@ MemoryFigure = collections.namedtuple('MemoryFigure', (
 #:
 #:     memory/main/predictor/l1/activations       kept for backward, inclusive
 #:     memory/main/predictor/l1/activations/self  by its own nodes
+#:     memory/main/predictor/l1/forgettable       what F.forget would free
 #:     memory/main/predictor/l1/params            parameters, inclusive
 #:     memory/main/predictor/l1/grads             their gradients
 #:     memory/main/predictor/l1/optimizer_state   the update rules' state
@@ -113,6 +114,8 @@ MEMORY_FIGURES = (
                  False),
     MemoryFigure('self_activations', '/activations/self', False, False,
                  'SelfActivations', False),
+    MemoryFigure('forgettable', '/forgettable', False, False, 'Forgettable',
+                 False),
     MemoryFigure('params', '/params', False, False, 'Params', False),
     MemoryFigure('grads', '/grads', False, False, 'Grads', False),
     MemoryFigure('optimizer_state', '/optimizer_state', False, False,

@@ -4,8 +4,8 @@ import pytest
 
 
 LINKS = ['main', 'main/predictor', 'main/predictor/l1', 'main/predictor/l2']
-FIGURES = ['/activations', '/activations/self', '/params', '/grads',
-           '/optimizer_state']
+FIGURES = ['/activations', '/activations/self', '/forgettable', '/params',
+           '/grads', '/optimizer_state']
 SPREAD = ['', '/max', '/min', '/slowest_rank']
 
 
