@@ -12,7 +12,6 @@ from chainer_hookext import _registry
 from chainer_hookext import _state
 from chainer_hookext.extensions import timed_links
 from chainer_hookext.memory import figures
-from chainer_hookext.memory import graph
 from chainer_hookext.memory import tracer as tracer_module
 from chainer_hookext.report import gather
 from chainer_hookext.report import keys
@@ -130,6 +129,8 @@ class LinkMemory(extension.Extension):
         self._links = [model[i] for i in ids]
         self._model = [link for _, link in model.values()]
         self._trainer = trainer
+        self._measured = None
+        self._warned = False
         self._armed = True
         self._loop = training_loop.TrainingLoop.install(
             trainer, self._enter, self.release, self._iteration)
@@ -148,7 +149,7 @@ class LinkMemory(extension.Extension):
     def _start(self):
         tracer = self.tracer
         tracer.reset()
-        tracer.excluded = graph.model_buffers(self._model)
+        tracer.model = self._model
         tracer.watch_pool = any(
             isinstance(param.array, cuda.ndarray) for link in self._model
             for param in link.params(include_uninit=False)) if (
@@ -160,15 +161,20 @@ class LinkMemory(extension.Extension):
         _registry.remove(handle, self.tracer)
         if not keep:
             return
+        if not self.tracer.parents:
+            self._warn('called no link in scope (check `links=`)')
+            return
         if self.tracer.activations is None:
-            if not self._warned:
-                self._warned = True
-                warnings.warn(
-                    'LinkMemory: the measured training iteration ran no '
-                    'backward of a link in scope; nothing is reported for '
-                    'it.', RuntimeWarning)
+            self._warn('ran no backward')
             return
         self._measured = figures.link_figures(self._links, self.tracer)
+
+    def _warn(self, what):
+        if not self._warned:
+            self._warned = True
+            warnings.warn(
+                'LinkMemory: the measured training iteration {}; nothing is '
+                'reported for it.'.format(what), RuntimeWarning)
 
     def __call__(self, trainer):
         if self._handle is not None:  # the measured iteration just ended

@@ -8,8 +8,9 @@ pool allocates it).
 
 A function node keeps for backward (Chainer 7, ``FunctionNode.apply``):
 
-* the inputs it retained (``retain_inputs``): the input variable nodes'
-  ``data``;
+* the inputs it retained (``retain_inputs``; an old-style ``Function``
+  all of them unless it says otherwise): those input variable nodes'
+  ``data`` (another node's retaining an input sets it too);
 * the outputs it retained (``retain_outputs``): ``_retained_output_data``;
 * the arrays its ``forward`` stored as attributes (a dropout mask, batch
   normalization's mean and inverse deviation, max pooling's indices ...),
@@ -66,7 +67,9 @@ def kept_arrays(node):
     Returns:
         list: The arrays, repeats included, retained inputs first.
     """
-    arrays = [x.data for x in node.inputs if x.data is not None]
+    inputs = node.inputs
+    arrays = [inputs[i].data for i in node._input_indexes_to_retain or ()
+              if inputs[i].data is not None]
     retained = node._retained_output_data
     if retained is not None:
         arrays.extend(retained)
@@ -110,16 +113,25 @@ def is_array(value):
     return isinstance(value, chainer.get_array_types())
 
 
-def leaf_arrays(node):
+def leaf_arrays(node, in_data=()):
     """Returns the arrays of ``node``'s inputs made outside the graph.
 
     A leaf input (no creator: a parameter, the batch, a link's state, a
     constant) is not the forward's memory, even when a node keeps it.
+
+    Args:
+        node (~chainer.FunctionNode): A node after its forward.
+        in_data (sequence): The arrays its forward was given, if known
+            (``None`` for one no longer known): a leaf input's array is
+            found there when neither its variable node nor its variable
+            holds it.
     """
     arrays = []
-    for x in node.inputs:
+    for i, x in enumerate(node.inputs):
         if x.creator_node is not None:
             continue
+        if i < len(in_data) and in_data[i] is not None:
+            arrays.append(in_data[i])
         if x.data is not None:
             arrays.append(x.data)
         variable = x.get_variable_or_none()

@@ -8,7 +8,9 @@ retained its output, not the next ``Linear`` that retained the same array
 as its input.  Buffers made outside the graph are not counted: the leaf
 inputs (parameters, the batch, a link's state, constants) and the buffers
 given as ``excluded`` (the model's parameters and persistent values, even
-where a node keeps one as an attribute).
+where a node keeps one as an attribute).  A leaf input is known by its
+variable node, or by the array the node was given in forward: a view of
+the batch that a later node retains is the batch's buffer.
 
 What ``F.forget`` around a link would free (:func:`forgettable_bytes`) is
 smaller: the buffers kept by its nodes only, less its inputs, which the
@@ -25,7 +27,7 @@ from chainer_hookext.memory import buffers
 KeptBuffer = collections.namedtuple('KeptBuffer', ('nbytes', 'tags'))
 
 
-def kept_buffers(nodes, excluded=()):
+def kept_buffers(nodes, excluded=(), in_data=None):
     """Returns the buffers ``nodes`` keep for backward.
 
     Args:
@@ -33,14 +35,19 @@ def kept_buffers(nodes, excluded=()):
             names who created the node (a link's name, or ``None``).
         excluded (iterable): Keys of :class:`~.buffers.Buffer` s not to
             count.
+        in_data (list): For each node, the arrays its forward was given
+            (``None`` for one freed since): they find a leaf input no
+            variable holds any more (the batch behind a view).
 
     Returns:
         collections.OrderedDict: ``{buffer key: KeptBuffer}``, in the order
         the buffers were first kept.
     """
     seen = set(excluded)
-    for node, _ in nodes:
-        for array in buffers.leaf_arrays(node):
+    if in_data is None:
+        in_data = [()] * len(nodes)
+    for (node, _), arrays in zip(nodes, in_data):
+        for array in buffers.leaf_arrays(node, arrays):
             buffer = buffers.buffer_of(array)
             if buffer is not None:
                 seen.add(buffer.key)

@@ -36,12 +36,14 @@ from chainer_hookext.timing import clock
 class MemoryTracer(scoped_link_hook.ScopedLinkHook):
     """Link hook measuring the memory of one training iteration per link.
 
-    Set its scope (:meth:`set_scope`, with names) and the buffers not to
-    count (:attr:`excluded`) before registering it; read the figures after.
+    Set its scope (:meth:`set_scope`, with names) and the links whose
+    arrays are not to be counted (:attr:`model`) before registering it;
+    read the figures after.
 
     Attributes:
-        excluded (set): Keys of buffers made outside the forward (the
-            model's parameters and persistent values).
+        model (list): Links whose parameters, gradients and persistent
+            values are made outside the forward: read at the first backward
+            step, they are not counted.
         parents (dict): ``{name: name of the innermost link in scope that
             called it first, or None}``.
         forward_time (dict): ``{name: seconds}`` of its forward calls,
@@ -64,7 +66,7 @@ class MemoryTracer(scoped_link_hook.ScopedLinkHook):
 
     def __init__(self):
         super().__init__(train=True, eval=False)
-        self.excluded = set()
+        self.model = []
         self.watch_pool = False
         self.gpu = False
         self._recorder = None
@@ -80,7 +82,8 @@ class MemoryTracer(scoped_link_hook.ScopedLinkHook):
         self.forgettable = {}
         self.backward_peak = {}
         self.peaks = pool.LivePeaks()
-        self.nodes = []  # [(weakref to a node, tag)] of the forward
+        # [(weakref to a node, tag, [weakref to an input array or None])]
+        self.nodes = []
         self.inputs = {}  # {name: [weakref to an input array of a call]}
         self.backward_started = False
         self.stack = []  # [(link, name, start)] of the running links
@@ -143,10 +146,14 @@ class MemoryTracer(scoped_link_hook.ScopedLinkHook):
                 return
 
     # -- the function hook's -------------------------------------------------
-    def node_created(self, node):
-        """Returns the tag of a node created in forward, and keeps it."""
+    def node_created(self, node, in_data):
+        """Returns the tag of a node created in forward, and keeps it and
+        its input arrays (weakly: a leaf input's array is found through
+        them when no variable holds it any more)."""
         tag = self.top
-        self.nodes.append((weakref.ref(node), tag))
+        self.nodes.append((weakref.ref(node), tag, [
+            weakref.ref(x) if buffers.is_array(x) else None
+            for x in in_data]))
         return tag
 
     def backward_step_started(self, node, tag):
@@ -154,10 +161,15 @@ class MemoryTracer(scoped_link_hook.ScopedLinkHook):
             self.backward_started = True
             self.peaks.close_all()  # forward calls left open
             self.stack = []
-            alive = [(n(), tag) for n, tag in self.nodes]
+            nodes, in_data = [], []
+            for node, tag, inputs in self.nodes:
+                node = node()
+                if node is not None:
+                    nodes.append((node, tag))
+                    in_data.append([None if x is None else x()
+                                    for x in inputs])
             kept = graph.kept_buffers(
-                [(n, tag) for n, tag in alive if n is not None],
-                self.excluded)
+                nodes, graph.model_buffers(self.model), in_data)
             self.activations = graph.bytes_per_tag(kept)
             self.forgettable = graph.forgettable_bytes(
                 kept, self.parents, self._input_buffers())
@@ -204,7 +216,8 @@ class NodeRecorder(_tagging.NodeTagger):
             steps = tracer.steps
             function._chainer_hookext_tag = steps[-1][1] if steps else None
             return
-        function._chainer_hookext_tag = tracer.node_created(function)
+        function._chainer_hookext_tag = tracer.node_created(
+            function, in_data)
 
     def backward_preprocess(self, function, in_data, out_grad):
         self.tracer.backward_step_started(function, self.tag_of(function))
