@@ -33,6 +33,7 @@ from chainer.functions.activation import log_softmax
 from chainer.functions.activation import relu
 from chainer.functions.activation import sigmoid
 from chainer.functions.activation import softmax
+from chainer.functions.activation import softplus
 from chainer.functions.activation import tanh
 from chainer.functions.array import broadcast
 from chainer.functions.array import cast
@@ -592,6 +593,9 @@ _FORMULAS = {
     softmax._SoftmaxGrad: _elementwise(4),  # y gy, its sum, y sum, minus
     log_softmax.LogSoftmax: _elementwise(4),
     log_softmax.LogSoftmaxGrad: _elementwise(4),  # sum, exp, product, minus
+    # bx, max, abs, negation, exp, log1p, sum, scale
+    softplus.Softplus: _elementwise(8),
+    softplus.SoftplusGrad: _elementwise(6),  # bx, exp, 1 +, 1 /, 1 -, gy
     dropout.Dropout: _elementwise(1),
     dropout.DropoutGrad: _elementwise(1),
     basic_math.Add: _elementwise(1),
@@ -674,6 +678,7 @@ _KEYED_BY = {cls: () for cls in (
     sigmoid.SigmoidGrad, tanh.Tanh, tanh.TanhGrad, leaky_relu.LeakyReLU,
     leaky_relu._LeakyReLUGrad, elu.ELU, elu.ELUGrad, softmax.Softmax,
     softmax._SoftmaxGrad, log_softmax.LogSoftmax, log_softmax.LogSoftmaxGrad,
+    softplus.Softplus, softplus.SoftplusGrad,
     dropout.Dropout, dropout.DropoutGrad, basic_math.Add,
     basic_math.AddConstant, basic_math.MultiAdd, basic_math.Sub,
     basic_math.SubFromConstant, basic_math.Mul, basic_math.MulConstant,

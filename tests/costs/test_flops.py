@@ -279,7 +279,8 @@ def test_n_step_lstm():
 @pytest.mark.parametrize('function, forward, gradient, per_element', [
     (F.softmax, 'Softmax', '_SoftmaxGrad', (3, 4)),
     (F.log_softmax, 'LogSoftmax', 'LogSoftmaxGrad', (4, 4)),
-    (F.leaky_relu, 'LeakyReLU', '_LeakyReLUGrad', (2, 2))])
+    (F.leaky_relu, 'LeakyReLU', '_LeakyReLUGrad', (2, 2)),
+    (F.softplus, 'Softplus', 'SoftplusGrad', (8, 6))])
 def test_activation_gradients(function, forward, gradient, per_element):
     x = variable(3, 4)
     hook = Counted()
@@ -289,7 +290,8 @@ def test_activation_gradients(function, forward, gradient, per_element):
     hook = backward_of(y)
     # softmax: y gy, its sum, y times the sum, minus (4); log_softmax: the
     # sum of gy, exp(y), times, minus (4), from y and gy; leaky_relu: a
-    # compare and a scale (2), from gy (the mask is the node's).
+    # compare and a scale (2), from gy (the mask is the node's); softplus:
+    # 1 - 1 / (1 + exp(beta x)), times gy (6), from x and gy.
     inputs = 1 if gradient == '_LeakyReLUGrad' else 2
     assert hook.rows == [(gradient, flops.Cost(
         per_element[1] * 12, 4 * 12 * (inputs + 1)))]
@@ -463,6 +465,7 @@ LAYERS_AND_FUNCTIONS = {
                                 F.elu(variable(3, 4) - 1)),
     'sigmoid, tanh': lambda: F.sigmoid(variable(3, 4)) * F.tanh(
         variable(3, 4)),
+    'softplus': lambda: F.softplus(variable(3, 4)),
     'pooling': lambda: (F.average_pooling_nd(variable(1, 2, 4, 4, 4), 2),
                         F.average_pooling_1d(variable(1, 2, 4), 2),
                         F.average_pooling_2d(variable(1, 2, 4, 4), 2),
