@@ -21,6 +21,9 @@ Variants, in shuffled order in each round, each on a fresh trainer:
   iteration inside the window, the file written at the end included;
 * ``TimedLinks()`` and ``TimedLinks(flops=True)`` (peaks given, reporting
   every 100 iterations): what counting FLOPs adds to timing the links.
+* ``LinkMemory()`` whose trigger (1000 iterations) does not fire: it
+  measures the run's first iteration, and the others run no hook
+  (``bench_memory.py`` reads this variant's counts).
 
 The table gives the median over rounds of each variant's time per
 iteration divided by the baseline's of the same round (paired medians
@@ -41,6 +44,7 @@ Run: ``python benchmarks/bench_loop.py [--model mlp|deep] [--rounds 15]
 """
 
 import argparse
+import concurrent.futures
 import os
 import random
 import re
@@ -83,19 +87,23 @@ class Deep(chainer.ChainList):
 MODELS = {'mlp': bench_timer.MLP, 'deep': Deep}
 
 
-def make_trainer(model, out, iterations, batchsize=32):
-    model = L.Classifier(MODELS[model]())
+def make_trainer(model, out, iterations, batchsize=32, shape=(784,),
+                 log=True):
+    """A trainer of ``model``: a name in :data:`MODELS` or a predictor link
+    (``shape``: of one example; ``log``: with the ``LogReport``)."""
+    model = L.Classifier(MODELS[model]() if isinstance(model, str) else model)
     optimizer = chainer.optimizers.SGD()
     optimizer.setup(model)
     rng = numpy.random.RandomState(0)
-    x = rng.rand(batchsize * 8, 784).astype(numpy.float32)
+    x = rng.rand(batchsize * 8, *shape).astype(numpy.float32)
     t = rng.randint(0, 10, batchsize * 8).astype(numpy.int32)
     it = chainer.iterators.SerialIterator(
         chainer.datasets.TupleDataset(x, t), batchsize)
     updater = training.updaters.StandardUpdater(it, optimizer)
     trainer = training.Trainer(updater, (iterations, 'iteration'), out=out)
-    trainer.extend(extensions.LogReport(trigger=(100, 'iteration'),
-                                        log_name=None))
+    if log:
+        trainer.extend(extensions.LogReport(trigger=(100, 'iteration'),
+                                            log_name=None))
     return trainer
 
 
@@ -121,11 +129,16 @@ VARIANTS = {
         (chainer_hookext.TimedLinks(flops=True, peak_flops=1e12,
                                     peak_bandwidth=1e11),
          (100, 'iteration'))],
+    # It measures the run's first iteration only: the others are the
+    # unmeasured ones, which run no hook (bench_memory.py).
+    'LinkMemory, unmeasured iterations': lambda n: [
+        (chainer_hookext.LinkMemory(), (1000, 'iteration'))],
     'no extension, again': lambda n: [],
 }
 #: The variants counted in instructions.
 COUNTED = ('no extension', 'TimedLoop()', 'Timeline, outside windows',
-           'TimedLinks()', 'TimedLinks(flops=True)', 'no extension, again')
+           'TimedLinks()', 'TimedLinks(flops=True)',
+           'LinkMemory, unmeasured iterations', 'no extension, again')
 
 
 def run(model, variant, iterations, out):
@@ -163,27 +176,39 @@ def function_calls(model):
     return hook.calls
 
 
+def count_instructions(model, variant, iterations):
+    """Instructions of a whole ``--run VARIANT ITERATIONS`` process under
+    cachegrind (``PYTHONHASHSEED=0``)."""
+    done = subprocess.run(
+        [shutil.which('valgrind'), '--tool=cachegrind', '--cache-sim=no',
+         '--cachegrind-out-file=/dev/null', sys.executable,
+         os.path.abspath(__file__), '--model', model,
+         '--run', variant, str(iterations)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        universal_newlines=True, check=True,
+        env=dict(os.environ, PYTHONHASHSEED='0'))
+    match = re.search(r'I\s+refs:\s+([\d,]+)', done.stderr)
+    return int(match.group(1).replace(',', ''))
+
+
+def instructions_per_iteration(model, variants, counts, jobs=1):
+    """``{variant: (I(N2) - I(N1)) / (N2 - N1)}``, ``jobs`` processes at
+    a time (instruction counts do not depend on the machine's load)."""
+    n1, n2 = counts
+    runs = [(variant, n) for variant in variants for n in (n1, n2)]
+    with concurrent.futures.ThreadPoolExecutor(jobs) as pool:
+        refs = dict(zip(runs, pool.map(
+            lambda run: count_instructions(model, *run), runs)))
+    return {variant: (refs[variant, n2] - refs[variant, n1]) / (n2 - n1)
+            for variant in variants}
+
+
 def instructions_table(model, counts):
-    valgrind = shutil.which('valgrind')
-    if valgrind is None:
+    if shutil.which('valgrind') is None:
         print('valgrind not found')
         return
     n1, n2 = counts
-    per_iteration = {}
-    for variant in COUNTED:
-        refs = []
-        for n in (n1, n2):
-            done = subprocess.run(
-                [valgrind, '--tool=cachegrind', '--cache-sim=no',
-                 '--cachegrind-out-file=/dev/null', sys.executable,
-                 os.path.abspath(__file__), '--model', model,
-                 '--run', variant, str(n)],
-                stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                universal_newlines=True, check=True,
-                env=dict(os.environ, PYTHONHASHSEED='0'))
-            match = re.search(r'I\s+refs:\s+([\d,]+)', done.stderr)
-            refs.append(int(match.group(1).replace(',', '')))
-        per_iteration[variant] = (refs[1] - refs[0]) / (n2 - n1)
+    per_iteration = instructions_per_iteration(model, COUNTED, counts)
     calls = function_calls(model)
     bare = per_iteration['no extension']
     print('Instructions per training iteration, model {}, batch 32, {} '

@@ -1,5 +1,6 @@
 #!/usr/bin/env python
-"""Train a multi-layer perceptron with loop and per-link timing, graph release.
+"""Train a multi-layer perceptron with loop and per-link timing and memory,
+graph release.
 
 The shape of Chainer's ``examples/mnist/train_mnist.py``, plus
 ``chainer_hookext``:
@@ -10,6 +11,13 @@ The shape of Chainer's ``examples/mnist/train_mnist.py``, plus
   stacked, into ``link_time.png``; it counts each link's FLOPs too
   (``flops/main/predictor/l1`` ...) and places the links under the
   machine's roofline, drawn into ``roofline.png``;
+* :class:`~chainer_hookext.LinkMemory` measures one training iteration per
+  epoch and reports the bytes each link's forward keeps for backward, its
+  parameters, gradients and optimizer state
+  (``memory/main/predictor/l1/activations`` ...), prints them as a tree
+  with the ``F.forget`` candidates, writes the last report into
+  ``link_memory.json`` and draws the activations per epoch, stacked, and
+  the model's state into ``memory.png``;
 * :class:`~chainer_hookext.TimedLoop` reports where each training iteration
   goes (data, forward, backward, optimizer, each extension, the rest) every
   epoch, prints it as a table, and is drawn per epoch into ``loop_time.png``;
@@ -88,6 +96,43 @@ LOOP_PHASES = (('data', 'tab:blue'), ('forward', 'tab:orange'),
                ('other', 'dimgray'))
 
 
+#: Colours of the links in the order they are listed, ``(outside)`` after
+#: them: a link has the same colour in every plot.
+LINK_COLOURS = ('tab:blue', 'tab:orange', 'tab:green', 'tab:red',
+                'tab:purple', 'tab:brown', 'tab:pink', 'tab:olive',
+                'tab:cyan', 'tab:gray')
+
+
+def link_colours(names):
+    """Returns ``{name: colour}`` of the links ``names`` and ``(outside)``."""
+    return dict(zip(list(names) + ['(outside)'], LINK_COLOURS))
+
+
+def stack_bars(ax, xs, layers):
+    """Draws a bar per ``xs``, split into ``layers``, bottom to top.
+
+    Args:
+        layers: ``(label, values, colour)``, one value per bar each.
+    """
+    bottom = numpy.zeros(len(xs))
+    for label, values, colour in layers:
+        ax.bar(xs, values, bottom=bottom, label=label, color=colour)
+        bottom += values
+
+
+def legend_beside(ax, source=None):
+    """Puts the legend of ``source`` (default ``ax``) right of ``ax``, top
+    layer first, as stacked."""
+    handles, labels = (source or ax).get_legend_handles_labels()
+    ax.legend(handles[::-1], labels[::-1], loc='center left',
+              bbox_to_anchor=(1.0, 0.5))
+
+
+def set_epochs(ax, epochs):
+    ax.set_xlabel('epoch')
+    ax.set_xticks(epochs)
+
+
 def plot_loop_time(log, path):
     """Draws TimedLoop's phases per epoch from LogReport's log, stacked."""
     from matplotlib import figure  # no pyplot: no GUI backend needed
@@ -96,21 +141,16 @@ def plot_loop_time(log, path):
     epochs = [e['epoch'] for e in log]
     fig = figure.Figure(figsize=(7, 4.2))
     ax = fig.subplots()
-    bottom = numpy.zeros(len(log))
-    for phase, colour in LOOP_PHASES:
-        key = 'time/loop/' + phase
-        if not any(key in e for e in log):
-            continue  # allreduce: ChainerMN only
-        ms = numpy.array([e.get(key, 0.0) * 1e3 for e in log])
-        ax.bar(epochs, ms, bottom=bottom, label=phase, color=colour)
-        bottom += ms
-    ax.set_xlabel('epoch')
+    stack_bars(ax, epochs, [
+        (phase, numpy.array([e.get(key, 0.0) * 1e3 for e in log]), colour)
+        for phase, colour, key in (
+            (phase, colour, 'time/loop/' + phase)
+            for phase, colour in LOOP_PHASES)
+        if any(key in e for e in log)])  # allreduce: ChainerMN only
+    set_epochs(ax, epochs)
     ax.set_ylabel('ms per training iteration (epoch mean)')
     ax.set_title('Where each training iteration goes (TimedLoop)')
-    ax.set_xticks(epochs)
-    handles, labels = ax.get_legend_handles_labels()
-    ax.legend(handles[::-1], labels[::-1], loc='center left',
-              bbox_to_anchor=(1.0, 0.5))  # top phase first, as stacked
+    legend_beside(ax)
     fig.tight_layout()
     fig.savefig(path, dpi=100)
 
@@ -128,12 +168,10 @@ def plot_link_time(log, names, path):
     epochs = [e['epoch'] for e in log]
     fig = figure.Figure(figsize=(9, 4.2))
     axes = fig.subplots(1, 2, sharey=True)
-    colours = dict(zip(names + ['(outside)'], (
-        'tab:blue', 'tab:orange', 'tab:green', 'tab:red', 'tab:purple',
-        'tab:brown', 'tab:pink', 'tab:olive', 'tab:cyan', 'tab:gray')))
+    colours = link_colours(names)
     for ax, suffix, title in ((axes[0], '/self', 'forward'),
                               (axes[1], '/backward/self', 'backward')):
-        bottom = numpy.zeros(len(log))
+        layers = []
         for name in names + ['(outside)']:
             key = 'time/{}{}'.format(name, suffix)
             if name == '(outside)':  # backward only, and all self
@@ -141,22 +179,86 @@ def plot_link_time(log, names, path):
             if not any(key in e for e in log) or (
                     name == '(outside)' and suffix == '/self'):
                 continue
-            ms = numpy.array([e.get(key, 0.0) * 1e3 for e in log])
-            ax.bar(epochs, ms, bottom=bottom, label=name,
-                   color=colours.get(name))
-            bottom += ms
-        ax.set_xlabel('epoch')
+            layers.append((name, numpy.array(
+                [e.get(key, 0.0) * 1e3 for e in log]), colours[name]))
+        stack_bars(ax, epochs, layers)
+        set_epochs(ax, epochs)
         ax.set_title(title)
-        ax.set_xticks(epochs)
     axes[0].set_ylabel('ms per training iteration (epoch mean)')
     fig.suptitle('Self time of each link (TimedLinks)')
-    handles, labels = axes[-1].get_legend_handles_labels()
-    if not handles:
-        handles, labels = axes[0].get_legend_handles_labels()
-    axes[-1].legend(handles[::-1], labels[::-1], loc='center left',
-                    bbox_to_anchor=(1.0, 0.5))  # top link first, as stacked
+    legend_beside(axes[-1], axes[-1] if axes[-1].has_data() else axes[0])
     fig.tight_layout()
     fig.savefig(path, dpi=100)
+
+
+def byte_unit(largest):
+    """Returns ``(bytes, name)`` of the unit to draw up to ``largest``
+    bytes in."""
+    for power, name in ((3, 'GiB'), (2, 'MiB'), (1, 'KiB')):
+        if largest >= 1024 ** power:
+            return 1024 ** power, name
+    return 1, 'bytes'
+
+
+#: LinkMemory's figures of the model's state, as drawn, and their keys.
+MODEL_STATE = (('parameters', '/params'), ('gradients', '/grads'),
+               ('optimizer\nstate', '/optimizer_state'))
+
+
+def plot_memory(log, names, path):
+    """Draws LinkMemory's bytes per link from LogReport's log, stacked.
+
+    On the left, per epoch, the activations each link's own function nodes
+    keep for backward (self bytes, and those of ``(outside)``: they add up
+    to the whole model's); on the right, the last report's parameters,
+    gradients and optimizer state of each link, less its child links'.
+    """
+    from matplotlib import figure
+
+    log = [e for e in log if 'memory/(outside)/activations' in e]
+    if not log:
+        return
+    epochs = [e['epoch'] for e in log]
+    fig = figure.Figure(figsize=(10, 4.2))
+    left, right = fig.subplots(1, 2, width_ratios=(3, 2))
+    colours = link_colours(names)
+    layers = [(name, numpy.array([e.get(key, 0) for e in log], float),
+               colours[name]) for name, key in (
+                   (name, 'memory/{}/activations/self'.format(name))
+                   for name in names) if any(key in e for e in log)]
+    layers.append(('(outside)', numpy.array(
+        [e['memory/(outside)/activations'] for e in log], float),
+        colours['(outside)']))
+    scale, unit = byte_unit(max(sum(values for _, values, _ in layers)))
+    stack_bars(left, epochs, [(name, values / scale, colour)
+                              for name, values, colour in layers])
+    set_epochs(left, epochs)
+    left.set_ylabel("{} in the epoch's measured iteration".format(unit))
+    left.set_title('activations kept for backward')
+
+    last = log[-1]
+    kinds = [kind for kind, _ in MODEL_STATE]
+    owned = [(name, numpy.array([own_bytes(last, names, name, suffix)
+                                 for _, suffix in MODEL_STATE], float),
+              colours[name]) for name in names]
+    scale, unit = byte_unit(max(sum(values for _, values, _ in owned)))
+    stack_bars(right, kinds, [(name, values / scale, colour)
+                              for name, values, colour in owned])
+    right.set_ylabel(unit)
+    right.set_title('model state at epoch {}'.format(last['epoch']))
+    fig.suptitle('Bytes held by each link itself, child links apart '
+                 '(LinkMemory)')
+    legend_beside(right, left)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+
+
+def own_bytes(entry, names, name, suffix):
+    """A link's figure in a log entry less its child links' figures."""
+    children = [n for n in names if n.startswith(name + '/')
+                and '/' not in n[len(name) + 1:]]
+    return entry['memory/' + name + suffix] - sum(
+        entry['memory/' + n + suffix] for n in children)
 
 
 def link_times(timed):
@@ -403,11 +505,20 @@ def main(argv=None):
         print_report=True, backward=args.backward, flops=args.backward)
     trainer.extend(timed, trigger=(1, 'epoch'))
 
+    # Per-link bytes of one training iteration per epoch, the first of it
+    # (memory/main/predictor/l1/activations, .../params ...): activations
+    # kept for backward, parameters, gradients, optimizer state; printed as
+    # a tree with the links where F.forget frees most.  It has TimedLinks'
+    # priority, PRIORITY_WRITER: its keys are in the same epoch's log entry.
+    memory = chainer_hookext.LinkMemory(print_report=True)
+    trainer.extend(memory, trigger=(1, 'epoch'))
+
     # Where each training iteration goes (time/loop/data, .../forward ...),
-    # every epoch.  It has Evaluator's and TimedLinks' priority: extensions of
-    # equal priority run in the order they are added, so theirs is in the
-    # same epoch's figures.  Extensions of lower priority (LogReport,
-    # snapshot, PlotReport, PrintReport) run after it, in the next epoch's.
+    # every epoch.  It has Evaluator's, TimedLinks' and LinkMemory's
+    # priority: extensions of equal priority run in the order they are
+    # added, so theirs is in the same epoch's figures.  Extensions of lower
+    # priority (LogReport, snapshot, PlotReport, PrintReport) run after it,
+    # in the next epoch's.
     loop = chainer_hookext.TimedLoop(print_report=True)
     trainer.extend(loop, trigger=(1, 'epoch'))
 
@@ -457,6 +568,10 @@ def main(argv=None):
     with open(path, 'w') as f:
         json.dump(link_times(timed), f, indent=1)
     print('Summary written to {}'.format(path))
+    path = os.path.join(args.out, 'link_memory.json')
+    with open(path, 'w') as f:
+        json.dump(memory.summary(), f, indent=1)
+    print('Memory of the last measured iteration written to {}'.format(path))
     if args.plot and extensions.PlotReport.available():
         names = [n for n in timed.summary(by='name') if n != '(outside)']
         path = os.path.join(args.out, 'link_time.png')
@@ -469,6 +584,10 @@ def main(argv=None):
         path = os.path.join(args.out, 'loop_time.png')
         plot_loop_time(log_report.log, path)
         print('Loop time per epoch drawn in {}'.format(path))
+        path = os.path.join(args.out, 'memory.png')
+        plot_memory(log_report.log, [
+            n for n in memory.summary() if n != '(outside)'], path)
+        print('Memory per link per epoch drawn in {}'.format(path))
         first = first_trace(args.out)
         if first is not None:  # None when training stops within epoch 1
             path = os.path.join(args.out, 'timeline.png')

@@ -28,9 +28,10 @@ class LinkMemory(extension.Extension):
     It measures one training iteration per report: the first of the run
     (or of a resumed run), then the first after each time its trigger
     fires.  Its hooks (a link hook, a function hook and, on a GPU, a CuPy
-    memory hook) are registered for that iteration only: the others cost
-    nothing but a flag read.  At the trigger it reports, for every link in
-    scope, named as :class:`~chainer_hookext.TimedLinks` names them:
+    memory hook) are registered for that iteration only: the others run no
+    hook, only the training loop's per-iteration callback.  At the trigger
+    it reports, for every link in scope, named as
+    :class:`~chainer_hookext.TimedLinks` names them:
 
     * ``memory/<name>/activations``: bytes kept alive for backward by the
       function nodes created in the link's forward, child links included,
@@ -139,7 +140,8 @@ class LinkMemory(extension.Extension):
         pass  # the loop's start: the first iteration's start arms
 
     def _iteration(self, trainer):
-        # Each training iteration's start: one flag read when not measuring.
+        # Each training iteration's start: two attribute reads when not
+        # measuring.
         if self._handle is not None:
             self._stop()
         if self._armed:

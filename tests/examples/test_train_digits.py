@@ -66,6 +66,28 @@ def time_keys(backward=True):
     return keys
 
 
+def memory_expected():
+    """LinkMemory's exact bytes for the example's defaults: 64 inputs, 256
+    units, 10 classes, batches of 100, float32, Adam."""
+    params = {'l1': (64 * 256 + 256) * 4, 'l2': (256 * 256 + 256) * 4,
+              'l3': (256 * 10 + 10) * 4}
+    expected = {}
+    for link, size in params.items():
+        name = 'memory/main/predictor/' + link
+        expected[name + '/params'] = expected[name + '/grads'] = size
+        expected[name + '/optimizer_state'] = 2 * size  # Adam's m and v
+    total = sum(params.values())
+    for name in ('memory/main', 'memory/main/predictor'):
+        expected[name + '/params'] = expected[name + '/grads'] = total
+        expected[name + '/optimizer_state'] = 2 * total
+    # The two ReLUs keep their outputs (the predictor's own nodes); l3's
+    # output is kept as Classifier.y, as softmax_cross_entropy's input.
+    expected['memory/main/predictor/activations/self'] = 2 * 100 * 256 * 4
+    expected['memory/main/predictor/l3/activations/self'] = 100 * 10 * 4
+    expected['memory/main/predictor/l1/activations'] = 0  # fed the batch
+    return expected
+
+
 def test_runs_and_reports(tmp_path):
     out = tmp_path / 'result'
     proc = run(out, '--epoch', '2')
@@ -81,7 +103,8 @@ def test_runs_and_reports(tmp_path):
             assert entry[key] >= 0, key
         assert entry['time/loop/iteration'] >= entry['time/loop/forward']
     for name in ('link_time.png', 'loop_time.png', 'timeline.png',
-                 'roofline.png', 'loss.png', 'accuracy.png', 'cg.dot'):
+                 'roofline.png', 'memory.png', 'loss.png', 'accuracy.png',
+                 'cg.dot'):
         assert (out / name).stat().st_size > 0, name
     files = timeline(out)
     assert list(files) == ['iteration_16.json.gz']
@@ -99,10 +122,22 @@ def test_runs_and_reports(tmp_path):
     assert times['unknown_functions'] == {}
     for entry in log:
         assert entry['flops/main/predictor/l1'] > 0
+        for key, value in memory_expected().items():
+            assert entry[key] == value, key
+        assert entry['memory/main/activations'] == entry[
+            'memory/(outside)/activations'] + sum(
+                entry['memory/{}/activations/self'.format(link)]
+                for link in LINKS)
+    memory = json.loads((out / 'link_memory.json').read_text())
+    assert memory['main/predictor/l3']['activations'] == 100 * 10 * 4
+    assert memory['main']['activations'] == log[-1][
+        'memory/main/activations']
     # The per-epoch table and the whole-run tree are printed.
     assert 'TimedLinks at iteration 15' in proc.stdout
     assert 'LinkPath' in proc.stdout and '    l3 ' in proc.stdout
     assert 'TimedLoop at iteration 15' in proc.stdout
+    assert 'LinkMemory at iteration 15' in proc.stdout
+    assert 'F.forget candidates' in proc.stdout
     assert '  validation ' in proc.stdout
 
 
