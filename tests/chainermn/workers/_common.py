@@ -6,6 +6,8 @@ test suite (setup.cfg), with the same exception for Chainer's import of
 clock, so that timed figures are exact (see :class:`FakeClock`).
 """
 
+import contextlib
+import io
 import json
 import os
 import sys
@@ -122,3 +124,28 @@ def save(comm, out, result):
     with open(path + '.tmp', 'w') as f:
         json.dump(result, f)
     os.replace(path + '.tmp', path)
+
+
+def run_and_read_log(trainer):
+    """Runs ``trainer``; returns what it printed and its ``LogReport``'s
+    entries."""
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        trainer.run()
+    with open(os.path.join(trainer.out, 'log')) as f:
+        return printed.getvalue(), json.load(f)
+
+
+def select(log, keep):
+    """The log's entries, each with the keys for which ``keep(key)``."""
+    return [{k: v for k, v in entry.items() if keep(k)} for entry in log]
+
+
+def hooks_left(model):
+    """Names of the link and function hooks still registered: global ones
+    and those of ``model``'s links."""
+    left = list(chainer._get_link_hooks().values())
+    left += list(chainer.get_function_hooks().values())
+    for link in model.links():
+        left.extend(link.local_link_hooks.values())
+    return [hook.name for hook in left]

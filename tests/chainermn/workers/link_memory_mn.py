@@ -4,15 +4,11 @@ argv: out local_report.  8 iterations on 2 ranks, reports every 4; rank 1
 trains on batches of 8, rank 0 of 4: rank 1 keeps twice the activations.
 """
 
-import contextlib
-import io
-import json
 import os
 import sys
 
 import _common
 
-import chainer
 from chainer.training import extensions
 
 import chainer_hookext
@@ -29,19 +25,12 @@ def main():
         comm=comm, print_report=True, local_report=local_report),
         trigger=(4, 'iteration'))
     trainer.extend(extensions.LogReport(trigger=(4, 'iteration')))
-    printed = io.StringIO()
-    with contextlib.redirect_stdout(printed):
-        trainer.run()
-    with open(os.path.join(trainer_out, 'log')) as f:
-        log = json.load(f)
-    left = list(chainer._get_link_hooks().values())
-    left += list(chainer.get_function_hooks().values())
+    printed, log = _common.run_and_read_log(trainer)
     _common.save(comm, out, {
-        'log': [{k: v for k, v in entry.items() if k.startswith('memory/')}
-                for entry in log],
+        'log': _common.select(log, lambda key: key.startswith('memory/')),
         'iterations': [entry['iteration'] for entry in log],
-        'printed': printed.getvalue(),
-        'hooks_left': [h.name for h in left],
+        'printed': printed,
+        'hooks_left': _common.hooks_left(model),
     })
 
 

@@ -6,15 +6,11 @@ no time (``_common.CLOCK``).  Every rank has a ``LogReport`` to show what it
 reported; stdout is kept to show what it printed.
 """
 
-import contextlib
-import io
-import json
 import os
 import sys
 
 import _common
 
-import chainer
 from chainer.training import extensions
 
 import chainer_hookext
@@ -35,21 +31,12 @@ def main():
         **(dict(peak_flops=1e15, peak_bandwidth=1e15) if flops else {})),
         trigger=(1, 'epoch'))
     trainer.extend(extensions.LogReport())
-    printed = io.StringIO()
-    with contextlib.redirect_stdout(printed):
-        trainer.run()
-    with open(os.path.join(trainer_out, 'log')) as f:
-        log = json.load(f)
-    left = list(chainer._get_link_hooks().values())
-    for link in model.links():
-        left.extend(link.local_link_hooks.values())
+    printed, log = _common.run_and_read_log(trainer)
     _common.save(comm, out, {
-        'log': [{k: v for k, v in entry.items()
-                 if 'time/' in k or 'flops/' in k}
-                for entry in log],
+        'log': _common.select(log, lambda k: 'time/' in k or 'flops/' in k),
         'iterations': [entry['iteration'] for entry in log],
-        'printed': printed.getvalue(),
-        'hooks_left': [h.name for h in left],
+        'printed': printed,
+        'hooks_left': _common.hooks_left(model),
     })
 
 

@@ -6,9 +6,6 @@ gradient all-reduce ``allreduce`` seconds, everything else no time
 (``_common.CLOCK``).
 """
 
-import contextlib
-import io
-import json
 import os
 import sys
 
@@ -36,15 +33,10 @@ def main():
                    trigger=(1, 'epoch'))
     trainer.extend(extensions.LogReport())
     optimizer = trainer.updater.get_optimizer('main')
-    printed = io.StringIO()
-    with contextlib.redirect_stdout(printed):
-        trainer.run()
-    with open(os.path.join(trainer_out, 'log')) as f:
-        log = json.load(f)
+    printed, log = _common.run_and_read_log(trainer)
     _common.save(comm, out, {
-        'log': [{k: v for k, v in entry.items() if 'time/loop' in k}
-                for entry in log],
-        'printed': printed.getvalue(),
+        'log': _common.select(log, lambda key: 'time/loop' in key),
+        'printed': printed,
         'left': sorted(set(vars(optimizer)) & {'update'}),
         'comm_wrapped': comm.multi_node_mean_grad is not slow_mean_grad,
         'model_forward_left': 'forward' in vars(model),

@@ -47,12 +47,9 @@ def main():
         trainer.extend(extensions.DumpGraph('main/loss'))
         trainer.extend(extensions.LogReport())
     trainer.run()
-    left = list(chainer._get_link_hooks().values())
-    for link in model.links():
-        left.extend(link.local_link_hooks.values())
     _common.save(comm, out, {
         'counts': counts,
-        'hooks_left': [h.name for h in left],
+        'hooks_left': _common.hooks_left(model),
         'had_graph': [had for _, had in losses],
         'unchained': [loss.creator is None for loss, _ in losses],
         'loss_finite': [bool(abs(float(loss.array)) < 1e3)
