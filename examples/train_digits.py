@@ -120,6 +120,30 @@ def stack_bars(ax, xs, layers):
         bottom += values
 
 
+def layers_per_epoch(log, series, scale=1.0):
+    """Returns :func:`stack_bars`' layers of ``series``, ``(label, key,
+    colour)``: a value per log entry (0 where it lacks the key) times
+    ``scale``; a key in no entry is left out (``allreduce`` outside
+    ChainerMN, backward keys without backward timing)."""
+    return [(label, numpy.array([e.get(key, 0) for e in log], float) * scale,
+             colour) for label, key, colour in series
+            if any(key in e for e in log)]
+
+
+def stack_bytes(ax, xs, layers):
+    """:func:`stack_bars` of bytes, in the unit that suits the highest
+    bar; returns the unit's name."""
+    largest = max(sum(values for _, values, _ in layers))
+    scale, unit = 1, 'bytes'
+    for power, name in ((3, 'GiB'), (2, 'MiB'), (1, 'KiB')):
+        if largest >= 1024 ** power:
+            scale, unit = 1024 ** power, name
+            break
+    stack_bars(ax, xs, [(label, values / scale, colour)
+                        for label, values, colour in layers])
+    return unit
+
+
 def legend_beside(ax, source=None):
     """Puts the legend of ``source`` (default ``ax``) right of ``ax``, top
     layer first, as stacked."""
@@ -141,12 +165,9 @@ def plot_loop_time(log, path):
     epochs = [e['epoch'] for e in log]
     fig = figure.Figure(figsize=(7, 4.2))
     ax = fig.subplots()
-    stack_bars(ax, epochs, [
-        (phase, numpy.array([e.get(key, 0.0) * 1e3 for e in log]), colour)
-        for phase, colour, key in (
-            (phase, colour, 'time/loop/' + phase)
-            for phase, colour in LOOP_PHASES)
-        if any(key in e for e in log)])  # allreduce: ChainerMN only
+    stack_bars(ax, epochs, layers_per_epoch(log, [
+        (phase, 'time/loop/' + phase, colour)
+        for phase, colour in LOOP_PHASES], scale=1e3))
     set_epochs(ax, epochs)
     ax.set_ylabel('ms per training iteration (epoch mean)')
     ax.set_title('Where each training iteration goes (TimedLoop)')
@@ -169,19 +190,14 @@ def plot_link_time(log, names, path):
     fig = figure.Figure(figsize=(9, 4.2))
     axes = fig.subplots(1, 2, sharey=True)
     colours = link_colours(names)
-    for ax, suffix, title in ((axes[0], '/self', 'forward'),
-                              (axes[1], '/backward/self', 'backward')):
-        layers = []
-        for name in names + ['(outside)']:
-            key = 'time/{}{}'.format(name, suffix)
-            if name == '(outside)':  # backward only, and all self
-                key = 'time/(outside)/backward'
-            if not any(key in e for e in log) or (
-                    name == '(outside)' and suffix == '/self'):
-                continue
-            layers.append((name, numpy.array(
-                [e.get(key, 0.0) * 1e3 for e in log]), colours[name]))
-        stack_bars(ax, epochs, layers)
+    # (outside) has backward time only, all of it self.
+    outside = ('(outside)', 'time/(outside)/backward', colours['(outside)'])
+    for ax, suffix, title, more in (
+            (axes[0], '/self', 'forward', []),
+            (axes[1], '/backward/self', 'backward', [outside])):
+        stack_bars(ax, epochs, layers_per_epoch(log, [
+            (name, 'time/{}{}'.format(name, suffix), colours[name])
+            for name in names] + more, scale=1e3))
         set_epochs(ax, epochs)
         ax.set_title(title)
     axes[0].set_ylabel('ms per training iteration (epoch mean)')
@@ -189,15 +205,6 @@ def plot_link_time(log, names, path):
     legend_beside(axes[-1], axes[-1] if axes[-1].has_data() else axes[0])
     fig.tight_layout()
     fig.savefig(path, dpi=100)
-
-
-def byte_unit(largest):
-    """Returns ``(bytes, name)`` of the unit to draw up to ``largest``
-    bytes in."""
-    for power, name in ((3, 'GiB'), (2, 'MiB'), (1, 'KiB')):
-        if largest >= 1024 ** power:
-            return 1024 ** power, name
-    return 1, 'bytes'
 
 
 #: LinkMemory's figures of the model's state, as drawn, and their keys.
@@ -222,16 +229,10 @@ def plot_memory(log, names, path):
     fig = figure.Figure(figsize=(10, 4.2))
     left, right = fig.subplots(1, 2, width_ratios=(3, 2))
     colours = link_colours(names)
-    layers = [(name, numpy.array([e.get(key, 0) for e in log], float),
-               colours[name]) for name, key in (
-                   (name, 'memory/{}/activations/self'.format(name))
-                   for name in names) if any(key in e for e in log)]
-    layers.append(('(outside)', numpy.array(
-        [e['memory/(outside)/activations'] for e in log], float),
-        colours['(outside)']))
-    scale, unit = byte_unit(max(sum(values for _, values, _ in layers)))
-    stack_bars(left, epochs, [(name, values / scale, colour)
-                              for name, values, colour in layers])
+    unit = stack_bytes(left, epochs, layers_per_epoch(log, [
+        (name, 'memory/{}/activations/self'.format(name), colours[name])
+        for name in names] + [('(outside)', 'memory/(outside)/activations',
+                               colours['(outside)'])]))
     set_epochs(left, epochs)
     left.set_ylabel("{} in the epoch's measured iteration".format(unit))
     left.set_title('activations kept for backward')
@@ -241,10 +242,7 @@ def plot_memory(log, names, path):
     owned = [(name, numpy.array([own_bytes(last, names, name, suffix)
                                  for _, suffix in MODEL_STATE], float),
               colours[name]) for name in names]
-    scale, unit = byte_unit(max(sum(values for _, values, _ in owned)))
-    stack_bars(right, kinds, [(name, values / scale, colour)
-                              for name, values, colour in owned])
-    right.set_ylabel(unit)
+    right.set_ylabel(stack_bytes(right, kinds, owned))
     right.set_title('model state at epoch {}'.format(last['epoch']))
     fig.suptitle('Bytes held by each link itself, child links apart '
                  '(LinkMemory)')
