@@ -119,15 +119,15 @@ class BackwardTimer(_tagging.NodeTagger):
 
     # -- GPU -----------------------------------------------------------------
     def gpu_backward_preprocess(self, function, in_data, out_grad):
-        self._mark = clock.record_event()
+        self._mark = self.calls.events.record()
 
     def gpu_backward_postprocess(self, function, in_data, out_grad):
         rec = self.tag_of(function) or self._outside()
         if rec is None:
             return
-        stop = clock.record_event()
+        stop = self.calls.events.record()
         self.calls.events.push(rec, self._mark, stop, backward=True)
-        self._mark = stop
+        self._mark = self.calls.backward_mark = stop
 
     def use_gpu(self, gpu):
         """Times steps with CUDA events (``True``) or the host clock."""

@@ -67,7 +67,7 @@ class _NoChildren(dict):
 
 _OUTERMOST = records.CallRecord()
 _OUTERMOST.last_end = float('inf')  # >= any start: the CPU check
-_OUTERMOST.ended_in = None  # the bottom record's start_event: the GPU check
+_OUTERMOST.ended_in = None  # the bottom record's call_number: the GPU check
 
 
 class CallStack(object):
@@ -99,8 +99,11 @@ class CallStack(object):
         self.paths = link_paths.LinkPaths()
         self.gpu = False
         self.thread = None
-        self.events = clock.EventQueue()  # CUDA events, forward and backward
+        # CUDA events, forward and backward
+        self.events = clock.EventQueue(self._events_in_use)
         self._last_event = None
+        self.backward_mark = None  # the backward step's event to start from
+        self._calls = 0  # calls started on a GPU: each call's number
 
     # -- hot path: keep it short, it runs twice per link call --------------
     def forward_preprocess(self, args):
@@ -133,10 +136,11 @@ class CallStack(object):
             rec = top.children[args.link]
         except KeyError:
             return self._enter(args.link)
-        if rec.ended_in is top.start_event:
+        if rec.ended_in == top.call_number:
             return self._enter_again(args.link, rec)
         self.top = rec
-        rec.start_event = self._last_event = clock.record_event()
+        rec.start_event = self._last_event = self.events.record()
+        rec.call_number = self._calls = self._calls + 1
 
     def gpu_forward_postprocess(self, args):
         rec = self.top
@@ -144,11 +148,11 @@ class CallStack(object):
             rec = self._leave(args.link)
             if rec is None:
                 return
-        stop = self._last_event = clock.record_event()
+        stop = self._last_event = self.events.record()
         self.events.push(rec, rec.start_event, stop)
         rec.count += 1
         parent = self.top = rec.parent
-        rec.ended_in = parent.start_event
+        rec.ended_in = parent.call_number
 
     # -- slow path ---------------------------------------------------------
     def _enter(self, link):
@@ -187,7 +191,8 @@ class CallStack(object):
     def _push(self, rec):
         self.top = rec
         if self.gpu:
-            rec.start_event = self._last_event = clock.record_event()
+            rec.start_event = self._last_event = self.events.record()
+            rec.call_number = self._calls = self._calls + 1
         else:
             rec.start = clock.now()
 
@@ -369,7 +374,7 @@ class CallStack(object):
             for rec in calls:
                 self.events.push(rec, rec.start_event, self._last_event)
                 rec.count += 1
-                rec.ended_in = rec.parent.start_event
+                rec.ended_in = rec.parent.call_number
             return
         end = max([calls[-1].start] + [
             child.last_end for child in calls[-1].children.values()])
@@ -377,6 +382,14 @@ class CallStack(object):
             rec.elapsed += end - rec.start
             rec.count += 1
             rec.last_end = end
+
+    def _events_in_use(self):
+        # What the event queue must not give back (clock.EventQueue): none
+        # while a window's spans hold events.
+        if self.recording is not None:
+            return None
+        return [self._last_event, self.backward_mark] + [
+            rec.start_event for rec in self._chain()]
 
     # -- reading -----------------------------------------------------------
     def flush_calls(self):

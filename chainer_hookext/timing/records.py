@@ -88,7 +88,9 @@ class CallRecord(object):
             running call started.
         start_event: The CUDA event recorded then, for a link on a GPU.
         last_end (float): The clock's time when its last call ended.
-        ended_in: On a GPU, the ``start_event`` of the parent's call in
+        call_number: On a GPU, the number of the running call (calls are
+            numbered as they start; events are reused, numbers are not).
+        ended_in: On a GPU, the ``call_number`` of the parent's call in
             which its last call ended.
         loop_code: The code that called a child of its link again within
             one call, found to run inside that call (a loop).
@@ -112,7 +114,8 @@ class CallRecord(object):
     """
 
     __slots__ = ('key', 'labels', 'parent', 'children', 'start',
-                 'start_event', 'last_end', 'ended_in', 'loop_code',
+                 'start_event', 'call_number', 'last_end', 'ended_in',
+                 'loop_code',
                  'elapsed', 'count', 'backward', 'charged', 'out_of_scope',
                  'flops', 'bytes', 'backward_flops', 'backward_bytes',
                  'unknown')
@@ -125,6 +128,7 @@ class CallRecord(object):
         self.children = {}
         self.start = 0.0
         self.start_event = None
+        self.call_number = None
         self.last_end = 0.0
         self.ended_in = None
         self.loop_code = None

@@ -153,7 +153,7 @@ def test_gpu_link_spans_resolved_when_the_window_ends(
     resolved = []
 
     class FakeEvent(object):
-        def __init__(self):
+        def __init__(self, event=None):  # a new event each time
             self.seconds = still()
 
     def elapsed(start, stop):
@@ -315,7 +315,7 @@ def test_gpu_spans_on_a_device_track_never_overrun(
 
     class LaggingEvent(object):
         # The device runs behind the host, more and more.
-        def __init__(self):
+        def __init__(self, event=None):  # a new event each time
             lag[0] += 5e-5
             self.seconds = still() + lag[0]
 
@@ -484,7 +484,7 @@ def test_spans_follow_a_device_change(still, monkeypatch):
     from tests.conftest import data
 
     class FakeEvent(object):
-        def __init__(self):
+        def __init__(self, event=None):  # a new event each time
             self.seconds = still() + 100.0  # the device's own time axis
 
     on_gpu = [False]

@@ -23,7 +23,13 @@ def fake_cuda(monkeypatch, clock):
         return stop.seconds - start.seconds
 
     monkeypatch.setattr(timing_clock, 'is_gpu', lambda link: True)
-    monkeypatch.setattr(timing_clock, 'record_event',
-                        lambda: FakeEvent(timing_clock.now()))
+
+    def record_event(event=None):
+        if event is None:
+            return FakeEvent(timing_clock.now())
+        event.seconds = timing_clock.now()  # recorded again
+        return event
+
+    monkeypatch.setattr(timing_clock, 'record_event', record_event)
     monkeypatch.setattr(timing_clock, 'elapsed', elapsed)
     return resolved

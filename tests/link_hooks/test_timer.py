@@ -458,3 +458,24 @@ def test_bad_arguments():
     with pytest.raises(TypeError, match=r'TimerHook\(name=3\)'):
         TimerHook(name=3)
     assert TimerHook(name='mine').name == 'mine'
+
+
+def test_cuda_events_reused_between_reads(fake_cuda):
+    # Each read gives the resolved events back: ten more iterations create
+    # no event, and are timed as the first.
+    hook = TimerHook(backward=True)
+    model = L.Classifier(MLP())
+    x, t = data()
+    with hook:
+        for _ in range(2):
+            model(x, t).backward()
+            first = hook.summary(by='path')
+        created = hook.events.created
+        for _ in range(10):
+            model(x, t).backward()
+            hook.summary(by='path')
+        assert hook.events.created == created
+        summary = hook.summary(by='path')
+    for field in ('elapsed_time', 'backward_time'):
+        assert ticks(summary, field) == {
+            key: 6 * value for key, value in ticks(first, field).items()}
