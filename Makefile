@@ -11,7 +11,7 @@ export PIP_CONSTRAINT := $(CURDIR)/constraints.txt
 export PIP_BUILD_CONSTRAINT := $(CURDIR)/constraints.txt
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: demo test bench lint clean mpi
+.PHONY: demo test bench lint clean mpi wheelhouse gpu-check
 
 $(BIN)/.installed: setup.py setup.cfg constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -45,6 +45,23 @@ bench: $(BIN)/.installed
 lint: $(BIN)/.installed
 	$(BIN)/pip install --quiet flake8
 	$(BIN)/flake8 chainer_hookext tests examples benchmarks
+
+# A machine with CUDA and no network (.ci/gpu/check.sh): `make wheelhouse`
+# on a networked machine fills wheelhouse/ (Chainer's wheel, built from its
+# sdist, and the setuptools whose pkg_resources it imports; about 2 MiB);
+# `make gpu-check` there installs them beside that machine's own Python,
+# NumPy and CuPy, and checks the package on the device.
+WHEELHOUSE := wheelhouse
+wheelhouse:
+	rm -rf $(WHEELHOUSE)
+	$(PYTHON) -m pip wheel --quiet --no-deps --no-binary chainer \
+	    -w $(WHEELHOUSE) 'chainer==7.8.1'
+	$(PYTHON) -m pip download --quiet --no-deps --only-binary=:all: \
+	    -d $(WHEELHOUSE) 'setuptools==69.5.1'
+	du -sh $(WHEELHOUSE)
+
+gpu-check:
+	bash .ci/gpu/check.sh
 
 clean:
 	rm -rf $(VENV) result
