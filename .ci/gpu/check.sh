@@ -58,5 +58,13 @@ printf '\n=== .ci/gpu/check.py\n'
 "$PYTHON" .ci/gpu/check.py --out "$out" 2>&1 | tee "$out/check.log"
 [ "${PIPESTATUS[0]}" = 0 ] || status=1
 
+if [ -n "${GPU_CHECK_SUITE:-}" ]; then
+    # The whole suite (not the slow tests) with this Python and NumPy:
+    # reported, not counted.
+    printf '\n=== the whole suite, for information\n'
+    "$PYTHON" -m pytest -q -p no:cacheprovider -rf tests chainer_hookext \
+        2>&1 | tail -40 | tee "$out/suite.log"
+fi
+
 printf '\n=== gpu-check: %s\n' "$([ $status = 0 ] && echo passed || echo FAILED)"
 exit $status
