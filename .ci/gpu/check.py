@@ -106,8 +106,9 @@ class StreamProbe(object):
 
     def extend(self, trainer):
         for call, at in ((self.spin, SPIN_AT), (self.check, CHECK_AT)):
-            trainer.extend(
-                call, name='probe_' + call.__name__, priority=-10 ** 6,
+            trainer.extend(  # a function: the trainer sets its name
+                lambda trainer, call=call: call(trainer),
+                name='probe_' + call.__name__, priority=-10 ** 6,
                 trigger=triggers.ManualScheduleTrigger(at, 'iteration'))
 
 
