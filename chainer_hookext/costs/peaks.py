@@ -4,7 +4,10 @@ A roofline needs two ceilings.  :func:`measure` takes them on the device
 and in the dtype of the model, once per process (cached): a square GEMM
 (2·n³ FLOPs) and a streaming copy (read and write: 2 × its bytes), each the
 best of a few repeats, well under half a second in all.  On a GPU, CuPy's
-device is synchronised inside this measurement only.
+device is synchronised inside this measurement only, and the sizes are
+larger (a 512 GEMM takes tens of microseconds there, mostly its launch: an
+H200 measured 7.5 TFLOP/s in float32 with it); the arrays' blocks are
+freed from CuPy's pool afterwards.
 """
 
 import collections
@@ -18,8 +21,9 @@ from chainer_hookext.timing import clock
 Peaks = collections.namedtuple('Peaks', ('flops', 'bandwidth'))
 
 _measured = {}  # {(device key, dtype): Peaks}
-_GEMM = 512
-_COPY_BYTES = 1 << 25
+#: GEMM sizes and copy bytes, on the CPU and on a GPU.
+_GEMM = {'cpu': 512, 'gpu': 4096}
+_COPY_BYTES = {'cpu': 1 << 25, 'gpu': 1 << 28}
 _REPEATS = 3
 
 
@@ -45,13 +49,18 @@ def _device_key(xp):
 
 
 def _measure(xp, dtype):
-    a = xp.ones((_GEMM, _GEMM), dtype)
-    b = xp.ones((_GEMM, _GEMM), dtype)
+    kind = 'cpu' if xp is numpy else 'gpu'
+    n, nbytes = _GEMM[kind], _COPY_BYTES[kind]
+    a = xp.ones((n, n), dtype)
+    b = xp.ones((n, n), dtype)
     gemm = _best(xp, lambda: xp.matmul(a, b))
-    src = xp.ones(_COPY_BYTES // dtype.itemsize, dtype)
+    src = xp.ones(nbytes // dtype.itemsize, dtype)
     dst = xp.empty_like(src)
     copy = _best(xp, lambda: xp.copyto(dst, src))
-    return Peaks(2.0 * _GEMM ** 3 / gemm, 2.0 * _COPY_BYTES / copy)
+    if xp is not numpy:
+        del a, b, src, dst
+        xp.get_default_memory_pool().free_all_blocks()
+    return Peaks(2.0 * n ** 3 / gemm, 2.0 * nbytes / copy)
 
 
 def _best(xp, work):

@@ -19,6 +19,13 @@ warnings.filterwarnings(
     'ignore', r'\s*`numpy.distutils` is deprecated', DeprecationWarning)
 warnings.filterwarnings(
     'ignore', 'msvccompiler is deprecated', DeprecationWarning)
+# pkg_resources (imported by Chainer) warns with setuptools 67.5 and later,
+# as setup.cfg's filters say.
+warnings.filterwarnings(
+    'ignore', 'pkg_resources is deprecated as an API', DeprecationWarning)
+warnings.filterwarnings(
+    'ignore', r'Deprecated call to `pkg_resources\.declare_namespace',
+    DeprecationWarning)
 
 import chainer  # NOQA: E402
 import chainer.functions as F  # NOQA: E402
