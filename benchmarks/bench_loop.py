@@ -133,12 +133,23 @@ VARIANTS = {
     # unmeasured ones, which run no hook (bench_memory.py).
     'LinkMemory, unmeasured iterations': lambda n: [
         (chainer_hookext.LinkMemory(), (1000, 'iteration'))],
+    # Every measuring extension in one trainer (issue: their costs must
+    # not add up): TimedLinks(flops=True), TimedLoop, LinkMemory outside its
+    # measured iteration, Timeline outside its windows.
+    'all four together': lambda n: [
+        (chainer_hookext.TimedLinks(flops=True, peak_flops=1e12,
+                                    peak_bandwidth=1e11),
+         (100, 'iteration')),
+        (chainer_hookext.TimedLoop(), (100, 'iteration')),
+        (chainer_hookext.LinkMemory(), (1000, 'iteration')),
+        (chainer_hookext.Timeline(iterations=3), never)],
     'no extension, again': lambda n: [],
 }
 #: The variants counted in instructions.
 COUNTED = ('no extension', 'TimedLoop()', 'Timeline, outside windows',
            'TimedLinks()', 'TimedLinks(flops=True)',
-           'LinkMemory, unmeasured iterations', 'no extension, again')
+           'LinkMemory, unmeasured iterations', 'all four together',
+           'no extension, again')
 
 
 def run(model, variant, iterations, out):
@@ -226,6 +237,15 @@ def instructions_table(model, counts):
     print('FLOPs counted: {:+,.0f} instructions per iteration, {:+.2f}% over '
           'TimedLinks() (target: +1%)'.format(
               counted - timed, (counted / timed - 1) * 100))
+    together = per_iteration['all four together']
+    print('All four together: {:+.2f}% over no extension, against {:+.2f}% '
+          'for TimedLinks(flops=True) alone (target: at most 1.0 point '
+          'more); the sum of each alone: {:+.2f}%'.format(
+              (together / bare - 1) * 100, (counted / bare - 1) * 100,
+              sum(per_iteration[v] / bare - 1 for v in (
+                  'TimedLoop()', 'Timeline, outside windows',
+                  'TimedLinks(flops=True)',
+                  'LinkMemory, unmeasured iterations')) * 100))
 
 
 def time_table(model, rounds, iterations):
