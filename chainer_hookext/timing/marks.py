@@ -273,8 +273,12 @@ class Marks(object):
 
         def count_updates():
             # Each update adds one to the optimizer's t (Chainer's
-            # GradientMethod.update); read at a phase switch only.
-            return sum(optimizer.t for optimizer in optimizers)
+            # GradientMethod.update); read at a backward's start and after
+            # it only.  A loop: no generator made per call.
+            total = 0
+            for optimizer in optimizers:
+                total += optimizer.t
+            return total
         self._hook = PhaseMarks(self.clock, count_updates)
         self._hook_handle = _registry.add(function_hooks, self._hook)
         for name, entry in _chainer.extension_entries(trainer).items():
