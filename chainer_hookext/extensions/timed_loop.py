@@ -31,8 +31,9 @@ class TimedLoop(loop_phases.LoopExtension):
       model's forward and the loss);
     * ``time/loop/backward``: from there to the end of the last backward
       step;
-    * ``time/loop/optimizer``: from there to the next mark: the
-      optimizers' update with their hooks (e.g. ``WeightDecay``);
+    * ``time/loop/optimizer``: from there to the next forward or the
+      update's end: the optimizers' update with their hooks (e.g.
+      ``WeightDecay``);
     * ``time/loop/allreduce``: under ChainerMN, the gradient all-reduce of
       the multi-node optimizer (from the last backward step to the update);
     * ``time/loop/extensions``: all extensions' triggers and calls, and
@@ -47,9 +48,8 @@ class TimedLoop(loop_phases.LoopExtension):
     mark.  It costs a few clock reads per iteration and a function hook's
     calls per function applied and per backward step.  Nothing of the
     user's is replaced: it listens through a function hook in the training
-    thread, a ``pre`` hook of each optimizer where there are several (or
-    under ChainerMN) and the trainer's extension entries, all removed on
-    every way out of ``run()``.
+    thread, a ``pre`` hook of ChainerMN's multi-node optimizer and the
+    trainer's extension entries, all removed on every way out of ``run()``.
 
     The figures (and the last report's) are saved in snapshots, so a
     resumed run reports as an uninterrupted one and :meth:`summary` covers

@@ -7,28 +7,38 @@ mark                                        phase started
 the iteration's start (the stop trigger     ``data``
 said go on)
 the first function applied in the update    ``forward``
-after the start or an optimizer's update
 (a function hook's ``forward_preprocess``)
-the first backward step after a forward     ``backward``
-(the function hook's
-``backward_preprocess``)
-the next mark after a backward              ``optimizer``, from the last
+the first backward step after a forward     ``backward``, to the end of its
+(the function hook's                        last step (its
+``backward_preprocess``)                    ``backward_postprocess``)
+a backward step after functions applied     ``forward`` from the first of
+since the last backward ended: a new        them; the time between is
+backward walk (its first node ranks above   ``optimizer`` when an
+the last step's)                            optimizer updated in it (its
+                                            ``t`` moved), else ``data``
+the iteration's end after a backward        ``optimizer``, from the last
                                             backward step's end
-an optimizer's ``pre`` hooks (ours first),  ``optimizer``; under ChainerMN
-with several optimizers or ChainerMN only   the time from the last
-                                            backward step is ``allreduce``
+ChainerMN's multi-node optimizer's ``pre``  ``optimizer``; the time from the
+hooks (ours first)                          last backward step ``allreduce``
 an extension's trigger (the trainer's       ``extension/<name>``: its
 extension entry)                            trigger and call
 the stop trigger                            ``other``
 ==========================================  ================================
 
-Functions applied inside a backward step (``F.forget`` recomputing its
-forward, double backpropagation) stay ``backward``.  The function hook is
-registered in the training thread only, from the loop's start to its end;
-outside the update it only returns.  A copy or a pickle of a multi-node
-optimizer holds, for our hook, one that does nothing
+Functions applied after a backward are a ``forward`` only once a backward
+follows them: ``ParallelUpdater``'s ``addgrads`` is not, nor the sums of
+gradients Chainer applies between the steps of a walk.  Functions applied
+inside a backward step (``F.forget`` recomputing its forward, double
+backpropagation) stay ``backward``, and every backward step is
+``backward``, a ``chainer.grad`` inside the forward included.  The function
+hook is registered in the training thread only, from the loop's start to
+its end; outside the update it only returns.  A copy or a pickle of a
+multi-node optimizer holds, for our hook, one that does nothing
 (:class:`~chainer_hookext._registry.OptimizerHook`).
 """
+
+import collections
+import warnings
 
 from chainer import function_hook
 
@@ -41,6 +51,12 @@ from chainer_hookext.timing import phases
 #: The name of every mark's registration, after ``chainer_hookext.``.
 NAME = 'loop_phases'
 
+#: Functions applied after a backward, a forward if a backward follows:
+#: when the first was applied, the rank of the last backward step before it,
+#: and whether an optimizer updated since the backward started.
+Candidate = collections.namedtuple(
+    'Candidate', ('start', 'step_rank', 'updated'))
+
 
 class PhaseMarks(function_hook.FunctionHook):
     """Function hook starting the ``forward`` and ``backward`` phases, and
@@ -48,35 +64,71 @@ class PhaseMarks(function_hook.FunctionHook):
 
     Args:
         clock (~.phases.PhaseClock): The clock to switch.
+        count_updates (callable): Returns how many updates the trainer's
+            optimizers have made (the sum of their ``t``).
     """
 
     name = NAME
 
-    def __init__(self, clock):
+    def __init__(self, clock, count_updates):
         self.clock = clock
-        self.watch_forward = False  # a function applied starts forward
-        self.watch_backward = False  # a backward step starts backward
+        self.count_updates = count_updates
+        self.watch_forward = False  # a function applied is looked at
+        self.watch_backward = False  # a backward step is looked at
+        self.after_backward = False  # a forward must be followed by one
         self.steps = 0  # backward steps running
         self.step_end = None  # when the last backward step ended
+        self.step_rank = 0  # the rank of its function node
+        self.candidate = None  # a Candidate, while one waits
+        self.updates = 0  # count_updates() at the backward's start
+        self.warned = False
 
+    # The hot path: one call each per function applied and backward step.
     def forward_preprocess(self, function, in_data):
         if self.watch_forward and not self.steps:
-            self.watch_forward = False
-            self.watch_backward = True
-            self.switch(phases.FORWARD)
+            self._function_applied()
 
     def backward_preprocess(self, function, in_data, out_grad):
         self.steps += 1
         if self.watch_backward:
-            # Functions applied after a backward (ParallelUpdater's
-            # addgrads) are not a forward: only an optimizer's update
-            # (UpdateMark) watches for a forward again.
-            self.watch_backward = self.watch_forward = False
-            self.clock.switch(phases.BACKWARD)
+            self._step_started(function)
 
     def backward_postprocess(self, function, in_data, out_grad):
         self.steps -= 1
         self.step_end = clock.now()
+        self.step_rank = function.rank
+
+    def _function_applied(self):
+        self.watch_forward = False
+        self.watch_backward = True
+        if self.after_backward:
+            # A forward if a new backward walk follows (_step_started).
+            self.candidate = Candidate(
+                clock.now(), self.step_rank,
+                self.count_updates() != self.updates)
+        else:
+            # The update's first function, or the first after ChainerMN's
+            # update: nothing but a forward comes there.
+            self.switch(phases.FORWARD)
+
+    def _step_started(self, function):
+        self.watch_backward = False
+        self.watch_forward = self.after_backward = True
+        candidate, self.candidate = self.candidate, None
+        if candidate is None:  # the first step after a forward
+            self.updates = self.count_updates()
+            self.switch(phases.BACKWARD)
+        elif function.rank > candidate.step_rank:
+            # A new walk: a walk's nodes come in decreasing rank, so the
+            # functions applied before it were its forward.
+            end = self.backward_ended()
+            if end is not None:
+                self.clock.switch(
+                    phases.OPTIMIZER if candidate.updated else phases.DATA,
+                    end)
+            self.clock.switch(phases.FORWARD, candidate.start)
+            self.updates = self.count_updates()
+            self.clock.switch(phases.BACKWARD)
 
     def backward_ended(self):
         """When the running ``backward`` ended (its last step's end), or
@@ -96,37 +148,55 @@ class PhaseMarks(function_hook.FunctionHook):
             self.clock.switch(phases.OPTIMIZER, end)
         self.clock.switch(phase)
 
-    def watch(self, update):
-        """Watches for forward and backward (``update``) or for nothing."""
-        self.watch_forward = self.watch_backward = update
+    def start(self):
+        """The update starts, or starts again after ChainerMN's update: the
+        first function applied is a forward."""
+        self.watch_forward = self.watch_backward = True
+        self.after_backward = False
+        self.candidate = None
         self.steps = 0
+
+    def stop(self):
+        """The update has ended: nothing is looked at until :meth:`start`.
+
+        Functions applied after an optimizer's update and followed by no
+        backward step are ``optimizer``: warns once.
+        """
+        candidate = self.candidate
+        if candidate is not None and candidate.updated and not self.warned:
+            self.warned = True
+            warnings.warn(
+                'TimedLoop: functions were applied after an optimizer\'s '
+                'update, and no backward step followed them (a forward '
+                'without backward, to report a loss?): they cannot be told '
+                'from the updater\'s own work and count as optimizer, not '
+                'forward.', RuntimeWarning)
+        self.watch_forward = self.watch_backward = False
+        self.candidate = None
 
 
 class UpdateMark(_registry.OptimizerHook):
-    """An optimizer's first ``pre`` hook: its update starts.
+    """ChainerMN's multi-node optimizer's first ``pre`` hook: its update
+    starts, after the gradients' all-reduce.
 
-    Added only where it is needed, to an updater with several optimizers (a
-    GAN: after one optimizer's update, the next loss is ``forward``) and to
-    ChainerMN's multi-node optimizer (the time from the last backward step
-    to its update is ``allreduce``).  Chainer's
-    ``GradientMethod.call_hook`` runs ``reallocate_cleared_grads()``, a walk
-    over every parameter, after each hook: that costs more than the rest of
-    ``TimedLoop`` (``benchmarks/README.md``).
+    Added to that optimizer only (the time from the last backward step to
+    its update is ``allreduce``): an updater's other optimizers are seen
+    through their ``t``.  Chainer's ``GradientMethod.call_hook`` runs
+    ``reallocate_cleared_grads()``, a walk over every parameter, after each
+    hook: that costs more than the rest of ``TimedLoop``
+    (``benchmarks/README.md``).
 
     Args:
         marks (Marks): What it tells.
-        multi_node (bool): Whether the optimizer all-reduces the gradients
-            before its update.
     """
 
-    def __init__(self, marks, multi_node):
+    def __init__(self, marks):
         self.marks = marks
-        self.multi_node = multi_node
 
     def __call__(self, optimizer):
         marks = self.marks
         if marks is not None and marks.in_update:
-            marks.update_started(self.multi_node)
+            marks.update_started()
 
 
 class TimedTrigger(object):
@@ -192,17 +262,24 @@ class Marks(object):
             raise
 
     def _add(self, trainer, function_hooks):
-        optimizers = trainer.updater.get_all_optimizers().values()
+        optimizers = tuple(trainer.updater.get_all_optimizers().values())
         for optimizer in optimizers:
             # ChainerMN's multi-node optimizer keeps its communicator in
             # its own __dict__ (chainermn/optimizers.py).  Ours first among
             # the pre hooks: the user's (WeightDecay ...) are optimizer time.
-            multi_node = 'communicator' in vars(optimizer)
-            if multi_node or len(optimizers) > 1:
+            if 'communicator' in vars(optimizer):
                 self._optimizer_hooks.append(_registry.add_optimizer_hook(
-                    optimizer, UpdateMark(self, multi_node), NAME,
-                    'pre', first=True))
-        self._hook = PhaseMarks(self.clock)
+                    optimizer, UpdateMark(self), NAME, 'pre', first=True))
+
+        def count_updates():
+            # Each update adds one to the optimizer's t (Chainer's
+            # GradientMethod.update); read at a backward's start and after
+            # it only.  A loop: no generator made per call.
+            total = 0
+            for optimizer in optimizers:
+                total += optimizer.t
+            return total
+        self._hook = PhaseMarks(self.clock, count_updates)
         self._hook_handle = _registry.add(function_hooks, self._hook)
         for name, entry in _chainer.extension_entries(trainer).items():
             timed = TimedTrigger(
@@ -230,7 +307,7 @@ class Marks(object):
         """Starts ``data``: the update begins."""
         self.in_update = True
         hook = self._hook
-        hook.watch(True)
+        hook.start()
         hook.step_end = None
         self.clock.switch(phases.DATA)
 
@@ -239,14 +316,14 @@ class Marks(object):
         self.in_update = False
         hook = self._hook
         if hook.watch_forward or hook.watch_backward:
-            hook.watch(False)
+            hook.stop()
         hook.switch(phase)
 
-    def update_started(self, multi_node):
-        """An optimizer's update starts (after its all-reduce)."""
+    def update_started(self):
+        """ChainerMN's update starts, after its all-reduce."""
         hook = self._hook
         end = hook.backward_ended()
-        if multi_node and end is not None:
+        if end is not None:
             self.clock.switch(phases.ALLREDUCE, end)
         hook.switch(phases.OPTIMIZER)
-        hook.watch(True)  # the next loss's forward and backward
+        hook.start()  # the next loss's forward and backward
