@@ -8,6 +8,18 @@ interrupt leaving one); it puts both back on every way out, before any
 ``on_error`` for ``KeyboardInterrupt`` and calls ``finalize`` unguarded) and
 each way out it sees, with the test that shows it: ``docs/internals.md``,
 "The lifecycle of ``LinkHookExtension``".
+
+While the loop runs it also tells which part of an iteration runs, in two
+plain attributes the hooks read (:attr:`TrainingLoop.in_update`,
+:attr:`TrainingLoop.extension`): the update runs from the stop trigger's
+"go on" to the first extension entry's trigger consulted; an extension's
+call from its trigger's "yes" to the next trigger consulted.  For that,
+each extension entry's trigger is stood in for by a
+:class:`_ConsultedTrigger` from the update's start until it is consulted
+or the iteration's scope is left, whatever the way out (before any
+``on_error``): never outside an iteration, so a trigger wrapped for the
+whole loop by another (``timing/marks.py``, at the loop's start) is never
+under it when that one is put back.
 """
 
 import collections
@@ -15,6 +27,7 @@ import threading
 import warnings
 import weakref
 
+from chainer_hookext import _chainer
 from chainer_hookext import _frames
 
 
@@ -36,7 +49,18 @@ class TrainingLoop(object):
     """Stands in for ``trainer.stop_trigger`` until the loop ends.
 
     Use :meth:`install`; one object serves every callback of a trainer's run.
+
+    Attributes:
+        in_update (bool): Whether the trainer's update runs: from the stop
+            trigger's "go on" to the first extension's trigger consulted
+            (or the iteration's end).  A plain attribute, cheap to read on
+            a hot path.
+        extension: The extension being called in the loop (its trigger
+            said yes, the next is not consulted yet), or ``None``.
     """
+
+    in_update = False
+    extension = None
 
     def __init__(self, trainer):
         trigger = trainer.stop_trigger
@@ -51,6 +75,8 @@ class TrainingLoop(object):
         self._reporter_scope = None  # the reporter's scope under ours
         self._saved_scope = _MISSING
         self._scope = self._iteration  # one bound method, to compare
+        self._consulted = []  # a _ConsultedTrigger per extension entry
+        self._scope_depth = 0  # the iteration's scope is the outermost
         trainer.stop_trigger = self
         _waiting[trainer] = weakref.ref(self)
 
@@ -123,6 +149,7 @@ class TrainingLoop(object):
             self._enter(frame)
         elif state is _ENDED:
             return self._trigger(trainer)
+        self._iteration_ended()
         try:
             if state is _WAITING:
                 self._run_enter_callbacks()
@@ -141,6 +168,8 @@ class TrainingLoop(object):
             for c in self._callbacks:
                 if c.iteration is not None:
                     c.iteration(trainer)
+            if self._state is _RUNNING:
+                self._update_started()
         return stop
 
     def end(self):
@@ -201,6 +230,34 @@ class TrainingLoop(object):
         # trainer.reporter.scope while the loop runs.
         return _IterationScope(self, self._reporter_scope(observation))
 
+    # -- which part of the iteration runs ------------------------------------
+    def _update_started(self):
+        # The stop trigger said go on: the update runs until an extension
+        # entry's trigger is consulted.
+        self.in_update = True
+        self.extension = None
+        trainer = self.trainer
+        if not self._consulted and trainer is not None:
+            self._consulted = [
+                _ConsultedTrigger(self, entry) for entry in
+                _chainer.extension_entries(trainer).values()]
+        for consulted in self._consulted:
+            consulted.stand_in()
+
+    def _consulting(self):
+        # An extension entry's trigger is consulted: the update is over,
+        # and so is the call of the extension before.
+        self.in_update = False
+        self.extension = None
+
+    def _iteration_ended(self):
+        # The iteration's scope was left, or the loop goes on or ends:
+        # nothing of the iteration runs; every trigger is the entry's own.
+        self.in_update = False
+        self.extension = None
+        for consulted in self._consulted:
+            consulted.put_back()
+
     def _end_on(self, exc):
         # The loop ends with ``exc``, which no on_error sees: end it, and
         # warn of a callback's error so that ``exc`` stays the one raised.
@@ -213,6 +270,8 @@ class TrainingLoop(object):
     def _close(self):
         self._state = _ENDED
         self._run_frame = None
+        self._iteration_ended()
+        self._consulted = []
         trainer = self.trainer
         if trainer is not None and _waiting_for(trainer) is self:
             del _waiting[trainer]
@@ -244,14 +303,59 @@ class _IterationScope(object):
         self.scope = scope
 
     def __enter__(self):
-        return self.scope.__enter__()
+        value = self.scope.__enter__()
+        self.entry._scope_depth += 1
+        return value
 
     def __exit__(self, exc_type, exc, tb):
+        entry = self.entry
+        entry._scope_depth -= 1
+        if not entry._scope_depth:  # the iteration's, not one inside it
+            entry._iteration_ended()
         suppressed = self.scope.__exit__(exc_type, exc, tb)
         if exc_type is not None and not suppressed and not issubclass(
                 exc_type, Exception):
             self.entry._end_on(exc)
         return suppressed
+
+
+class _ConsultedTrigger(object):
+    # Stands in for one extension entry's trigger from the update's start
+    # until it is consulted: tells the loop, puts the trigger back, then
+    # asks it.  Everything else is the trigger's (``serialize`` ...).
+
+    __slots__ = ('loop', 'entry', 'trigger')
+
+    def __init__(self, loop, entry):
+        self.loop = loop
+        self.entry = entry
+        self.trigger = None  # the entry's, while this one stands in
+
+    def stand_in(self):
+        if self.trigger is None:
+            self.trigger = self.entry.trigger
+            self.entry.trigger = self
+
+    def put_back(self):
+        trigger, self.trigger = self.trigger, None
+        if trigger is not None and self.entry.trigger is self:
+            self.entry.trigger = trigger
+
+    def __call__(self, trainer):
+        trigger = self.trigger
+        self.put_back()
+        loop = self.loop
+        loop._consulting()
+        called = trigger(trainer)
+        if called:
+            loop.extension = self.entry.extension
+        return called
+
+    def __getattr__(self, name):
+        # Only for names this object lacks: the trigger's.
+        if name.startswith('__'):
+            raise AttributeError(name)
+        return getattr(self.trigger, name)
 
 
 def _waiting_for(trainer):

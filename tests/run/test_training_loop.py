@@ -20,8 +20,12 @@ from chainer_hookext import NonFiniteGuard
 from chainer_hookext import TimedLinks
 from chainer_hookext import TimedLoop
 from chainer_hookext import UnchainVariables
+from chainer_hookext.run import training_loop
 from tests.conftest import Boom
 from tests.conftest import FailingInit
+from tests.conftest import MLP
+from tests.conftest import make_dataset
+from tests.conftest import raise_boom
 
 
 def ours():
@@ -327,3 +331,126 @@ def test_loop_left_running_removed_by_the_next_run(trainer_factory):
     with pytest.warns(RuntimeWarning, match='left registered'):
         other.run()
     assert ours() == []
+
+
+# -- 3: which part of the iteration runs (issue 32) ---------------------------
+
+class Watcher(training.Extension):
+    """Installs a loop on the trainer and keeps what its flags said, seen
+    from the update and from each extension; ends the loop as
+    ``LinkHookExtension`` does."""
+
+    priority = -1000
+
+    def __init__(self):
+        self.seen = []
+        self.loop = None
+
+    def initialize(self, trainer):
+        self.loop = training_loop.TrainingLoop.install(
+            trainer, self.enter, self.end)
+
+    def enter(self):
+        self.look('enter')
+
+    def end(self):
+        self.look('end')
+
+    def look(self, where):
+        self.seen.append((where, self.loop.in_update, self.loop.extension))
+
+    def __call__(self, trainer):
+        self.look('watcher')
+
+    def on_error(self, trainer, exc, tb):
+        self.loop.end()
+
+    def finalize(self):
+        self.loop.end()
+
+
+def watched_trainer(tmp_path, update=None):
+    """A trainer whose update tells the watcher, then runs ``update``."""
+    watcher = Watcher()
+
+    class Updater(training.updaters.StandardUpdater):
+        def update_core(self):
+            watcher.look('update')
+            if update is not None:
+                update(self)
+            super().update_core()
+
+    model = chainer.links.Classifier(MLP())
+    optimizer = chainer.optimizers.SGD()
+    optimizer.setup(model)
+    it = chainer.iterators.SerialIterator(make_dataset(), 8)
+    trainer = training.Trainer(Updater(it, optimizer), (2, 'iteration'),
+                               out=str(tmp_path))
+    trainer.extend(watcher, trigger=(1, 'iteration'))
+    return trainer, watcher
+
+
+def test_flags_tell_the_update_from_each_extension(tmp_path):
+    trainer, watcher = watched_trainer(tmp_path)
+
+    @training.make_extension(trigger=(1, 'iteration'), priority=200)
+    def first(trainer):
+        watcher.look('first')
+
+    trainer.extend(first)
+    entries = dict(trainer._extensions)
+    before = {name: entry.trigger for name, entry in entries.items()}
+    trainer.run()
+    iteration = [('update', True, None), ('first', False, first),
+                 ('watcher', False, watcher)]
+    assert watcher.seen == [('enter', False, None)] + iteration * 2 + [
+        ('end', False, None)]
+    assert {name: e.trigger for name, e in entries.items()} == before
+
+
+def test_an_extension_not_called_is_not_running(tmp_path):
+    trainer, watcher = watched_trainer(tmp_path)
+
+    @training.make_extension(trigger=(5, 'iteration'), priority=200)
+    def never(trainer):
+        pass
+
+    trainer.extend(never)
+    trainer.run()
+    assert watcher.seen[1:3] == [('update', True, None),
+                                 ('watcher', False, watcher)]
+
+
+def interrupt(*args):
+    raise KeyboardInterrupt
+
+
+@pytest.mark.parametrize('update, exc', [(raise_boom, Boom),
+                                         (interrupt, KeyboardInterrupt)])
+def test_triggers_put_back_when_the_update_raises(tmp_path, user_state,
+                                                  update, exc):
+    # Every way out of the update leaves the iteration's scope: each
+    # entry's trigger is its own again before any on_error (TimedLoop's
+    # wrapped triggers are put back then).
+    trainer, watcher = watched_trainer(tmp_path, update=update)
+    trainer.extend(TimedLoop(), trigger=(1, 'iteration'))
+    trainer.extend(TimedLinks(), trigger=(1, 'iteration'))
+    state = user_state(trainer)
+    with pytest.raises(exc):
+        trainer.run(show_loop_exception_msg=False)
+    assert state.changes() == []
+    assert watcher.seen == [('enter', False, None), ('update', True, None),
+                            ('end', False, None)]
+    assert ours() == []
+
+
+def test_a_scope_inside_the_update_does_not_end_it(tmp_path):
+    def scope(updater):
+        with trainer.reporter.scope({}):
+            pass
+        watcher.look('after')
+
+    trainer, watcher = watched_trainer(tmp_path, update=scope)
+    trainer.run()
+    assert watcher.seen[1:3] == [('update', True, None),
+                                 ('after', True, None)]
