@@ -160,6 +160,23 @@ class TimerHook(call_stack.CallStack, scoped_link_hook.ScopedLinkHook):
         self.store(self._stored)
         self.thread = None
 
+    def set_loop(self, loop):
+        """Takes each call's mode from a trainer's loop, or from
+        ``chainer.config.train`` again (``None``).
+
+        Under a loop, the calls and backward steps of its update are
+        training ones whatever ``chainer.config.train`` says; the calls
+        inside an :class:`~chainer.training.extensions.Evaluator` are
+        evaluation ones; any other call or step (an extension's own, a
+        nested trainer's) is not timed.  :class:`~chainer_hookext.TimedLinks`
+        sets its trainer's loop for the length of training.
+
+        Args:
+            loop (~chainer_hookext.run.training_loop.TrainingLoop): The
+                loop (its ``in_update`` and ``extension``), or ``None``.
+        """
+        self.loop = loop
+
     def start_spans(self, recording):
         """Keeps the span of each call and backward step it times.
 

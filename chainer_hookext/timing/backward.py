@@ -19,6 +19,11 @@ in backward, links included) is backward work of the link that called
 ``F.forget``: the nodes recomputed inside the step take its tag, and the
 step's time before its inner steps is charged to it too.
 
+Under a trainer's loop (:attr:`CallStack.loop
+<.call_stack.CallStack.loop>`) only the steps run in the update are
+charged: a backward an extension runs (of any node, tagged in the update
+or not) is nobody's.  One attribute read per step, before the clock.
+
 A step that raises (e.g. out of memory, the batch skipped by the caller)
 is dropped: Chainer calls no ``backward_postprocess`` for it, so when it
 ended is not known, and it charges nothing.  The next step tells it from
@@ -67,6 +72,10 @@ class BackwardTimer(_tagging.NodeTagger):
         function._chainer_hookext_tag = rec
 
     def backward_preprocess(self, function, in_data, out_grad):
+        loop = self.calls.loop
+        if loop is not None and not loop.in_update:
+            self._running = None
+            return
         t = clock.now()
         if self._running is not None:  # inside a step, or one that raised
             self._charge_running(t)
@@ -74,6 +83,9 @@ class BackwardTimer(_tagging.NodeTagger):
         self._mark = t
 
     def backward_postprocess(self, function, in_data, out_grad):
+        loop = self.calls.loop
+        if loop is not None and not loop.in_update:
+            return
         t = clock.now()
         self._running = None
         try:
@@ -111,17 +123,26 @@ class BackwardTimer(_tagging.NodeTagger):
 
     def _outside(self):
         # The bucket of the current mode, or None when out of scope.
-        train = True if _chainer.is_train() else False
-        mode = self.calls.config_train
-        if mode is not None and mode != train:
+        train = self.calls.call_mode()
+        if train is None:
             return None
         return self.calls.outside['train' if train else 'eval']
 
+    def outside_update(self):
+        """Returns whether a trainer's loop runs something else than its
+        update: backward steps are then nobody's."""
+        loop = self.calls.loop
+        return loop is not None and not loop.in_update
+
     # -- GPU -----------------------------------------------------------------
     def gpu_backward_preprocess(self, function, in_data, out_grad):
+        if self.outside_update():
+            return
         self._mark = clock.record_event()
 
     def gpu_backward_postprocess(self, function, in_data, out_grad):
+        if self.outside_update():
+            return
         rec = self.tag_of(function) or self._outside()
         if rec is None:
             return
@@ -178,6 +199,8 @@ class BackwardTimer(_tagging.NodeTagger):
     def _span_backward_postprocess(self, function, in_data, out_grad):
         # The class's postprocess (its tag number's copy), then the step's span
         # from the mark it started at to the mark it left.
+        if self.outside_update():
+            return
         start = self._mark
         type(self).backward_postprocess(self, function, in_data, out_grad)
         rec = self.tag_of(function) or self._outside()
@@ -185,6 +208,8 @@ class BackwardTimer(_tagging.NodeTagger):
             self.steps.append(spans.Span(rec.charged, start, self._mark))
 
     def _gpu_span_backward_postprocess(self, function, in_data, out_grad):
+        if self.outside_update():
+            return
         start = self._mark
         type(self).gpu_backward_postprocess(
             self, function, in_data, out_grad)

@@ -42,7 +42,16 @@ raising link until its caller ends.
 Links on a GPU are timed with CUDA events (:mod:`.clock`), resolved
 when figures are read; the stack switches to the GPU methods when an
 outermost call's link is on a GPU.
+
+The mode of an outermost call (:meth:`CallStack.call_mode`) is read in the
+slow path too: without a trainer, ``chainer.config.train``'s; under a
+trainer's loop (:attr:`CallStack.loop`), where the call runs: the update's
+calls are training ones whatever ``chainer.config.train`` says, an
+``Evaluator``'s are evaluation ones, and any other (an extension's own, a
+nested trainer's) is not timed (``docs/timing.md``, "Which calls count").
 """
+
+from chainer.training.extensions import evaluator
 
 from chainer_hookext import _chainer
 from chainer_hookext import _frames
@@ -87,7 +96,12 @@ class CallStack(object):
         mode: ``None`` (both modes), ``True`` (training) or ``False``.
         gpu (bool): Whether CUDA events time the calls.
         thread (int): Ident of the thread timing, while registered.
+        loop (~chainer_hookext.run.training_loop.TrainingLoop): The
+            trainer's loop whose update and evaluation are timed, or
+            ``None``: the mode is ``chainer.config.train``'s.
     """
+
+    loop = None
 
     def __init__(self):
         self.bottom = records.CallRecord()
@@ -166,8 +180,8 @@ class CallStack(object):
             names = self.link_names
             if names is not None and id(link) not in names:
                 return
-            train = True if _chainer.is_train() else False
-            if self.config_train is not None and self.config_train != train:
+            train = self.call_mode()
+            if train is None:
                 return
             if _chainer.is_recomputing():  # F.forget: backward's work
                 return
@@ -183,6 +197,28 @@ class CallStack(object):
         if rec is None:
             rec = tree.children[key] = self._new_record(link, key, top)
         self._push(rec)
+
+    def call_mode(self):
+        """Returns the mode of an outermost call starting now.
+
+        Returns:
+            ``True`` (training), ``False`` (evaluation) or ``None``: not
+            timed, being out of the scope's modes or, under a trainer's
+            loop, outside its update and every ``Evaluator``.
+        """
+        loop = self.loop
+        if loop is None:
+            train = True if _chainer.is_train() else False
+        elif loop.in_update:
+            train = True
+        elif isinstance(loop.extension, evaluator.Evaluator):
+            train = False
+        else:
+            return None
+        mode = self.config_train
+        if mode is not None and mode != train:
+            return None
+        return train
 
     def _push(self, rec):
         self.top = rec
