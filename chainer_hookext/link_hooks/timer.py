@@ -60,8 +60,10 @@ class TimerHook(call_stack.CallStack, scoped_link_hook.ScopedLinkHook):
     * A link added to the model while timing (a layer replaced between
       iterations) is timed under its path, and its name when its parent
       has one (see :meth:`set_scope`).
-    * Training and evaluation calls are kept apart (``mode=``), and
-      :meth:`set_scope` restricts timing to some links and modes.
+    * Training and evaluation calls are kept apart (``mode=``), by
+      ``chainer.config.train``, or under a trainer's loop by where they run
+      (:meth:`set_loop`); :meth:`set_scope` restricts timing to some links
+      and modes.
     * :meth:`serialize` saves and restores all accumulated state.
     * With ``backward=True``, backward time per link: each function node
       created in a timed link's forward is charged its backward step.
