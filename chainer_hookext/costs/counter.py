@@ -55,7 +55,7 @@ class FlopCounter(backward.BackwardTimer):
             rec.bytes += cost.bytes
             return
         running = self._running
-        if running is None or self.outside_update():
+        if running is None or self.paused:
             # outside every timed link and step, or the trainer's update
             function._chainer_hookext_tag = None
             return

@@ -177,7 +177,17 @@ class TimerHook(call_stack.CallStack, scoped_link_hook.ScopedLinkHook):
             loop (~chainer_hookext.run.training_loop.TrainingLoop): The
                 loop (its ``in_update`` and ``extension``), or ``None``.
         """
+        if self.loop is not None:
+            self.loop.remove_update_callback(self._update_changed)
         self.loop = loop
+        if loop is not None:
+            loop.add_update_callback(self._update_changed)
+        self._update_changed()
+
+    def _update_changed(self, in_update=None):
+        # The loop's update started or ended: the backward timer's flag.
+        if self._backward_timer is not None:
+            self._backward_timer.paused = self.outside_update()
 
     def start_spans(self, recording):
         """Keeps the span of each call and backward step it times.

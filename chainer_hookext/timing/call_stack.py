@@ -220,6 +220,11 @@ class CallStack(object):
             return None
         return train
 
+    def outside_update(self):
+        """Returns whether a trainer's loop runs, but not its update."""
+        loop = self.loop
+        return loop is not None and not loop.in_update
+
     def _push(self, rec):
         self.top = rec
         if self.gpu:

@@ -208,3 +208,14 @@ def test_evaluator_with_train_on_is_validation(clock, tmp_path):
     assert occurrences(ext.summary())['/'] == ITERATIONS
     assert ext.hook.total_calls('eval') == 4
     assert log[0]['validation/time/main'] > 0
+
+
+def test_after_training_the_hook_goes_by_config_again(tmp_path):
+    trainer = make_trainer(tmp_path)
+    ext, _ = run(trainer)
+    assert ext.hook.loop is None
+    backward = ext.hook.total_backward_time('train')
+    with ext.hook:
+        model_of(trainer)(*data()).backward()
+    assert occurrences(ext.summary())['/'] == ITERATIONS + 1
+    assert ext.hook.total_backward_time('train') > backward

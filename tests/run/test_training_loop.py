@@ -454,3 +454,20 @@ def test_a_scope_inside_the_update_does_not_end_it(tmp_path):
     trainer.run()
     assert watcher.seen[1:3] == [('update', True, None),
                                  ('after', True, None)]
+
+
+def test_update_callbacks_at_each_change(tmp_path):
+    trainer, watcher = watched_trainer(tmp_path)
+    changes = []
+
+    @training.make_extension(trigger=(1, 'iteration'))
+    def listen(trainer):
+        if not changes:
+            watcher.loop.add_update_callback(changes.append)
+
+    trainer.extend(listen)
+    trainer.run()
+    # Added in the first iteration's extensions: the second update.
+    assert changes == [True, False]
+    watcher.loop.remove_update_callback(changes.append)
+    watcher.loop.remove_update_callback(changes.append)  # safe again
