@@ -175,7 +175,7 @@ class TimerHook(call_stack.CallStack, scoped_link_hook.ScopedLinkHook):
 
         Args:
             loop (~chainer_hookext.run.training_loop.TrainingLoop): The
-                loop (its ``in_update`` and ``extension``), or ``None``.
+                loop (its ``in_update`` and ``evaluator``), or ``None``.
         """
         if self.loop is not None:
             self.loop.remove_update_callback(self._update_changed)

@@ -51,8 +51,6 @@ calls are training ones whatever ``chainer.config.train`` says, an
 nested trainer's) is not timed (``docs/timing.md``, "Which calls count").
 """
 
-from chainer.training.extensions import evaluator
-
 from chainer_hookext import _chainer
 from chainer_hookext import _frames
 from chainer_hookext.timing import clock
@@ -211,7 +209,7 @@ class CallStack(object):
             train = True if _chainer.is_train() else False
         elif loop.in_update:
             train = True
-        elif isinstance(loop.extension, evaluator.Evaluator):
+        elif loop.evaluator is not None:
             train = False
         else:
             return None

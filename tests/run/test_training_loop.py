@@ -11,6 +11,7 @@ import chainer
 import numpy
 import pytest
 from chainer import training
+from chainer.training import extensions
 
 from chainer_hookext import _registry
 from chainer_hookext import CaptureOutputs
@@ -336,19 +337,24 @@ def test_loop_left_running_removed_by_the_next_run(trainer_factory):
 # -- 3: which part of the iteration runs (issue 32) ---------------------------
 
 class Watcher(training.Extension):
-    """Installs a loop on the trainer and keeps what its flags said, seen
-    from the update and from each extension; ends the loop as
-    ``LinkHookExtension`` does."""
+    """Installs a loop on the trainer, listens to its update (unless
+    ``listen=False``) and keeps what its flags said, seen from the update
+    and from the extensions; ends the loop as ``LinkHookExtension``
+    does."""
 
     priority = -1000
 
-    def __init__(self):
+    def __init__(self, listen=True):
         self.seen = []
+        self.changes = []
+        self.listen = listen
         self.loop = None
 
     def initialize(self, trainer):
         self.loop = training_loop.TrainingLoop.install(
             trainer, self.enter, self.end)
+        if self.listen:
+            self.loop.add_update_callback(self.changes.append)
 
     def enter(self):
         self.look('enter')
@@ -357,7 +363,7 @@ class Watcher(training.Extension):
         self.look('end')
 
     def look(self, where):
-        self.seen.append((where, self.loop.in_update, self.loop.extension))
+        self.seen.append((where, self.loop.in_update, self.loop.evaluator))
 
     def __call__(self, trainer):
         self.look('watcher')
@@ -369,9 +375,21 @@ class Watcher(training.Extension):
         self.loop.end()
 
 
-def watched_trainer(tmp_path, update=None):
+class WatchedEvaluator(extensions.Evaluator):
+    def __init__(self, watcher, model):
+        iterator = chainer.iterators.SerialIterator(
+            make_dataset(8), 8, repeat=False)
+        super().__init__(iterator, model)
+        self.watcher = watcher
+
+    def evaluate(self):
+        self.watcher.look('evaluator')
+        return super().evaluate()
+
+
+def watched_trainer(tmp_path, update=None, listen=True):
     """A trainer whose update tells the watcher, then runs ``update``."""
-    watcher = Watcher()
+    watcher = Watcher(listen)
 
     class Updater(training.updaters.StandardUpdater):
         def update_core(self):
@@ -390,35 +408,66 @@ def watched_trainer(tmp_path, update=None):
     return trainer, watcher
 
 
-def test_flags_tell_the_update_from_each_extension(tmp_path):
+def look(watcher, name, priority):
+    @training.make_extension(trigger=(1, 'iteration'), priority=priority)
+    def look(trainer):
+        watcher.look(name)
+    return look
+
+
+def test_flags_tell_the_update_and_the_evaluator(tmp_path):
     trainer, watcher = watched_trainer(tmp_path)
-
-    @training.make_extension(trigger=(1, 'iteration'), priority=200)
-    def first(trainer):
-        watcher.look('first')
-
-    trainer.extend(first)
+    evaluator = WatchedEvaluator(watcher, model_of(trainer))
+    trainer.extend(look(watcher, 'first', 300))
+    trainer.extend(evaluator, trigger=(1, 'iteration'), priority=200)
+    trainer.extend(look(watcher, 'after', 100))
     entries = dict(trainer._extensions)
     before = {name: entry.trigger for name, entry in entries.items()}
     trainer.run()
-    iteration = [('update', True, None), ('first', False, first),
-                 ('watcher', False, watcher)]
+    iteration = [('update', True, None), ('first', False, None),
+                 ('evaluator', False, evaluator), ('after', False, None),
+                 ('watcher', False, None)]
     assert watcher.seen == [('enter', False, None)] + iteration * 2 + [
         ('end', False, None)]
+    assert watcher.changes == [True, False] * 2
     assert {name: e.trigger for name, e in entries.items()} == before
 
 
-def test_an_extension_not_called_is_not_running(tmp_path):
+def test_an_evaluator_not_called_is_not_running(tmp_path):
     trainer, watcher = watched_trainer(tmp_path)
-
-    @training.make_extension(trigger=(5, 'iteration'), priority=200)
-    def never(trainer):
-        pass
-
-    trainer.extend(never)
+    trainer.extend(WatchedEvaluator(watcher, model_of(trainer)),
+                   trigger=(5, 'iteration'), priority=200)
     trainer.run()
     assert watcher.seen[1:3] == [('update', True, None),
-                                 ('watcher', False, watcher)]
+                                 ('watcher', False, None)]
+
+
+def test_the_last_extension_an_evaluator(tmp_path):
+    # No entry after it: the iteration's end ends its call.
+    trainer, watcher = watched_trainer(tmp_path)
+    evaluator = WatchedEvaluator(watcher, model_of(trainer))
+    trainer.extend(evaluator, trigger=(1, 'iteration'), priority=-2000)
+    trainer.run()
+    assert watcher.seen[1:4] == [('update', True, None),
+                                 ('watcher', False, None),
+                                 ('evaluator', False, evaluator)]
+    assert watcher.seen[4] == ('update', True, None)
+
+
+def test_triggers_left_alone_when_nobody_listens(tmp_path):
+    seen = []
+
+    def trigger_of_first(updater):
+        seen.append(trainer._extensions['first'].trigger)
+
+    trainer, watcher = watched_trainer(
+        tmp_path, update=trigger_of_first, listen=False)
+    trainer.extend(look(watcher, 'first', 300), name='first')
+    trigger = trainer._extensions['first'].trigger
+    trainer.run()
+    assert seen == [trigger, trigger]
+    # Without a listener the flags are not kept.
+    assert ('first', True, None) in watcher.seen
 
 
 def interrupt(*args):
@@ -456,18 +505,14 @@ def test_a_scope_inside_the_update_does_not_end_it(tmp_path):
                                  ('after', True, None)]
 
 
-def test_update_callbacks_at_each_change(tmp_path):
+def test_update_callback_removed(tmp_path):
     trainer, watcher = watched_trainer(tmp_path)
-    changes = []
 
     @training.make_extension(trigger=(1, 'iteration'))
-    def listen(trainer):
-        if not changes:
-            watcher.loop.add_update_callback(changes.append)
+    def stop_listening(trainer):
+        watcher.loop.remove_update_callback(watcher.changes.append)
+        watcher.loop.remove_update_callback(watcher.changes.append)  # again
 
-    trainer.extend(listen)
+    trainer.extend(stop_listening)
     trainer.run()
-    # Added in the first iteration's extensions: the second update.
-    assert changes == [True, False]
-    watcher.loop.remove_update_callback(changes.append)
-    watcher.loop.remove_update_callback(changes.append)  # safe again
+    assert watcher.changes == [True, False]
