@@ -236,7 +236,7 @@ class TimedLinks(link_hook_extension.LinkHookExtension):
         if self._entry is not None:
             if self._last_iteration is None:
                 self._start(self._entry.trainer)
-            self.hook.set_loop(self._entry)
+            self.hook.set_iteration_parts(self._entry.parts)
         super()._register()
 
     def release(self):
@@ -245,7 +245,7 @@ class TimedLinks(link_hook_extension.LinkHookExtension):
         try:
             super().release()
         finally:
-            self.hook.set_loop(None)
+            self.hook.set_iteration_parts(None)
 
     def _start(self, trainer):
         # A new run (a new trainer, or a snapshot without our state): the

@@ -61,9 +61,9 @@ class TimerHook(call_stack.CallStack, scoped_link_hook.ScopedLinkHook):
       iterations) is timed under its path, and its name when its parent
       has one (see :meth:`set_scope`).
     * Training and evaluation calls are kept apart (``mode=``), by
-      ``chainer.config.train``, or under a trainer's loop by where they run
-      (:meth:`set_loop`); :meth:`set_scope` restricts timing to some links
-      and modes.
+      ``chainer.config.train``, or under a trainer's loop by where they
+      run (:meth:`set_iteration_parts`); :meth:`set_scope` restricts
+      timing to some links and modes.
     * :meth:`serialize` saves and restores all accumulated state.
     * With ``backward=True``, backward time per link: each function node
       created in a timed link's forward is charged its backward step.
@@ -162,26 +162,26 @@ class TimerHook(call_stack.CallStack, scoped_link_hook.ScopedLinkHook):
         self.store(self._stored)
         self.thread = None
 
-    def set_loop(self, loop):
-        """Takes each call's mode from a trainer's loop, or from
-        ``chainer.config.train`` again (``None``).
+    def set_iteration_parts(self, parts):
+        """Takes each call's mode from where it runs in a trainer's loop,
+        or from ``chainer.config.train`` again (``None``).
 
         Under a loop, the calls and backward steps of its update are
         training ones whatever ``chainer.config.train`` says; the calls
         inside an :class:`~chainer.training.extensions.Evaluator` are
         evaluation ones; any other call or step (an extension's own, a
         nested trainer's) is not timed.  :class:`~chainer_hookext.TimedLinks`
-        sets its trainer's loop for the length of training.
+        sets its trainer's for the length of training.
 
         Args:
-            loop (~chainer_hookext.run.training_loop.TrainingLoop): The
-                loop (its ``in_update`` and ``evaluator``), or ``None``.
+            parts (~chainer_hookext.run.iteration_parts.IterationParts):
+                The loop's parts (``TrainingLoop.parts``), or ``None``.
         """
-        if self.loop is not None:
-            self.loop.remove_update_callback(self._update_changed)
-        self.loop = loop
-        if loop is not None:
-            loop.add_update_callback(self._update_changed)
+        if self.parts is not None:
+            self.parts.remove_callback(self._update_changed)
+        self.parts = parts
+        if parts is not None:
+            parts.add_callback(self._update_changed)
         self._update_changed()
 
     def _update_changed(self, in_update=None):

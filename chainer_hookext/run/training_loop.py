@@ -9,20 +9,8 @@ interrupt leaving one); it puts both back on every way out, before any
 each way out it sees, with the test that shows it: ``docs/internals.md``,
 "The lifecycle of ``LinkHookExtension``".
 
-While the loop runs it also tells which part of an iteration runs, in two
-plain attributes the hooks read (:attr:`TrainingLoop.in_update`,
-:attr:`TrainingLoop.evaluator`): the update runs from the stop trigger's
-"go on" to the first extension entry's trigger consulted (in
-``Trainer.run``'s order); an ``Evaluator``'s call from its trigger's "yes"
-to the next trigger consulted.  For that, while someone listens
-(:meth:`TrainingLoop.add_update_callback`), the triggers of those entries
-(the first, each ``Evaluator``'s and the one after it) are stood in for by
-a :class:`_ConsultedTrigger` from the update's start until each is
-consulted or the iteration's scope is left, whatever the way out (before
-any ``on_error``): never outside an iteration, so a trigger wrapped for
-the whole loop by another (``timing/marks.py``, at the loop's start) is
-never under it when that one is put back.  Cost: about 1.5 us per stand-in
-and iteration.
+While the loop runs it also tells its :class:`~.iteration_parts.IterationParts`
+(``parts``) when each iteration starts and ends: which part of it runs.
 """
 
 import collections
@@ -30,10 +18,8 @@ import threading
 import warnings
 import weakref
 
-from chainer.training.extensions import evaluator as evaluator_module
-
-from chainer_hookext import _chainer
 from chainer_hookext import _frames
+from chainer_hookext.run import iteration_parts
 
 
 _WAITING = 'waiting'
@@ -56,22 +42,9 @@ class TrainingLoop(object):
     Use :meth:`install`; one object serves every callback of a trainer's run.
 
     Attributes:
-        in_update (bool): Whether the trainer's update runs: from the stop
-            trigger's "go on" to the first extension's trigger consulted
-            (or the iteration's end).  A plain attribute, cheap to read on
-            a hot path.
-        evaluator (~chainer.training.extensions.Evaluator): The
-            ``Evaluator`` (or subclass) being called by the loop (its
-            trigger said yes, the next is not consulted yet), or ``None``.
-
-    Both are kept only while an update callback is added
-    (:meth:`add_update_callback`): otherwise the extension entries'
-    triggers are left alone (no cost per extension), ``in_update`` lasts
-    to the iteration's end and ``evaluator`` stays ``None``.
+        parts (~.iteration_parts.IterationParts): Which part of the
+            iterations runs (the update, an ``Evaluator``).
     """
-
-    in_update = False
-    evaluator = None
 
     def __init__(self, trainer):
         trigger = trainer.stop_trigger
@@ -86,9 +59,7 @@ class TrainingLoop(object):
         self._reporter_scope = None  # the reporter's scope under ours
         self._saved_scope = _MISSING
         self._scope = self._iteration  # one bound method, to compare
-        self._stand_ins = None  # a _ConsultedTrigger per extension entry
-        self._standing = 0  # how many stand in now
-        self._update_callbacks = []  # called with in_update when it changes
+        self.parts = iteration_parts.IterationParts(trainer)
         self._scope_depth = 0  # the iteration's scope is the outermost
         trainer.stop_trigger = self
         _waiting[trainer] = weakref.ref(self)
@@ -139,19 +110,6 @@ class TrainingLoop(object):
             entry._callbacks.append(_Callbacks(enter, end, iteration, check))
         return entry
 
-    def add_update_callback(self, callback):
-        """Calls ``callback(in_update)`` whenever :attr:`in_update` changes.
-
-        For a hot path that reads a flag of its own rather than this
-        object's (one attribute read less per call).
-        """
-        self._update_callbacks.append(callback)
-
-    def remove_update_callback(self, callback):
-        """Forgets ``callback``; safe to call when it is not there."""
-        if callback in self._update_callbacks:
-            self._update_callbacks.remove(callback)
-
     def discard(self, enter):
         """Forgets ``enter`` and its end; takes the replacements off when no
         callback is left."""
@@ -175,7 +133,7 @@ class TrainingLoop(object):
             self._enter(frame)
         elif state is _ENDED:
             return self._trigger(trainer)
-        self._iteration_ended()
+        self.parts.iteration_ended()
         try:
             if state is _WAITING:
                 self._run_enter_callbacks()
@@ -195,7 +153,7 @@ class TrainingLoop(object):
                 if c.iteration is not None:
                     c.iteration(trainer)
             if self._state is _RUNNING:
-                self._update_started()
+                self.parts.update_started()
         return stop
 
     def end(self):
@@ -256,37 +214,6 @@ class TrainingLoop(object):
         # trainer.reporter.scope while the loop runs.
         return _IterationScope(self, self._reporter_scope(observation))
 
-    # -- which part of the iteration runs ------------------------------------
-    def _update_started(self):
-        # The stop trigger said go on: the update runs until an extension
-        # entry's trigger is consulted.  With no update callback nobody
-        # reads the flags: the triggers are left alone.
-        self.evaluator = None
-        self._set_in_update(True)
-        if not self._update_callbacks:
-            return
-        if self._stand_ins is None:
-            self._stand_ins = _stand_ins(self)
-        for stand_in in self._stand_ins:
-            stand_in.stand_in()
-        self._standing = len(self._stand_ins)
-
-    def _iteration_ended(self):
-        # The iteration's scope was left, or the loop goes on or ends:
-        # nothing of the iteration runs; every trigger is the entry's own.
-        self._set_in_update(False)
-        self.evaluator = None
-        if self._standing:
-            self._standing = 0
-            for stand_in in self._stand_ins:
-                stand_in.put_back()
-
-    def _set_in_update(self, in_update):
-        if self.in_update is not in_update:
-            self.in_update = in_update
-            for callback in list(self._update_callbacks):
-                callback(in_update)
-
     def _end_on(self, exc):
         # The loop ends with ``exc``, which no on_error sees: end it, and
         # warn of a callback's error so that ``exc`` stays the one raised.
@@ -299,8 +226,7 @@ class TrainingLoop(object):
     def _close(self):
         self._state = _ENDED
         self._run_frame = None
-        self._iteration_ended()
-        self._stand_ins = None
+        self.parts.loop_ended()
         trainer = self.trainer
         if trainer is not None and _waiting_for(trainer) is self:
             del _waiting[trainer]
@@ -340,73 +266,12 @@ class _IterationScope(object):
         entry = self.entry
         entry._scope_depth -= 1
         if not entry._scope_depth:  # the iteration's, not one inside it
-            entry._iteration_ended()
+            entry.parts.iteration_ended()
         suppressed = self.scope.__exit__(exc_type, exc, tb)
         if exc_type is not None and not suppressed and not issubclass(
                 exc_type, Exception):
             self.entry._end_on(exc)
         return suppressed
-
-
-def _stand_ins(loop):
-    # A _ConsultedTrigger for the entries whose consult changes a flag: in
-    # Trainer.run's order (chainer/training/trainer.py, ``extension_order``)
-    # the first, each Evaluator's and the one after it.
-    entries = _chainer.extension_entries(loop.trainer)
-    order = [entries[name] for name in sorted(
-        entries, key=lambda name: entries[name].priority, reverse=True)]
-    is_evaluator = [isinstance(e.extension, evaluator_module.Evaluator)
-                    for e in order]
-    return [_ConsultedTrigger(loop, entry, is_evaluator[i])
-            for i, entry in enumerate(order)
-            if i == 0 or is_evaluator[i] or is_evaluator[i - 1]]
-
-
-class _ConsultedTrigger(object):
-    # Stands in for one extension entry's trigger from the update's start
-    # until it is consulted: puts the trigger back, tells the loop, then
-    # asks it.  Everything else is the trigger's (``serialize`` ...).
-
-    __slots__ = ('loop', 'entry', 'trigger', 'evaluator')
-
-    def __init__(self, loop, entry, is_evaluator):
-        self.loop = loop
-        self.entry = entry
-        self.trigger = None  # the entry's, while this one stands in
-        self.evaluator = entry.extension if is_evaluator else None
-
-    def stand_in(self):
-        if self.trigger is None:
-            self.trigger = self.entry.trigger
-            self.entry.trigger = self
-
-    def put_back(self):
-        trigger, self.trigger = self.trigger, None
-        if trigger is not None and self.entry.trigger is self:
-            self.entry.trigger = trigger
-
-    def __call__(self, trainer):
-        # put_back and the loop's bookkeeping, inlined: this runs each
-        # iteration.
-        trigger, self.trigger = self.trigger, None
-        entry = self.entry
-        if entry.trigger is self:
-            entry.trigger = trigger
-        loop = self.loop
-        loop._standing -= 1
-        if loop.in_update:  # the update is over
-            loop._set_in_update(False)
-        loop.evaluator = None  # and so is the Evaluator's call before
-        called = trigger(trainer)
-        if called:
-            loop.evaluator = self.evaluator
-        return called
-
-    def __getattr__(self, name):
-        # Only for names this object lacks: the trigger's.
-        if name.startswith('__'):
-            raise AttributeError(name)
-        return getattr(self.trigger, name)
 
 
 def _waiting_for(trainer):

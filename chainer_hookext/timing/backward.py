@@ -19,8 +19,8 @@ in backward, links included) is backward work of the link that called
 ``F.forget``: the nodes recomputed inside the step take its tag, and the
 step's time before its inner steps is charged to it too.
 
-Under a trainer's loop (:attr:`CallStack.loop
-<.call_stack.CallStack.loop>`) only the steps run in the update are
+Under a trainer's loop (:attr:`CallStack.parts
+<.call_stack.CallStack.parts>`) only the steps run in the update are
 charged: a backward an extension runs (of any node, tagged in the update
 or not) is nobody's.  One attribute read per step (:attr:`paused`), before
 the clock.
@@ -70,8 +70,8 @@ class BackwardTimer(_tagging.NodeTagger):
         self._running = None  # the node whose step runs, between pre / post
         self.steps = None  # spans of the steps, while recorded
         #: ``calls.outside_update()``, kept up to date by the loop's
-        #: callback (``TimerHook.set_loop``): one attribute read per step
-        #: (reading the loop's own flag costs 30 to 40 ns more per step).
+        #: callback (``TimerHook.set_iteration_parts``): one attribute read
+        #: per step (reading the loop's own flag: 30 to 40 ns more).
         self.paused = calls.outside_update()
 
     # -- hot path ----------------------------------------------------------

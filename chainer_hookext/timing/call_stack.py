@@ -45,7 +45,7 @@ outermost call's link is on a GPU.
 
 The mode of an outermost call (:meth:`CallStack.call_mode`) is read in the
 slow path too: without a trainer, ``chainer.config.train``'s; under a
-trainer's loop (:attr:`CallStack.loop`), where the call runs: the update's
+trainer's loop (:attr:`CallStack.parts`), where the call runs: the update's
 calls are training ones whatever ``chainer.config.train`` says, an
 ``Evaluator``'s are evaluation ones, and any other (an extension's own, a
 nested trainer's) is not timed (``docs/timing.md``, "Which calls count").
@@ -94,12 +94,13 @@ class CallStack(object):
         mode: ``None`` (both modes), ``True`` (training) or ``False``.
         gpu (bool): Whether CUDA events time the calls.
         thread (int): Ident of the thread timing, while registered.
-        loop (~chainer_hookext.run.training_loop.TrainingLoop): The
-            trainer's loop whose update and evaluation are timed, or
-            ``None``: the mode is ``chainer.config.train``'s.
+        parts (~chainer_hookext.run.iteration_parts.IterationParts):
+            Which part of a trainer's iterations runs: its update and
+            evaluation are timed; or ``None``: the mode is
+            ``chainer.config.train``'s.
     """
 
-    loop = None
+    parts = None
 
     def __init__(self):
         self.bottom = records.CallRecord()
@@ -204,12 +205,12 @@ class CallStack(object):
             timed, being out of the scope's modes or, under a trainer's
             loop, outside its update and every ``Evaluator``.
         """
-        loop = self.loop
-        if loop is None:
+        parts = self.parts
+        if parts is None:
             train = True if _chainer.is_train() else False
-        elif loop.in_update:
+        elif parts.in_update:
             train = True
-        elif loop.evaluator is not None:
+        elif parts.evaluator is not None:
             train = False
         else:
             return None
@@ -220,8 +221,8 @@ class CallStack(object):
 
     def outside_update(self):
         """Returns whether a trainer's loop runs, but not its update."""
-        loop = self.loop
-        return loop is not None and not loop.in_update
+        parts = self.parts
+        return parts is not None and not parts.in_update
 
     def _push(self, rec):
         self.top = rec

@@ -213,7 +213,7 @@ def test_evaluator_with_train_on_is_validation(clock, tmp_path):
 def test_after_training_the_hook_goes_by_config_again(tmp_path):
     trainer = make_trainer(tmp_path)
     ext, _ = run(trainer)
-    assert ext.hook.loop is None
+    assert ext.hook.parts is None
     backward = ext.hook.total_backward_time('train')
     with ext.hook:
         model_of(trainer)(*data()).backward()
