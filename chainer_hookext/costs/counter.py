@@ -14,7 +14,9 @@ twice) to a call record of the timer:
   (``backward_flops``, ``backward_bytes``); a step of a node created
   outside every timed link, to the stack's ``outside`` record;
 * a node created outside every timed link's forward: nothing (no forward
-  time is reported for it either).
+  time is reported for it either);
+* under a trainer's loop, a node applied in a backward step outside the
+  update (an extension's backward): nothing, as for the step's time.
 
 A node class without a formula is counted in the record's ``unknown``
 (``{class name: nodes}``), never as zero FLOPs.  Everything is added to
@@ -53,7 +55,8 @@ class FlopCounter(backward.BackwardTimer):
             rec.bytes += cost.bytes
             return
         running = self._running
-        if running is None:  # outside every timed link and step
+        if running is None or self.paused:
+            # outside every timed link and step, or the trainer's update
             function._chainer_hookext_tag = None
             return
         try:

@@ -67,13 +67,16 @@ class TimedLinks(link_hook_extension.LinkHookExtension):
     without a formula are listed (:meth:`unknown_functions`), never counted
     as zero.
 
-    Only training-mode calls are counted, so that
-    :class:`~chainer.training.extensions.Evaluator` does not inflate the
-    figures.  With ``validation=True`` evaluation-mode calls are timed too
-    and reported as ``validation/time/<name>`` (and ``.../self``; there is
-    no backward in evaluation): seconds
-    per outermost call of the model in evaluation mode (one per validation
-    batch with ``Evaluator``), averaged since the last report.  Put the
+    Only the calls and backward steps of the trainer's update are counted,
+    whatever ``chainer.config.train`` says there (an update with frozen
+    BatchNorm statistics is training): an
+    :class:`~chainer.training.extensions.Evaluator`, an extension's own
+    calls of the model or backward, or a nested trainer's run never
+    inflate the figures (``docs/timing.md``, "Which calls count").  With
+    ``validation=True`` the calls inside ``Evaluator`` extensions are timed
+    too and reported as ``validation/time/<name>`` (and ``.../self``; there
+    is no backward in evaluation): seconds per outermost call of the model
+    (one per validation batch), averaged since the last report.  Put the
     ``Evaluator`` before this extension in ``trainer.extend`` order to have
     its run reported in the same iteration.
 
@@ -87,8 +90,8 @@ class TimedLinks(link_hook_extension.LinkHookExtension):
     Args:
         links (~chainer.Link or list of ~chainer.Link): Sub-trees to time;
             ``None`` (default) times the ``main`` optimizer's target.
-        validation (bool): Also time evaluation-mode calls and report them
-            under ``validation/``.
+        validation (bool): Also time the calls inside ``Evaluator``
+            extensions and report them under ``validation/``.
         print_report (bool): Print the per-link tree table (times per
             iteration, with backward columns) at each trigger.
         unit (str): Unit of the printed table: ``'sec'``, ``'ms'``, ``'us'``,
@@ -229,9 +232,20 @@ class TimedLinks(link_hook_extension.LinkHookExtension):
     def _register(self):
         # The loop's start: a snapshot loaded after initialize without our
         # state (``snapshot(autoload=True)``) left no start: it is here.
-        if self._last_iteration is None and self._entry is not None:
-            self._start(self._entry.trainer)
+        # The loop tells the hook which calls are training ones.
+        if self._entry is not None:
+            if self._last_iteration is None:
+                self._start(self._entry.trainer)
+            self.hook.set_iteration_parts(self._entry.parts)
         super()._register()
+
+    def release(self):
+        """Unregisters the hook, forgets the loop; safe to call many times.
+        """
+        try:
+            super().release()
+        finally:
+            self.hook.set_iteration_parts(None)
 
     def _start(self, trainer):
         # A new run (a new trainer, or a snapshot without our state): the

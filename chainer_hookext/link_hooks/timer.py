@@ -60,8 +60,10 @@ class TimerHook(call_stack.CallStack, scoped_link_hook.ScopedLinkHook):
     * A link added to the model while timing (a layer replaced between
       iterations) is timed under its path, and its name when its parent
       has one (see :meth:`set_scope`).
-    * Training and evaluation calls are kept apart (``mode=``), and
-      :meth:`set_scope` restricts timing to some links and modes.
+    * Training and evaluation calls are kept apart (``mode=``), by
+      ``chainer.config.train``, or under a trainer's loop by where they
+      run (:meth:`set_iteration_parts`); :meth:`set_scope` restricts
+      timing to some links and modes.
     * :meth:`serialize` saves and restores all accumulated state.
     * With ``backward=True``, backward time per link: each function node
       created in a timed link's forward is charged its backward step.
@@ -159,6 +161,33 @@ class TimerHook(call_stack.CallStack, scoped_link_hook.ScopedLinkHook):
         self._backward_timer = _tagging.unregister(self._backward_timer)
         self.store(self._stored)
         self.thread = None
+
+    def set_iteration_parts(self, parts):
+        """Takes each call's mode from where it runs in a trainer's loop,
+        or from ``chainer.config.train`` again (``None``).
+
+        Under a loop, the calls and backward steps of its update are
+        training ones whatever ``chainer.config.train`` says; the calls
+        inside an :class:`~chainer.training.extensions.Evaluator` are
+        evaluation ones; any other call or step (an extension's own, a
+        nested trainer's) is not timed.  :class:`~chainer_hookext.TimedLinks`
+        sets its trainer's for the length of training.
+
+        Args:
+            parts (~chainer_hookext.run.iteration_parts.IterationParts):
+                The loop's parts (``TrainingLoop.parts``), or ``None``.
+        """
+        if self.parts is not None:
+            self.parts.remove_callback(self._update_changed)
+        self.parts = parts
+        if parts is not None:
+            parts.add_callback(self._update_changed)
+        self._update_changed()
+
+    def _update_changed(self, in_update=None):
+        # The loop's update started or ended: the backward timer's flag.
+        if self._backward_timer is not None:
+            self._backward_timer.paused = self.outside_update()
 
     def start_spans(self, recording):
         """Keeps the span of each call and backward step it times.

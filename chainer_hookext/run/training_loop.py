@@ -8,6 +8,9 @@ interrupt leaving one); it puts both back on every way out, before any
 ``on_error`` for ``KeyboardInterrupt`` and calls ``finalize`` unguarded) and
 each way out it sees, with the test that shows it: ``docs/internals.md``,
 "The lifecycle of ``LinkHookExtension``".
+
+While the loop runs it also tells its :class:`~.iteration_parts.IterationParts`
+(``parts``) when each iteration starts and ends: which part of it runs.
 """
 
 import collections
@@ -16,6 +19,7 @@ import warnings
 import weakref
 
 from chainer_hookext import _frames
+from chainer_hookext.run import iteration_parts
 
 
 _WAITING = 'waiting'
@@ -36,6 +40,10 @@ class TrainingLoop(object):
     """Stands in for ``trainer.stop_trigger`` until the loop ends.
 
     Use :meth:`install`; one object serves every callback of a trainer's run.
+
+    Attributes:
+        parts (~.iteration_parts.IterationParts): Which part of the
+            iterations runs (the update, an ``Evaluator``).
     """
 
     def __init__(self, trainer):
@@ -51,6 +59,8 @@ class TrainingLoop(object):
         self._reporter_scope = None  # the reporter's scope under ours
         self._saved_scope = _MISSING
         self._scope = self._iteration  # one bound method, to compare
+        self.parts = iteration_parts.IterationParts(trainer)
+        self._scope_depth = 0  # the iteration's scope is the outermost
         trainer.stop_trigger = self
         _waiting[trainer] = weakref.ref(self)
 
@@ -123,6 +133,7 @@ class TrainingLoop(object):
             self._enter(frame)
         elif state is _ENDED:
             return self._trigger(trainer)
+        self.parts.iteration_ended()
         try:
             if state is _WAITING:
                 self._run_enter_callbacks()
@@ -141,6 +152,8 @@ class TrainingLoop(object):
             for c in self._callbacks:
                 if c.iteration is not None:
                     c.iteration(trainer)
+            if self._state is _RUNNING:
+                self.parts.update_started()
         return stop
 
     def end(self):
@@ -213,6 +226,7 @@ class TrainingLoop(object):
     def _close(self):
         self._state = _ENDED
         self._run_frame = None
+        self.parts.loop_ended()
         trainer = self.trainer
         if trainer is not None and _waiting_for(trainer) is self:
             del _waiting[trainer]
@@ -244,9 +258,15 @@ class _IterationScope(object):
         self.scope = scope
 
     def __enter__(self):
-        return self.scope.__enter__()
+        value = self.scope.__enter__()
+        self.entry._scope_depth += 1
+        return value
 
     def __exit__(self, exc_type, exc, tb):
+        entry = self.entry
+        entry._scope_depth -= 1
+        if not entry._scope_depth:  # the iteration's, not one inside it
+            entry.parts.iteration_ended()
         suppressed = self.scope.__exit__(exc_type, exc, tb)
         if exc_type is not None and not suppressed and not issubclass(
                 exc_type, Exception):

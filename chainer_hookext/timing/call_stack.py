@@ -42,6 +42,13 @@ raising link until its caller ends.
 Links on a GPU are timed with CUDA events (:mod:`.clock`), resolved
 when figures are read; the stack switches to the GPU methods when an
 outermost call's link is on a GPU.
+
+The mode of an outermost call (:meth:`CallStack.call_mode`) is read in the
+slow path too: without a trainer, ``chainer.config.train``'s; under a
+trainer's loop (:attr:`CallStack.parts`), where the call runs: the update's
+calls are training ones whatever ``chainer.config.train`` says, an
+``Evaluator``'s are evaluation ones, and any other (an extension's own, a
+nested trainer's) is not timed (``docs/timing.md``, "Which calls count").
 """
 
 from chainer_hookext import _chainer
@@ -87,7 +94,13 @@ class CallStack(object):
         mode: ``None`` (both modes), ``True`` (training) or ``False``.
         gpu (bool): Whether CUDA events time the calls.
         thread (int): Ident of the thread timing, while registered.
+        parts (~chainer_hookext.run.iteration_parts.IterationParts):
+            Which part of a trainer's iterations runs: its update and
+            evaluation are timed; or ``None``: the mode is
+            ``chainer.config.train``'s.
     """
+
+    parts = None
 
     def __init__(self):
         self.bottom = records.CallRecord()
@@ -170,8 +183,8 @@ class CallStack(object):
             names = self.link_names
             if names is not None and id(link) not in names:
                 return
-            train = True if _chainer.is_train() else False
-            if self.config_train is not None and self.config_train != train:
+            train = self.call_mode()
+            if train is None:
                 return
             if _chainer.is_recomputing():  # F.forget: backward's work
                 return
@@ -187,6 +200,33 @@ class CallStack(object):
         if rec is None:
             rec = tree.children[key] = self._new_record(link, key, top)
         self._push(rec)
+
+    def call_mode(self):
+        """Returns the mode of an outermost call starting now.
+
+        Returns:
+            ``True`` (training), ``False`` (evaluation) or ``None``: not
+            timed, being out of the scope's modes or, under a trainer's
+            loop, outside its update and every ``Evaluator``.
+        """
+        parts = self.parts
+        if parts is None:
+            train = True if _chainer.is_train() else False
+        elif parts.in_update:
+            train = True
+        elif parts.evaluator is not None:
+            train = False
+        else:
+            return None
+        mode = self.config_train
+        if mode is not None and mode != train:
+            return None
+        return train
+
+    def outside_update(self):
+        """Returns whether a trainer's loop runs, but not its update."""
+        parts = self.parts
+        return parts is not None and not parts.in_update
 
     def _push(self, rec):
         self.top = rec

@@ -8,11 +8,13 @@ import chainer
 import chainer.functions as F
 import chainer.links as L
 import numpy
+from chainer import training
 
 from chainer_hookext import TimedLinks
 from chainer_hookext import TimerHook
 from tests.conftest import MLP
 from tests.conftest import TICK
+from tests.conftest import make_dataset
 
 
 def data(n=2):
@@ -179,21 +181,24 @@ def test_shared_link_named_as_chainer_names_it(trainer_factory):
     assert '/predictor/b' in timed.summary(by='path')
 
 
-def test_two_models_keep_distinct_paths(trainer_factory):
+def test_two_models_keep_distinct_paths(tmp_path):
     gen, dis = L.Classifier(MLP()), L.Classifier(MLP())
-    trainer = trainer_factory(model=gen, stop=(2, 'iteration'))
-    optimizer = chainer.optimizers.SGD()
-    optimizer.setup(dis)
-    trainer.updater._optimizers['dis'] = optimizer
-    trainer.reporter.add_observer('dis', dis)
+    optimizers = {}
+    for name, model in (('main', gen), ('dis', dis)):
+        optimizers[name] = chainer.optimizers.SGD()
+        optimizers[name].setup(model)
+
+    class TwoModels(training.updaters.StandardUpdater):
+        # dis is called in the update: only the update's calls count.
+        def update_core(self):
+            super().update_core()
+            dis(*data())
+
+    it = chainer.iterators.SerialIterator(make_dataset(), 8)
+    trainer = training.Trainer(TwoModels(it, optimizers), (2, 'iteration'),
+                               out=str(tmp_path))
     timed = TimedLinks(links=[gen, dis], backward=False)
     trainer.extend(timed)
-
-    @chainer.training.make_extension(trigger=(1, 'iteration'))
-    def run_dis(trainer):
-        with chainer.using_config('train', True):
-            dis(*data())
-    trainer.extend(run_dis)
     trainer.run()
     summary = timed.summary(by='path')
     assert '/main/predictor/l1' in summary and '/dis/predictor/l1' in summary
