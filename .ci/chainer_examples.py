@@ -237,7 +237,8 @@ def scenario(name, example, folder, out):
         start = os.path.join(out, 'resume_from.npz')
         if name == 'resume':
             snapshots = sorted(
-                glob.glob(os.path.join(out, 'snapshot_iter_*')),
+                # cifar's are 'snaphot_epoch_N', as Chainer spells them
+                glob.glob(os.path.join(out, 'sna*hot_*')),
                 key=os.path.getmtime)
             if not snapshots:
                 return False, 'no snapshot to resume from in {}'.format(out)
