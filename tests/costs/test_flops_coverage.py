@@ -215,6 +215,13 @@ MORE = {
         F.unpooling_nd(variable(1, 2, 2, 2, 2), 2, cover_all=False),
         F.upsampling_2d(variable(1, 2, 2, 2), numpy.zeros((1, 2, 2, 2),
                         'i'), 2, cover_all=False)),
+    'examples': lambda: (  # vae, ptb, and the links not above
+        F.bernoulli_nll(variable(3, 4), variable(3, 4)),
+        F.gaussian_kl_divergence(variable(3, 4), variable(3, 4)),
+        F.gaussian_nll(variable(3, 4), variable(3, 4), variable(3, 4)),
+        L.StatelessLSTM(3, 2)(None, None, variable(2, 3)),
+        L.StatefulMGU(3, 2)(variable(2, 3)),
+        L.StatelessGRU(3, 2)(variable(2, 2), variable(2, 3))),
     'noise': lambda: (F.gaussian(variable(3, 4), variable(3, 4)),
                       F.zoneout(variable(3, 4), variable(3, 4))),
     'more losses': lambda: (
