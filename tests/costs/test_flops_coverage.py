@@ -4,6 +4,7 @@ counted."""
 
 import importlib
 import inspect
+import pathlib
 import pkgutil
 
 import chainer
@@ -50,6 +51,14 @@ def test_every_node_class_of_chainer_has_a_formula_or_a_reason():
     assert left == set()
     assert set(flops.FORMULAS) & set(flops.NOT_COUNTED) == set()
     assert all(reason for reason in flops.NOT_COUNTED.values())
+
+
+def test_docs_list_every_node_class_of_chainer():
+    docs = pathlib.Path(__file__).parents[2] / 'docs' / 'flops.md'
+    text = docs.read_text(encoding='utf-8')
+    missing = [cls.__name__ for cls in chainer_node_classes()
+               if '| `{}` |'.format(cls.__name__) not in text]
+    assert missing == []
 
 
 def test_register_refuses_a_second_formula():
