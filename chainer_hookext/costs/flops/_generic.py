@@ -1,0 +1,80 @@
+"""Formulas many node classes share: elementwise, copies, reductions."""
+
+import math
+
+import numpy
+
+
+def elementwise(per_element, outputs=1):
+    """``per_element`` FLOPs per element of the broadcast inputs; as many
+    output arrays of that size as ``outputs``."""
+    def formula(node, in_data):
+        n = broadcast_size([x.shape for x in in_data if x is not None])
+        return per_element * n, outputs * n
+    formula.__qualname__ = 'elementwise({}, {})'.format(per_element, outputs)
+    return formula
+
+
+def broadcast_size(shapes):
+    """The size of the output of an elementwise node of inputs of shapes."""
+    first = shapes[0]
+    for shape in shapes[1:]:
+        if shape != first:
+            try:  # (3, 1) * (4,) is 12 elements
+                return math.prod(numpy.broadcast_shapes(*shapes))
+            except ValueError:  # not broadcast (Accuracy, PReLU): the largest
+                return max([math.prod(shape) for shape in shapes])
+    return math.prod(first)
+
+
+def copy(node, in_data):
+    """Reshapes, views, transposes, flips: bytes only."""
+    return 0, in_data[0].size
+
+
+def gather_copy(node, in_data):
+    """Concatenations and stacks: bytes only."""
+    return 0, sum([x.size for x in in_data])
+
+
+def reduced_size(x, axis):
+    """The size of ``x`` reduced over ``axis`` (``None``, int or tuple)."""
+    if axis is None:
+        return 1
+    reduced = 1
+    for a in (axis if isinstance(axis, tuple) else (axis,)):
+        reduced *= x.shape[a]
+    return x.size // max(1, reduced)
+
+
+def reduction(node, in_data):
+    """A sum, max, min or product over ``node.axis``: one per element."""
+    x = in_data[0]
+    return x.size, reduced_size(x, getattr(node, 'axis', None))
+
+
+def broadcast_grad(per_element):
+    """The gradient of a binary elementwise node ``(x0, x1, gy)``:
+    ``per_element`` FLOPs per element of ``gy``, and a ``sum_to`` (one
+    addition per element of ``gy``) for each input smaller than ``gy``."""
+    def formula(node, in_data):
+        x0, x1, gy = in_data
+        n = gy.size
+        reduced = (n if x0.size < n else 0) + (n if x1.size < n else 0)
+        return per_element * n + reduced, x0.size + x1.size
+    formula.__qualname__ = 'broadcast_grad({})'.format(per_element)
+    return formula
+
+
+def nothing(node, in_data):
+    """A node whose work is the nodes it applies (counted each)."""
+    return 0, 0
+
+
+def copy_with(per_element):
+    """A node of its input's shape, ``per_element`` FLOPs per element."""
+    def formula(node, in_data):
+        x = in_data[0]
+        return per_element * x.size, x.size
+    formula.__qualname__ = 'copy_with({})'.format(per_element)
+    return formula

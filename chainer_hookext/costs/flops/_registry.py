@@ -1,0 +1,82 @@
+"""The one table of formulas: {node class: (formula, memo key)}.
+
+A formula is ``formula(node, in_data) -> (flops, output elements)``; the
+bytes follow from the inputs' sizes (:func:`.flops.count`).  Each formula
+module registers its formulas beside them, as
+``torch.utils.flop_counter.register_flop_formula`` does; a user adds one
+for their own node class the same way.
+"""
+
+import collections
+
+#: The cost of one node: FLOPs and bytes moved.
+Cost = collections.namedtuple('Cost', ('flops', 'bytes'))
+
+#: One entry of :data:`FORMULAS`: the formula and, for a memoized class,
+#: the names of the node attributes its cost depends on besides its
+#: inputs' shapes and dtypes (``None``: computed each time).
+Formula = collections.namedtuple('Formula', ('function', 'keyed_by'))
+
+#: {node class: :class:`Formula`}: every class with a formula.
+FORMULAS = {}
+
+#: {node class: why it has no formula}: the node classes of Chainer known
+#: and left without one; their nodes count as unknown.
+NOT_COUNTED = {}
+
+
+def register(*classes, keyed_by=None):
+    """Registers the decorated function as the formula of ``classes``.
+
+    Args:
+        classes (types): Node classes (:class:`~chainer.FunctionNode` or
+            old-style :class:`~chainer.Function` subclasses).
+        keyed_by (tuple of str): To memoize the cost by the inputs'
+            shapes and dtypes and these node attributes (``()`` for none);
+            only if the formula reads no other attribute nor any array's
+            values.  ``None`` (the default): computed for each node.
+
+    Returns:
+        The decorator, which returns the function unchanged.
+
+    Raises:
+        ValueError: A class already has a formula.
+
+    .. admonition:: Example
+
+        >>> import chainer
+        >>> from chainer_hookext.costs import flops
+        >>> class Twice(chainer.FunctionNode):
+        ...     def forward(self, inputs):
+        ...         return inputs[0] * 2,
+        >>> @flops.register(Twice, keyed_by=())
+        ... def _twice(node, in_data):
+        ...     return in_data[0].size, in_data[0].size  # FLOPs, outputs
+        >>> del flops.FORMULAS[Twice]
+    """
+    for cls in classes:
+        if cls in FORMULAS:
+            raise ValueError(
+                'register({}): {} has a formula already ({}); delete '
+                'FORMULAS[{}] first to replace it'.format(
+                    cls.__name__, cls.__name__,
+                    FORMULAS[cls].function.__qualname__, cls.__name__))
+    if keyed_by is not None and not isinstance(keyed_by, tuple):
+        raise TypeError('register(keyed_by={!r}): give a tuple of attribute '
+                        'names, or None'.format(keyed_by))
+
+    def decorator(function):
+        for cls in classes:
+            NOT_COUNTED.pop(cls, None)
+            FORMULAS[cls] = Formula(function, keyed_by)
+        return function
+    return decorator
+
+
+def not_counted(reason, *classes):
+    """Lists ``classes`` as known and not counted, for ``reason``."""
+    for cls in classes:
+        if cls in FORMULAS or cls in NOT_COUNTED:
+            raise ValueError('not_counted({!r}, {}): listed already'.format(
+                reason, cls.__name__))
+        NOT_COUNTED[cls] = reason
