@@ -8,6 +8,7 @@ from chainer.training import extension
 from chainer_hookext import _chainer
 from chainer_hookext import _checks
 from chainer_hookext import _state
+from chainer_hookext.extensions import timed_links
 from chainer_hookext.report import gather
 from chainer_hookext.report import keys
 from chainer_hookext.report import tables
@@ -100,7 +101,15 @@ class TimedLoop(loop_phases.LoopExtension):
     # -- lifecycle -----------------------------------------------------------
     def initialize(self, trainer):
         self.release()
-        self._names = list(_chainer.extension_entries(trainer))
+        entries = _chainer.extension_entries(trainer)
+        self._names = list(entries)
+        for entry in entries.values():
+            other = entry.extension
+            if isinstance(other, timed_links.TimedLinks):
+                keys.check_loop_keys(
+                    other.scope_link_names(trainer).values(), other.backward,
+                    other.comm is not None, self._names,
+                    self.comm is not None)
         last = self._last_iteration
         if last is not None and trainer.updater.iteration < last:
             # A new run, not a resumed one: start afresh.

@@ -7,7 +7,9 @@ import pytest
 from chainer import training
 from chainer.training import extensions
 
+from chainer_hookext import TimedLinks
 from chainer_hookext import TimedLoop
+from tests.conftest import MLP
 from tests.conftest import Boom
 from tests.conftest import BACKWARD
 from tests.conftest import FakeComm
@@ -15,6 +17,7 @@ from tests.conftest import DATA
 from tests.conftest import FORWARD
 from tests.conftest import OPTIMIZER
 from tests.conftest import SLOW
+from tests.conftest import make_trainer
 from tests.conftest import make_slow_trainer
 
 
@@ -344,3 +347,40 @@ def test_backward_step_that_raised_charges_no_earlier_time(still, tmp_path):
         assert sum(v for k, v in figures.items() if k in (
             'data', 'forward', 'backward', 'optimizer', 'extensions',
             'other')) == figures['iteration']
+
+
+def _trainer_with_optimizer_named(name, tmp_path):
+    # The updater's ``main`` and a second optimizer named ``name``.
+    trainer = make_trainer(tmp_path, stop=(2, 'iteration'))
+    model = chainer.links.Classifier(MLP())
+    optimizer = chainer.optimizers.SGD()
+    optimizer.setup(model)
+    trainer.updater._optimizers[name] = optimizer
+    return trainer, model
+
+
+@pytest.mark.parametrize('order', ['links_first', 'loop_first'])
+def test_keys_shared_with_timed_links_are_refused(tmp_path, order):
+    trainer, model = _trainer_with_optimizer_named('loop', tmp_path)
+    both = [TimedLinks(model), TimedLoop()]
+    for extension in (both if order == 'links_first' else both[::-1]):
+        trainer.extend(extension)
+    with pytest.raises(ValueError, match=(
+            r'TimedLinks and TimedLoop would both report `time/loop/'
+            r'backward`: TimedLinks the backward time of the link \'loop\', '
+            r'TimedLoop its figure \'backward\'; rename the link .* or pass '
+            r'TimedLinks `backward=False`\.')):
+        trainer.run()
+    # Refused before training: nothing was registered.
+    assert not chainer._get_link_hooks()
+    assert not chainer.get_function_hooks()
+
+
+def test_keys_of_an_optimizer_named_loop_without_backward(tmp_path):
+    trainer, model = _trainer_with_optimizer_named('loop', tmp_path)
+    trainer.extend(TimedLinks(model, backward=False), trigger=(2, 'iteration'))
+    trainer.extend(TimedLoop(), trigger=(2, 'iteration'))
+    trainer.extend(extensions.LogReport(trigger=(2, 'iteration')))
+    trainer.run()
+    log = trainer.get_extension('LogReport').log[0]
+    assert 'time/loop' in log and 'time/loop/backward' in log
