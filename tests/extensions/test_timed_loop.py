@@ -384,3 +384,44 @@ def test_keys_of_an_optimizer_named_loop_without_backward(tmp_path):
     trainer.run()
     log = trainer.get_extension('LogReport').log[0]
     assert 'time/loop' in log and 'time/loop/backward' in log
+
+
+def _adds_up(figures):
+    phases = ('data', 'forward', 'backward', 'optimizer', 'extensions',
+              'other')
+    extensions = [f for f in figures if f.startswith('extension/')]
+    assert figures['extensions'] == sum(figures[f] for f in extensions)
+    assert figures['iteration'] == sum(figures[p] for p in phases)
+
+
+def test_resumed_without_an_extension_of_the_snapshot(still, tmp_path):
+    # A snapshot taken with an extension the resumed trainer lacks: its
+    # time before the snapshot is reported under its name, and the figures
+    # add up.
+    first = make_slow_trainer(still, tmp_path / 'first', stop=3)
+
+    @training.make_extension(trigger=(1, 'iteration'))
+    def gone(trainer):
+        still.sleep(32.0)
+    first.extend(gone)
+    run_timed(first)
+    target = {}
+    first.serialize(chainer.serializers.DictionarySerializer(target))
+    second = make_slow_trainer(still, tmp_path / 'second', stop=6)
+    timed = TimedLoop()
+    second.extend(timed, trigger=(2, 'iteration'))
+    second.extend(extensions.LogReport(trigger=(2, 'iteration')))
+    chainer.serializers.NpzDeserializer(target).load(second)
+    second.run()
+    log = [{k[len('time/loop/'):]: v for k, v in e.items()
+            if k.startswith('time/loop/')}
+           for e in second.get_extension('LogReport').log]
+    # Since the report at 2: gone at 2 (called after TimedLoop) and at 3.
+    resumed = log[1]
+    assert resumed['extension/gone'] == 32.0 * 2 / 2
+    assert 'extension/gone' not in log[2]  # nothing since
+    for figures in log:
+        _adds_up(figures)
+    summary = timed.summary()
+    assert summary['extension/gone'] == 32.0 * 3 / 6
+    _adds_up(summary)
