@@ -73,20 +73,25 @@ def remove(handle, hook):
 class OptimizerHook(object):
     """Base of this package's optimizer hooks: called once per update.
 
-    A copy or a pickle of an optimizer holding one gets an
-    :class:`InertOptimizerHook` in its place, which does nothing: the copy
-    updates as without this package, and feeds none of its figures.
+    A pickle or a deep copy of an optimizer holding one holds nothing of
+    this package: the copy has the user's hooks only, in their order (see
+    :func:`_dropped`), and feeds none of the figures.
     """
 
     call_for_each_param = False
+    #: ``(optimizer's hookable, key)`` while :func:`add_optimizer_hook`'s.
+    registered_in = None
 
     def __reduce__(self):
-        return InertOptimizerHook, ()
+        if self.registered_in is None:
+            return _inert, ()
+        return _dropped, self.registered_in
 
 
 class InertOptimizerHook(object):
-    """What a copied or unpickled optimizer holds for an
-    :class:`OptimizerHook`: a hook doing nothing."""
+    """A hook doing nothing: what a hook of this package pickled alone
+    becomes (and what earlier versions pickled every one as);
+    :func:`add_optimizer_hook` removes those it finds."""
 
     call_for_each_param = False
 
@@ -94,8 +99,60 @@ class InertOptimizerHook(object):
         pass
 
 
+#: What a hook of ours pickled alone (not through its optimizer) becomes.
+INERT = InertOptimizerHook()
+
+
+def _inert():
+    return INERT
+
+
+def _dropped(hookable, key):
+    # Unpickling (or deep-copying) an optimizer: its hooks' container
+    # (Chainer's ``_OptimizerHookable``, ``chainer/optimizer.py``) is made,
+    # but its state, which holds the hook dicts, is set after them
+    # (pickle's BUILD, ``copy._reconstruct``).  A dict's entry cannot be
+    # dropped while the dict is unpickled, so ours is a placeholder that
+    # the container's ``__setstate__``, set on the new container for that
+    # one call, takes out before its state is set.  Reached another way
+    # (the hook dict pickled alone), the placeholder stays: it does nothing.
+    if '_pre_update_hooks' not in vars(hookable):  # its state is not set
+        drop = vars(hookable).get('__setstate__')
+        if not isinstance(drop, _DropPlaceholders):
+            drop = hookable.__setstate__ = _DropPlaceholders(hookable)
+        drop.keys.append(key)
+    return INERT
+
+
+class _DropPlaceholders(object):
+    # A new hook container's __setstate__, for one call: its state without
+    # our placeholders, then it is a plain container again.
+
+    def __init__(self, hookable):
+        self.hookable = hookable
+        self.keys = []
+
+    def __call__(self, state):
+        hookable, self.hookable = self.hookable, None
+        del vars(hookable)['__setstate__']
+        slots = None
+        if isinstance(state, tuple):
+            state, slots = state
+        for hooks in (state or {}).values():
+            if isinstance(hooks, dict):
+                for key in self.keys:
+                    if hooks.get(key) is INERT:
+                        del hooks[key]
+        vars(hookable).update(state or {})
+        for name, value in (slots or {}).items():
+            setattr(hookable, name, value)
+
+
 def add_optimizer_hook(optimizer, hook, name, timing, first=False):
     """Adds ``hook`` to ``optimizer`` under a free key of this package's.
+
+    Hooks of this package that do nothing (:class:`InertOptimizerHook`,
+    left by an older pickle) are removed first.
 
     Args:
         optimizer (~chainer.Optimizer): A set-up optimizer.
@@ -108,17 +165,25 @@ def add_optimizer_hook(optimizer, hook, name, timing, first=False):
     Returns:
         tuple: The handle for :func:`remove_optimizer_hook`.
     """
+    for when in ('pre', 'post'):
+        hooks = _chainer.optimizer_hooks(optimizer, when)
+        for key in [k for k, h in hooks.items() if k.startswith(PREFIX)
+                    and isinstance(h, InertOptimizerHook)]:
+            del hooks[key]
     hooks = _chainer.optimizer_hooks(optimizer, timing)
     key = free_key(hooks.keys() | _chainer.optimizer_hooks(
         optimizer, 'post' if timing == 'pre' else 'pre').keys(), name)
     optimizer.add_hook(hook, name=key, timing=timing)
     if first:
         hooks.move_to_end(key, last=False)
+    # The container _chainer.optimizer_hooks reads the dicts of.
+    hook.registered_in = optimizer._hookable, key
     return optimizer, timing, key, hook
 
 
 def remove_optimizer_hook(handle):
     """Removes the hook :func:`add_optimizer_hook` added, if still there."""
     optimizer, timing, key, hook = handle
+    hook.registered_in = None
     if _chainer.optimizer_hooks(optimizer, timing).get(key) is hook:
         optimizer.remove_hook(key)

@@ -32,8 +32,8 @@ inside a backward step (``F.forget`` recomputing its forward, double
 backpropagation) stay ``backward``, and every backward step is
 ``backward``, a ``chainer.grad`` inside the forward included.  The function
 hook is registered in the training thread only, from the loop's start to
-its end; outside the update it only returns.  A copy or a pickle of a
-multi-node optimizer holds, for our hook, one that does nothing
+its end; outside the update it only returns.  A pickle or a deep copy of
+a multi-node optimizer holds no hook of ours
 (:class:`~chainer_hookext._registry.OptimizerHook`).
 """
 
