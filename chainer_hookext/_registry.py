@@ -12,7 +12,10 @@ exactly what :func:`add` put in, and nothing the user registered.
 for an optimizer's hooks.
 """
 
+import collections
+
 from chainer_hookext import _chainer
+from chainer_hookext import _copies
 
 
 #: What the keys of this package's registrations start with.
@@ -32,7 +35,7 @@ def add(registry, hook):
         hook: A :class:`chainer.LinkHook` or :class:`chainer.FunctionHook`.
 
     Returns:
-        tuple: ``(registry, key)``, the handle for :func:`remove`.
+        Registration: ``(registry, key)``, the handle for :func:`remove`.
     """
     key = free_key(registry, hook.name)
     registry[key] = hook
@@ -41,7 +44,19 @@ def add(registry, hook):
     except BaseException:
         del registry[key]
         raise
-    return registry, key
+    return Registration(registry, key)
+
+
+class Registration(collections.namedtuple(
+        'Registration', ('registry', 'key'))):
+    """What :func:`add` returns.  A pickle or a copy of it (of an
+    extension during training) is ``None``: the copy's hook is registered
+    nowhere, and a thread's registry is never copied."""
+
+    __slots__ = ()
+
+    def __reduce__(self):
+        return _copies.same, (None,)
 
 
 def free_key(taken, name):
@@ -58,12 +73,15 @@ def free_key(taken, name):
 def remove(handle, hook):
     """Unregisters ``hook`` added with :func:`add`, then calls deleted.
 
-    Does nothing when the key no longer holds ``hook``.
+    Does nothing when the key no longer holds ``hook``, or when ``handle``
+    is ``None`` (a copy's).
 
     Args:
-        handle (tuple): What :func:`add` returned.
+        handle (Registration): What :func:`add` returned.
         hook: The hook given to :func:`add`.
     """
+    if handle is None:
+        return
     registry, key = handle
     if registry.get(key) is hook:
         del registry[key]
@@ -74,18 +92,20 @@ class OptimizerHook(object):
     """Base of this package's optimizer hooks: called once per update.
 
     A pickle or a deep copy of an optimizer holding one holds nothing of
-    this package: the copy has the user's hooks only, in their order (see
-    :func:`_dropped`), and feeds none of the figures.
+    this package: the copy has the user's hooks only, in their order
+    (:mod:`chainer_hookext._copies`), and feeds none of the figures.
     """
 
     call_for_each_param = False
-    #: ``(optimizer's hookable, key)`` while :func:`add_optimizer_hook`'s.
+    #: The optimizer's hook container (Chainer's ``_OptimizerHookable``)
+    #: while :func:`add_optimizer_hook` has added it.
     registered_in = None
 
     def __reduce__(self):
         if self.registered_in is None:
             return _inert, ()
-        return _dropped, self.registered_in
+        return _copies.put_back, (
+            self.registered_in, _copies.LEAVE_OUT, INERT)
 
 
 class InertOptimizerHook(object):
@@ -98,54 +118,16 @@ class InertOptimizerHook(object):
     def __call__(self, optimizer):
         pass
 
+    def __reduce__(self):
+        return _inert, ()
 
-#: What a hook of ours pickled alone (not through its optimizer) becomes.
+
+#: The one :class:`InertOptimizerHook`.
 INERT = InertOptimizerHook()
 
 
 def _inert():
     return INERT
-
-
-def _dropped(hookable, key):
-    # Unpickling (or deep-copying) an optimizer: its hooks' container
-    # (Chainer's ``_OptimizerHookable``, ``chainer/optimizer.py``) is made,
-    # but its state, which holds the hook dicts, is set after them
-    # (pickle's BUILD, ``copy._reconstruct``).  A dict's entry cannot be
-    # dropped while the dict is unpickled, so ours is a placeholder that
-    # the container's ``__setstate__``, set on the new container for that
-    # one call, takes out before its state is set.  Reached another way
-    # (the hook dict pickled alone), the placeholder stays: it does nothing.
-    if '_pre_update_hooks' not in vars(hookable):  # its state is not set
-        drop = vars(hookable).get('__setstate__')
-        if not isinstance(drop, _DropPlaceholders):
-            drop = hookable.__setstate__ = _DropPlaceholders(hookable)
-        drop.keys.append(key)
-    return INERT
-
-
-class _DropPlaceholders(object):
-    # A new hook container's __setstate__, for one call: its state without
-    # our placeholders, then it is a plain container again.
-
-    def __init__(self, hookable):
-        self.hookable = hookable
-        self.keys = []
-
-    def __call__(self, state):
-        hookable, self.hookable = self.hookable, None
-        del vars(hookable)['__setstate__']
-        slots = None
-        if isinstance(state, tuple):
-            state, slots = state
-        for hooks in (state or {}).values():
-            if isinstance(hooks, dict):
-                for key in self.keys:
-                    if hooks.get(key) is INERT:
-                        del hooks[key]
-        vars(hookable).update(state or {})
-        for name, value in (slots or {}).items():
-            setattr(hookable, name, value)
 
 
 def add_optimizer_hook(optimizer, hook, name, timing, first=False):
@@ -177,7 +159,7 @@ def add_optimizer_hook(optimizer, hook, name, timing, first=False):
     if first:
         hooks.move_to_end(key, last=False)
     # The container _chainer.optimizer_hooks reads the dicts of.
-    hook.registered_in = optimizer._hookable, key
+    hook.registered_in = optimizer._hookable
     return optimizer, timing, key, hook
 
 

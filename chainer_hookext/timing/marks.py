@@ -43,6 +43,7 @@ import warnings
 from chainer import function_hook
 
 from chainer_hookext import _chainer
+from chainer_hookext import _copies
 from chainer_hookext import _registry
 from chainer_hookext.timing import clock
 from chainer_hookext.timing import phases
@@ -227,6 +228,10 @@ class TimedTrigger(object):
         if trigger is None or name.startswith('__'):
             raise AttributeError(name)
         return getattr(trigger, name)
+
+    def __reduce__(self):
+        # A pickle or a copy of the trainer holds the entry's own trigger.
+        return _copies.same, (self.trigger,)
 
 
 class Marks(object):
