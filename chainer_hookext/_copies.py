@@ -70,6 +70,10 @@ class _PutBack(object):
         for value in list(state.values()):
             if isinstance(value, dict):
                 self._put_back(value)
+        setstate = getattr(type(owner), '__setstate__', None)
+        if setstate is not None:  # the owner's class sets its own state
+            setstate(owner, state if slots is None else (state, slots))
+            return
         vars(owner).update(state)
         for name, value in (slots or {}).items():
             setattr(owner, name, value)

@@ -115,3 +115,25 @@ def test_inert_hooks_of_an_older_pickle_are_removed_at_the_next_add():
     _registry.add_optimizer_hook(optimizer, Counting(), 'x', 'pre')
     assert [k for k, _ in _hooks(optimizer)[0]] == [
         'decay', 'clip', 'chainer_hookext.x']
+
+
+class Owner(object):
+    """An object whose class sets its own state."""
+
+    def __init__(self):
+        self.hooks = {'user': 1}
+
+    def __setstate__(self, state):
+        state['restored'] = True
+        vars(self).update(state)
+
+
+def test_put_back_leaves_the_owners_own_setstate_to_it():
+    from chainer_hookext import _copies
+    owner = Owner()
+    hook = Counting()
+    hook.registered_in = owner
+    owner.hooks['ours'] = hook
+    for copied in (pickle.loads(pickle.dumps(owner)), copy.deepcopy(owner)):
+        assert vars(copied) == {'hooks': {'user': 1}, 'restored': True}
+    assert _copies.same(owner) is owner
