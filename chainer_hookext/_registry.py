@@ -12,7 +12,10 @@ exactly what :func:`add` put in, and nothing the user registered.
 for an optimizer's hooks.
 """
 
+import collections
+
 from chainer_hookext import _chainer
+from chainer_hookext import _copies
 
 
 #: What the keys of this package's registrations start with.
@@ -32,7 +35,7 @@ def add(registry, hook):
         hook: A :class:`chainer.LinkHook` or :class:`chainer.FunctionHook`.
 
     Returns:
-        tuple: ``(registry, key)``, the handle for :func:`remove`.
+        Registration: ``(registry, key)``, the handle for :func:`remove`.
     """
     key = free_key(registry, hook.name)
     registry[key] = hook
@@ -41,7 +44,19 @@ def add(registry, hook):
     except BaseException:
         del registry[key]
         raise
-    return registry, key
+    return Registration(registry, key)
+
+
+class Registration(collections.namedtuple(
+        'Registration', ('registry', 'key'))):
+    """What :func:`add` returns.  A pickle or a copy of it (of an
+    extension during training) is ``None``: the copy's hook is registered
+    nowhere, and a thread's registry is never copied."""
+
+    __slots__ = ()
+
+    def __reduce__(self):
+        return _copies.same, (None,)
 
 
 def free_key(taken, name):
@@ -58,12 +73,15 @@ def free_key(taken, name):
 def remove(handle, hook):
     """Unregisters ``hook`` added with :func:`add`, then calls deleted.
 
-    Does nothing when the key no longer holds ``hook``.
+    Does nothing when the key no longer holds ``hook``, or when ``handle``
+    is ``None`` (a copy's).
 
     Args:
-        handle (tuple): What :func:`add` returned.
+        handle (Registration): What :func:`add` returned.
         hook: The hook given to :func:`add`.
     """
+    if handle is None:
+        return
     registry, key = handle
     if registry.get(key) is hook:
         del registry[key]
@@ -73,29 +91,50 @@ def remove(handle, hook):
 class OptimizerHook(object):
     """Base of this package's optimizer hooks: called once per update.
 
-    A copy or a pickle of an optimizer holding one gets an
-    :class:`InertOptimizerHook` in its place, which does nothing: the copy
-    updates as without this package, and feeds none of its figures.
+    A pickle or a deep copy of an optimizer holding one holds nothing of
+    this package: the copy has the user's hooks only, in their order
+    (:mod:`chainer_hookext._copies`), and feeds none of the figures.
     """
 
     call_for_each_param = False
+    #: The optimizer's hook container (Chainer's ``_OptimizerHookable``)
+    #: while :func:`add_optimizer_hook` has added it.
+    registered_in = None
 
     def __reduce__(self):
-        return InertOptimizerHook, ()
+        if self.registered_in is None:
+            return _inert, ()
+        return _copies.put_back, (
+            self.registered_in, _copies.LEAVE_OUT, INERT)
 
 
 class InertOptimizerHook(object):
-    """What a copied or unpickled optimizer holds for an
-    :class:`OptimizerHook`: a hook doing nothing."""
+    """A hook doing nothing: what a hook of this package pickled alone
+    becomes (and what earlier versions pickled every one as);
+    :func:`add_optimizer_hook` removes those it finds."""
 
     call_for_each_param = False
 
     def __call__(self, optimizer):
         pass
 
+    def __reduce__(self):
+        return _inert, ()
+
+
+#: The one :class:`InertOptimizerHook`.
+INERT = InertOptimizerHook()
+
+
+def _inert():
+    return INERT
+
 
 def add_optimizer_hook(optimizer, hook, name, timing, first=False):
     """Adds ``hook`` to ``optimizer`` under a free key of this package's.
+
+    Hooks of this package that do nothing (:class:`InertOptimizerHook`,
+    left by an older pickle) are removed first.
 
     Args:
         optimizer (~chainer.Optimizer): A set-up optimizer.
@@ -108,17 +147,25 @@ def add_optimizer_hook(optimizer, hook, name, timing, first=False):
     Returns:
         tuple: The handle for :func:`remove_optimizer_hook`.
     """
+    for when in ('pre', 'post'):
+        hooks = _chainer.optimizer_hooks(optimizer, when)
+        for key in [k for k, h in hooks.items() if k.startswith(PREFIX)
+                    and isinstance(h, InertOptimizerHook)]:
+            del hooks[key]
     hooks = _chainer.optimizer_hooks(optimizer, timing)
     key = free_key(hooks.keys() | _chainer.optimizer_hooks(
         optimizer, 'post' if timing == 'pre' else 'pre').keys(), name)
     optimizer.add_hook(hook, name=key, timing=timing)
     if first:
         hooks.move_to_end(key, last=False)
+    # The container _chainer.optimizer_hooks reads the dicts of.
+    hook.registered_in = optimizer._hookable
     return optimizer, timing, key, hook
 
 
 def remove_optimizer_hook(handle):
     """Removes the hook :func:`add_optimizer_hook` added, if still there."""
     optimizer, timing, key, hook = handle
+    hook.registered_in = None
     if _chainer.optimizer_hooks(optimizer, timing).get(key) is hook:
         optimizer.remove_hook(key)

@@ -29,6 +29,7 @@ import types
 
 import chainer
 
+from chainer_hookext import _copies
 from chainer_hookext import _registry
 
 
@@ -130,6 +131,13 @@ class NodeTagger(chainer.FunctionHook):
     """
 
     name = 'NodeTagger'
+
+    def __reduce__(self):
+        # A pickle or a copy of a hook holding a tagger (the trainer's,
+        # during training) holds none: it makes a new one when it is next
+        # added.  The tagger itself is registered in one thread, under a
+        # tag number held for it (a numbered class is made per process).
+        return _copies.same, (None,)
 
     def __init__(self, name=None):
         if name is not None:

@@ -8,6 +8,7 @@ from chainer.training import extension
 from chainer_hookext import _chainer
 from chainer_hookext import _checks
 from chainer_hookext import _state
+from chainer_hookext.extensions import timed_links
 from chainer_hookext.report import gather
 from chainer_hookext.report import keys
 from chainer_hookext.report import tables
@@ -100,7 +101,15 @@ class TimedLoop(loop_phases.LoopExtension):
     # -- lifecycle -----------------------------------------------------------
     def initialize(self, trainer):
         self.release()
-        self._names = list(_chainer.extension_entries(trainer))
+        entries = _chainer.extension_entries(trainer)
+        self._names = list(entries)
+        for entry in entries.values():
+            other = entry.extension
+            if isinstance(other, timed_links.TimedLinks):
+                keys.check_loop_keys(
+                    other.scope_link_names(trainer).values(), other.backward,
+                    other.comm is not None, self._names,
+                    self.comm is not None)
         last = self._last_iteration
         if last is not None and trainer.updater.iteration < last:
             # A new run, not a resumed one: start afresh.
@@ -138,16 +147,20 @@ class TimedLoop(loop_phases.LoopExtension):
             for name in self._names)
 
     def _figures(self, totals, then, n):
-        # {figure: seconds per iteration}, in report order.
+        # {figure: seconds per iteration}, in report order.  An extension
+        # the trainer no longer has (a snapshot taken with it) is reported
+        # while it has time, after the others, so that the figures add up.
         delta = {p: max(totals.get(p, 0.0) - then.get(p, 0.0), 0.0) / n
                  for p in set(totals) | set(then)}
+        present = keys.loop_figures(self._names)
+        extensions = list(self._extension_figures()) + sorted(
+            f for f, s in delta.items() if f not in present and s > 0)
         figures = collections.OrderedDict()
-        figures['iteration'] = sum(delta.values())
+        figures[keys.ITERATION] = sum(delta.values())
         for phase in phases.UPDATE_PHASES:
             if phase != phases.ALLREDUCE or phase in delta:
                 figures[phase] = delta.get(phase, 0.0)
-        extensions = list(self._extension_figures())
-        figures['extensions'] = sum(delta.get(e, 0.0) for e in extensions)
+        figures[keys.EXTENSIONS] = sum(delta.get(e, 0.0) for e in extensions)
         for figure in extensions:
             figures[figure] = delta.get(figure, 0.0)
         figures[phases.OTHER] = delta.get(phases.OTHER, 0.0)
@@ -194,9 +207,11 @@ class TimedLoop(loop_phases.LoopExtension):
               '{}'.format(iteration, how), file=sys.stdout)
         labels = {figure: '  ' + name for figure, name
                   in self._extension_figures().items()}
+        present = keys.loop_figures(self._names)
+        labels.update((f, '  ' + f) for f in figures if f not in present)
         tables.print_share_table(collections.OrderedDict(
             (labels.get(f, f), s) for f, s in figures.items()),
-            figures['iteration'], self.unit, sys.stdout)
+            figures[keys.ITERATION], self.unit, sys.stdout)
 
     def summary(self):
         """Returns seconds per iteration of each phase over the whole run.

@@ -284,6 +284,12 @@ class _GradientCheck(_tagging.NodeTagger):
         self.hook = hook
         self.prev = None  # weakref to the node of the last backward step
 
+    def __getstate__(self):
+        # A pickle or a copy (of the trainer, during training).
+        state = dict(vars(self))
+        state['prev'] = None
+        return state
+
     def forward_preprocess(self, function, in_data):
         names = self.hook.active.names
         if names:

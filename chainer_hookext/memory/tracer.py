@@ -89,6 +89,13 @@ class MemoryTracer(scoped_link_hook.ScopedLinkHook):
         self.stack = []  # [(link, name, start)] of the running links
         self.steps = []  # [(node, tag)] of the running backward steps
 
+    def __getstate__(self):
+        # A pickle or a copy (of the trainer, during the measured
+        # iteration) keeps the figures, not the graph being walked.
+        state = dict(vars(self))
+        state.update(nodes=[], inputs={}, stack=[], steps=[])
+        return state
+
     # -- registration --------------------------------------------------------
     def added(self, link):
         self._recorder = _tagging.register(

@@ -28,7 +28,8 @@ extension's phase as ``time/loop/extension/<name>``.
 Keys are built here from named values (an :class:`~.records.Entry`, a
 loop phase); no reported key is parsed back into its parts.
 :func:`check_link_names` refuses, before training, link names that would
-make two keys one.
+make two keys one; :func:`check_loop_keys`, links whose keys would be
+``TimedLoop``'s (an optimizer named ``loop``).
 
 To add a reported figure of a link: in :mod:`~.records`, give
 :class:`~.records.Entry` the field (and ``_Sums`` its zero) and compute it
@@ -56,6 +57,10 @@ OUTSIDE = '(outside)'
 LOOP_PREFIX = 'time/loop/'
 #: What :func:`phase_figure` puts before an extension's name.
 EXTENSION_PREFIX = 'extension/'
+#: TimedLoop's figure of a whole iteration.
+ITERATION = 'iteration'
+#: TimedLoop's figure of all extensions' triggers and calls.
+EXTENSIONS = 'extensions'
 
 #: A reported figure of a link.  ``field``: its :class:`~.records.Entry`
 #: field; ``suffix``: after the link's name in its key; ``backward``:
@@ -315,3 +320,75 @@ def _clash(call, one, other):
                  '`backward=False`')
     return ValueError('{}: the link {!r} would report `{}`, {}; {}.'.format(
         call, one.name, one.key, what, fixes))
+
+
+def loop_figures(extension_names):
+    """Returns every figure :class:`~chainer_hookext.TimedLoop` may report,
+    after :data:`LOOP_PREFIX`, in report order.
+
+    Args:
+        extension_names (iterable of str): The trainer's extensions' names.
+
+    >>> loop_figures(['LogReport'])[-3:]
+    ('extensions', 'extension/LogReport', 'other')
+    """
+    return ((ITERATION,) + phases.UPDATE_PHASES + (EXTENSIONS,) + tuple(
+        phase_figure(phases.ExtensionPhase(name))
+        for name in extension_names) + (phases.OTHER,))
+
+
+def check_loop_keys(names, backward, spread, extension_names, loop_spread):
+    """Refuses ``TimedLinks`` keys that ``TimedLoop`` reports too.
+
+    The keys of the links of an optimizer named ``loop`` start with
+    ``time/loop/``, as ``TimedLoop``'s do: ``time/loop/backward`` would be
+    both the backward time of the link ``loop`` and the backward phase.
+
+    Args:
+        names (iterable of str): Names of the links ``TimedLinks`` times.
+        backward (bool): ``TimedLinks`` times backward.
+        spread (bool): ``TimedLinks`` gathers over ChainerMN workers.
+        extension_names (iterable of str): The trainer's extensions' names
+            (``TimedLoop`` reports ``time/loop/extension/<name>``).
+        loop_spread (bool): ``TimedLoop`` gathers over ChainerMN workers.
+
+    Raises:
+        ValueError: Naming both extensions, the key, and what to do.
+
+    >>> check_loop_keys(['loop'], True, False, [], False)
+    Traceback (most recent call last):
+    ...
+    ValueError: TimedLinks and TimedLoop would both report \
+`time/loop/backward`: TimedLinks the backward time of the link 'loop', \
+TimedLoop its figure 'backward'; rename the link (the keys of an \
+optimizer's links start with its name in the updater), leave it out of \
+TimedLinks with `links=` or pass TimedLinks `backward=False`.
+    """
+    loop = {}  # {key: TimedLoop's figure}
+    for figure in loop_figures(extension_names):
+        key = LOOP_PREFIX + figure
+        loop[key] = figure
+        if loop_spread:
+            loop.update((spread_key(key, s), figure) for s in STATISTICS)
+    for name in names:
+        for figure in link_figures(backward):
+            key = figure_key('train', name, figure.field)
+            owned = [key]
+            if spread:
+                owned += [spread_key(key, s) for s in STATISTICS]
+            for one in owned:
+                if one in loop:
+                    raise _loop_clash(one, name, figure, loop[one])
+
+
+def _loop_clash(key, name, figure, loop_figure):
+    fixes = ['rename the link (the keys of an optimizer\'s links start with '
+             'its name in the updater)', 'leave it out of TimedLinks with '
+             '`links=`']
+    if figure.backward:
+        fixes.append('pass TimedLinks `backward=False`')
+    return ValueError(
+        'TimedLinks and TimedLoop would both report `{}`: TimedLinks the {} '
+        'of the link {!r}, TimedLoop its figure {!r}; {} or {}.'.format(
+            key, figure.field.replace('_', ' '), name, loop_figure,
+            ', '.join(fixes[:-1]), fixes[-1]))

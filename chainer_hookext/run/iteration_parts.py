@@ -27,13 +27,15 @@ import weakref
 from chainer.training.extensions import evaluator as evaluator_module
 
 from chainer_hookext import _chainer
+from chainer_hookext import _copies
 
 
 class IterationParts(object):
     """Which part of one trainer's iterations runs.
 
     Args:
-        trainer (~chainer.training.Trainer): The trainer.
+        trainer (~chainer.training.Trainer): The trainer, or ``None`` (what
+            a pickle or a copy holds: parts of no loop).
 
     Attributes:
         in_update (bool): Whether the trainer's update runs.  A plain
@@ -50,10 +52,16 @@ class IterationParts(object):
     evaluator = None
 
     def __init__(self, trainer):
-        self._trainer = weakref.ref(trainer)
+        self._trainer = (_no_trainer if trainer is None
+                         else weakref.ref(trainer))
         self._callbacks = []  # called with in_update when it changes
         self._stand_ins = None  # the _ConsultedTrigger of the loop
         self._standing = 0  # how many stand in now
+
+    def __reduce__(self):
+        # A pickle or a copy (of a hook holding these parts) has parts of no
+        # loop, with no callback.
+        return IterationParts, (None,)
 
     def add_callback(self, callback):
         """Calls ``callback(in_update)`` whenever :attr:`in_update` changes.
@@ -101,6 +109,10 @@ class IterationParts(object):
             self.in_update = in_update
             for callback in list(self._callbacks):
                 callback(in_update)
+
+
+def _no_trainer():
+    return None
 
 
 def _stand_ins(parts, trainer):
@@ -161,3 +173,7 @@ class _ConsultedTrigger(object):
         if name.startswith('__'):
             raise AttributeError(name)
         return getattr(self.trigger, name)
+
+    def __reduce__(self):
+        # A pickle or a copy of the trainer holds the entry's own trigger.
+        return _copies.same, (self.trigger,)

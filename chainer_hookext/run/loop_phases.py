@@ -13,6 +13,7 @@ import weakref
 import chainer
 from chainer.training import extension
 
+from chainer_hookext import _copies
 from chainer_hookext.run import training_loop
 from chainer_hookext.timing import marks as marks_module
 from chainer_hookext.timing import phases
@@ -41,6 +42,11 @@ class LoopPhases(object):
         self._marks = None
         self._entry = training_loop.TrainingLoop.install(
             trainer, self._enter, self._end, self._iteration, self._check)
+
+    def __reduce__(self):
+        # A pickle or a copy of a reader (the trainer's, during training)
+        # reads no loop: it is not running.
+        return _copies.same, (None,)
 
     @classmethod
     def subscribe(cls, trainer, reader):

@@ -18,6 +18,7 @@ import threading
 import warnings
 import weakref
 
+from chainer_hookext import _copies
 from chainer_hookext import _frames
 from chainer_hookext.run import iteration_parts
 
@@ -58,7 +59,7 @@ class TrainingLoop(object):
         self._reporter = None
         self._reporter_scope = None  # the reporter's scope under ours
         self._saved_scope = _MISSING
-        self._scope = self._iteration  # one bound method, to compare
+        self._scope = _ReporterScope(self)  # one object, to compare
         self.parts = iteration_parts.IterationParts(trainer)
         self._scope_depth = 0  # the iteration's scope is the outermost
         trainer.stop_trigger = self
@@ -123,6 +124,18 @@ class TrainingLoop(object):
         if name.startswith('__') or trigger is _MISSING:
             raise AttributeError(name)
         return getattr(trigger, name)
+
+    def __reduce__(self):
+        # A pickle or a copy (the trainer's, during its run) holds the
+        # trigger in the trainer's stop_trigger, and an ended TrainingLoop
+        # forwarding to it wherever an extension of the package refers to
+        # this one.
+        trainer = self.trainer
+        stub = _ended, (self._trigger,)
+        if trainer is None or vars(trainer).get('stop_trigger') is not self:
+            return stub
+        return _copies.put_back, (trainer, self._trigger, _ended(
+            self._trigger))
 
     def __call__(self, trainer):
         state = self._state
@@ -210,10 +223,6 @@ class TrainingLoop(object):
         reporter.scope = self._scope
         _running().append(self)
 
-    def _iteration(self, observation):
-        # trainer.reporter.scope while the loop runs.
-        return _IterationScope(self, self._reporter_scope(observation))
-
     def _end_on(self, exc):
         # The loop ends with ``exc``, which no on_error sees: end it, and
         # warn of a callback's error so that ``exc`` stays the one raised.
@@ -246,6 +255,42 @@ class TrainingLoop(object):
         trainer = self.trainer
         if trainer is not None and vars(trainer).get('stop_trigger') is self:
             trainer.stop_trigger = self._trigger
+
+
+class _ReporterScope(object):
+    # trainer.reporter.scope while the loop runs; a pickle or a copy of the
+    # reporter holds the reporter's own.
+
+    __slots__ = ('entry',)
+
+    def __init__(self, entry):
+        self.entry = entry
+
+    def __call__(self, observation):
+        entry = self.entry
+        return _IterationScope(entry, entry._reporter_scope(observation))
+
+    def __reduce__(self):
+        entry = self.entry
+        if entry._saved_scope is not _MISSING:
+            return _copies.same, (entry._saved_scope,)
+        return _copies.put_back, (
+            entry._reporter, _copies.LEAVE_OUT, _copies.Placeholder())
+
+
+def _ended(trigger):
+    # An ended TrainingLoop forwarding to ``trigger``, with no trainer.
+    entry = TrainingLoop.__new__(TrainingLoop)
+    vars(entry).update(
+        _trainer=_no_trainer, _trigger=trigger, _callbacks=[],
+        _state=_ENDED, _run_frame=None, _reporter=None, _reporter_scope=None,
+        _saved_scope=_MISSING, _scope=None, _scope_depth=0,
+        parts=iteration_parts.IterationParts(None))
+    return entry
+
+
+def _no_trainer():
+    return None
 
 
 class _IterationScope(object):

@@ -32,8 +32,8 @@ inside a backward step (``F.forget`` recomputing its forward, double
 backpropagation) stay ``backward``, and every backward step is
 ``backward``, a ``chainer.grad`` inside the forward included.  The function
 hook is registered in the training thread only, from the loop's start to
-its end; outside the update it only returns.  A copy or a pickle of a
-multi-node optimizer holds, for our hook, one that does nothing
+its end; outside the update it only returns.  A pickle or a deep copy of
+a multi-node optimizer holds no hook of ours
 (:class:`~chainer_hookext._registry.OptimizerHook`).
 """
 
@@ -43,6 +43,7 @@ import warnings
 from chainer import function_hook
 
 from chainer_hookext import _chainer
+from chainer_hookext import _copies
 from chainer_hookext import _registry
 from chainer_hookext.timing import clock
 from chainer_hookext.timing import phases
@@ -227,6 +228,10 @@ class TimedTrigger(object):
         if trigger is None or name.startswith('__'):
             raise AttributeError(name)
         return getattr(trigger, name)
+
+    def __reduce__(self):
+        # A pickle or a copy of the trainer holds the entry's own trigger.
+        return _copies.same, (self.trigger,)
 
 
 class Marks(object):

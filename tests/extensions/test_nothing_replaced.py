@@ -4,9 +4,11 @@ replaced, and copies and pickles of the model made during training behave
 as without the extensions."""
 
 import copy
+import gc
 import pickle
 import random
 import threading
+import types
 
 import chainer
 import chainer.links as L
@@ -275,3 +277,80 @@ def test_numpy_model_unchanged_by_function_hook(tmp_path):
 def _fixed_mlp():
     numpy.random.seed(1)
     return MLP()
+
+
+def _ours_outside_extensions(trainer):
+    # Every object of the package reachable from ``trainer`` but through
+    # its extensions (the user's own objects, copied with it).
+    extensions = {id(e.extension) for e in trainer._extensions.values()}
+    seen, stack, found = set(), [trainer], []
+    while stack:
+        obj = stack.pop()
+        if id(obj) in seen or isinstance(obj, (type, types.ModuleType)):
+            continue
+        seen.add(id(obj))
+        if id(obj) in extensions:
+            continue
+        module = (obj.__module__ if isinstance(obj, types.FunctionType)
+                  else type(obj).__module__)
+        if module.startswith('chainer_hookext') or '__setstate__' in getattr(
+                obj, '__dict__', {}):
+            found.append(obj)
+        if not isinstance(obj, (types.FunctionType, numpy.ndarray)):
+            stack.extend(gc.get_referents(obj))
+    return found
+
+
+class CopiesTrainer(training.Extension):
+    """Pickles and deep-copies the whole trainer at each call."""
+
+    trigger = 1, 'iteration'
+    priority = training.PRIORITY_WRITER + 1  # before the Evaluator
+
+    def __init__(self):
+        self.copies = []
+        self.stand_ins = set()
+
+    def __call__(self, trainer):
+        self.stand_ins.update(
+            type(o).__name__ for o in _ours_outside_extensions(trainer))
+        for copied in (pickle.loads(pickle.dumps(trainer)),
+                       copy.deepcopy(trainer)):
+            self.copies.append((trainer.updater.iteration, copied))
+
+
+def test_trainer_pickled_and_copied_during_training(tmp_path, user_state):
+    trainer = make_trainer(tmp_path, stop=(4, 'iteration'), evaluator=True)
+    timed = chainer_hookext.TimedLoop()
+    for extension in (chainer_hookext.TimedLinks(), timed,
+                      chainer_hookext.Timeline(iterations=1),
+                      chainer_hookext.LinkMemory(),
+                      chainer_hookext.NonFiniteGuard(backward=True)):
+        trainer.extend(extension, trigger=(2, 'iteration'))
+    trainer.extend(extensions.LogReport(trigger=(2, 'iteration')))
+    copies = CopiesTrainer()
+    trainer.extend(copies)
+    state = user_state(trainer)
+    trainer.run()
+    # The run is unaffected (copyreg caches a class's __slotnames__ on it
+    # the first time it pickles one: Python's doing, not ours).
+    assert [c for c in state.changes()
+            if not c.endswith('.__slotnames__')] == []
+    assert [i for i, _ in copies.copies] == [1, 1, 2, 2, 3, 3, 4, 4]
+    assert copies.stand_ins >= {
+        '_ReporterScope', 'TimedTrigger', '_ConsultedTrigger',
+        '_GradientCheck'}
+    for entry in trainer.get_extension('LogReport').log:
+        assert entry['time/loop/iteration'] == pytest.approx(sum(
+            entry['time/loop/' + p] for p in (
+                'data', 'forward', 'backward', 'optimizer', 'extensions',
+                'other')))
+        assert entry['time/main'] > 0
+    # Each copy is a plain trainer: the triggers, the reporter, the
+    # optimizer's hooks are Chainer's and the user's.
+    for _, copied in copies.copies:
+        assert _ours_outside_extensions(copied) == []
+        assert 'scope' not in vars(copied.reporter)
+        optimizer = copied.updater.get_optimizer('main')
+        assert not optimizer._hookable._pre_update_hooks
+        assert not optimizer._hookable._post_update_hooks

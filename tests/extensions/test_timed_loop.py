@@ -7,7 +7,9 @@ import pytest
 from chainer import training
 from chainer.training import extensions
 
+from chainer_hookext import TimedLinks
 from chainer_hookext import TimedLoop
+from tests.conftest import MLP
 from tests.conftest import Boom
 from tests.conftest import BACKWARD
 from tests.conftest import FakeComm
@@ -15,6 +17,7 @@ from tests.conftest import DATA
 from tests.conftest import FORWARD
 from tests.conftest import OPTIMIZER
 from tests.conftest import SLOW
+from tests.conftest import make_trainer
 from tests.conftest import make_slow_trainer
 
 
@@ -344,3 +347,81 @@ def test_backward_step_that_raised_charges_no_earlier_time(still, tmp_path):
         assert sum(v for k, v in figures.items() if k in (
             'data', 'forward', 'backward', 'optimizer', 'extensions',
             'other')) == figures['iteration']
+
+
+def _trainer_with_optimizer_named(name, tmp_path):
+    # The updater's ``main`` and a second optimizer named ``name``.
+    trainer = make_trainer(tmp_path, stop=(2, 'iteration'))
+    model = chainer.links.Classifier(MLP())
+    optimizer = chainer.optimizers.SGD()
+    optimizer.setup(model)
+    trainer.updater._optimizers[name] = optimizer
+    return trainer, model
+
+
+@pytest.mark.parametrize('order', ['links_first', 'loop_first'])
+def test_keys_shared_with_timed_links_are_refused(tmp_path, order):
+    trainer, model = _trainer_with_optimizer_named('loop', tmp_path)
+    both = [TimedLinks(model), TimedLoop()]
+    for extension in (both if order == 'links_first' else both[::-1]):
+        trainer.extend(extension)
+    with pytest.raises(ValueError, match=(
+            r'TimedLinks and TimedLoop would both report `time/loop/'
+            r'backward`: TimedLinks the backward time of the link \'loop\', '
+            r'TimedLoop its figure \'backward\'; rename the link .* or pass '
+            r'TimedLinks `backward=False`\.')):
+        trainer.run()
+    # Refused before training: nothing was registered.
+    assert not chainer._get_link_hooks()
+    assert not chainer.get_function_hooks()
+
+
+def test_keys_of_an_optimizer_named_loop_without_backward(tmp_path):
+    trainer, model = _trainer_with_optimizer_named('loop', tmp_path)
+    trainer.extend(TimedLinks(model, backward=False), trigger=(2, 'iteration'))
+    trainer.extend(TimedLoop(), trigger=(2, 'iteration'))
+    trainer.extend(extensions.LogReport(trigger=(2, 'iteration')))
+    trainer.run()
+    log = trainer.get_extension('LogReport').log[0]
+    assert 'time/loop' in log and 'time/loop/backward' in log
+
+
+def _adds_up(figures):
+    phases = ('data', 'forward', 'backward', 'optimizer', 'extensions',
+              'other')
+    extensions = [f for f in figures if f.startswith('extension/')]
+    assert figures['extensions'] == sum(figures[f] for f in extensions)
+    assert figures['iteration'] == sum(figures[p] for p in phases)
+
+
+def test_resumed_without_an_extension_of_the_snapshot(still, tmp_path):
+    # A snapshot taken with an extension the resumed trainer lacks: its
+    # time before the snapshot is reported under its name, and the figures
+    # add up.
+    first = make_slow_trainer(still, tmp_path / 'first', stop=3)
+
+    @training.make_extension(trigger=(1, 'iteration'))
+    def gone(trainer):
+        still.sleep(32.0)
+    first.extend(gone)
+    run_timed(first)
+    target = {}
+    first.serialize(chainer.serializers.DictionarySerializer(target))
+    second = make_slow_trainer(still, tmp_path / 'second', stop=6)
+    timed = TimedLoop()
+    second.extend(timed, trigger=(2, 'iteration'))
+    second.extend(extensions.LogReport(trigger=(2, 'iteration')))
+    chainer.serializers.NpzDeserializer(target).load(second)
+    second.run()
+    log = [{k[len('time/loop/'):]: v for k, v in e.items()
+            if k.startswith('time/loop/')}
+           for e in second.get_extension('LogReport').log]
+    # Since the report at 2: gone at 2 (called after TimedLoop) and at 3.
+    resumed = log[1]
+    assert resumed['extension/gone'] == 32.0 * 2 / 2
+    assert 'extension/gone' not in log[2]  # nothing since
+    for figures in log:
+        _adds_up(figures)
+    summary = timed.summary()
+    assert summary['extension/gone'] == 32.0 * 3 / 6
+    _adds_up(summary)

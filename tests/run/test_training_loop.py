@@ -5,6 +5,8 @@ hooks fire for the whole loop, and after ``trainer.run()`` returns or raises
 no hook of this package is registered in the thread.
 """
 
+import copy
+import pickle
 import sys
 
 import chainer
@@ -327,3 +329,38 @@ def test_loop_left_running_removed_by_the_next_run(trainer_factory):
     with pytest.warns(RuntimeWarning, match='left registered'):
         other.run()
     assert ours() == []
+
+
+class CopiesAtStart(training.Extension):
+    """Called before training: pickles or deep-copies the trainer."""
+
+    def __init__(self, how):
+        self.how = how
+        self.copies = []
+
+    def __call__(self, trainer):
+        if trainer.updater.iteration == 0:
+            self.copies.append(
+                pickle.loads(pickle.dumps(trainer)) if self.how == 'pickle'
+                else copy.deepcopy(trainer))
+
+
+@pytest.mark.parametrize('how', ['pickle', 'deepcopy'])
+def test_trainer_copied_before_the_loop_has_its_stop_trigger(
+        trainer_factory, how):
+    # Before the loop's start TrainingLoop stands in for the stop trigger:
+    # a copy made then (an extension called before training) has the
+    # trainer's own; the copies of the extensions wait for no loop.
+    trainer = trainer_factory()
+    copies = CopiesAtStart(how)
+    trainer.extend(TimedLinks())
+    trainer.extend(TimedLoop())
+    trainer.extend(copies, call_before_training=True)
+    trainer.run()
+    copied, = copies.copies
+    assert type(copied.stop_trigger) is training.triggers.IntervalTrigger
+    assert copied.stop_trigger.get_training_length() == (4, 'iteration')
+    assert '__setstate__' not in vars(copied)
+    timed = copied.get_extension('TimedLinks')
+    assert timed._entry.trigger is copied.stop_trigger
+    assert not timed._entry.waiting

@@ -1,0 +1,96 @@
+"""What a pickle or a deep copy holds in place of the package's stand-ins.
+
+The package keeps a few objects of its own in objects it does not own
+(``docs/internals.md``, "What the package sets"): a hook in an optimizer's
+hook dict, ``trainer.reporter.scope``.  A pickle (or ``copy.deepcopy``) of
+the owner must hold the owner as it is without them.  A stand-in's
+``__reduce__`` can only say what to unpickle in its own place, and a dict's
+entry or an attribute cannot be taken out by the value unpickled there.  But
+pickle's ``BUILD`` and ``copy._reconstruct`` set an object's state *after*
+unpickling everything in it, through its ``__setstate__`` when it has one:
+:func:`put_back`, called while the owner's copy has no state yet, gives that
+copy a ``__setstate__`` of its own for that one call, which replaces each
+placeholder in the state (an attribute's value, or an entry of a dict that is
+one) by the original, or takes it out, then sets the state as Python would
+and leaves the copy a plain object again.
+"""
+
+
+class LEAVE_OUT(object):
+    """:func:`put_back`'s ``original`` when the stand-in has none: the
+    entry or attribute is taken out.  A class: pickled by reference, it
+    stays itself."""
+
+
+class Placeholder(object):
+    """A stand-in's placeholder with nothing in it (:func:`put_back`)."""
+    __slots__ = ()
+
+
+def put_back(owner, original, placeholder):
+    """For a stand-in's ``__reduce__``: ``(put_back, (owner, original,
+    placeholder))``.
+
+    Args:
+        owner: The object whose state (or a dict in it) holds the stand-in.
+        original: What the owner's copy holds in the stand-in's place, or
+            :data:`LEAVE_OUT`.
+        placeholder: What is unpickled in the stand-in's place: in the
+            owner's state until it is set, and wherever else the stand-in
+            was (a reference of the package's own).
+
+    Returns:
+        ``placeholder``.
+    """
+    attributes = vars(owner)
+    setstate = attributes.get('__setstate__')
+    if not isinstance(setstate, _PutBack):
+        if attributes:  # its state is set: the stand-in was reached first
+            return placeholder  # another way; it stays
+        setstate = attributes['__setstate__'] = _PutBack(owner)
+    setstate.originals[id(placeholder)] = placeholder, original
+    return placeholder
+
+
+class _PutBack(object):
+    # The __setstate__ of one owner's copy, for one call.
+
+    def __init__(self, owner):
+        self.owner = owner
+        self.originals = {}  # {id(placeholder): (placeholder, original)}
+
+    def __call__(self, state):
+        owner, self.owner = self.owner, None
+        del vars(owner)['__setstate__']
+        slots = None
+        if isinstance(state, tuple):
+            state, slots = state
+        state = dict(state or {})
+        self._put_back(state)
+        for value in list(state.values()):
+            if isinstance(value, dict):
+                self._put_back(value)
+        setstate = getattr(type(owner), '__setstate__', None)
+        if setstate is not None:  # the owner's class sets its own state
+            setstate(owner, state if slots is None else (state, slots))
+            return
+        vars(owner).update(state)
+        for name, value in (slots or {}).items():
+            setattr(owner, name, value)
+
+    def _put_back(self, values):
+        originals = self.originals
+        for key, value in list(values.items()):
+            found = originals.get(id(value))
+            if found is None or found[0] is not value:
+                continue
+            if found[1] is LEAVE_OUT:
+                del values[key]
+            else:
+                values[key] = found[1]
+
+
+def same(value):
+    """Returns ``value``: ``(same, (original,))`` is a stand-in's
+    ``__reduce__`` that unpickles as its original."""
+    return value
