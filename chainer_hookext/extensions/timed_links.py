@@ -1,5 +1,6 @@
 import collections
 import sys
+import warnings
 
 import chainer
 import numpy
@@ -50,6 +51,12 @@ class TimedLinks(link_hook_extension.LinkHookExtension):
     ``slowest_rank`` with ``comm``), and a second ``TimedLinks`` in the
     same trainer.  The extension runs at
     ``PRIORITY_WRITER``: ``LogReport`` sees the values in the same iteration.
+    A link added to the model during training (``with
+    model.predictor.init_scope(): model.predictor.l3 = L.Linear(...)``),
+    under a link in scope, is reported from the first report after its
+    first call on (its calls since the report before), with a
+    ``RuntimeWarning`` naming it once: at every report a link's figures are
+    its self figures plus its children's.
 
     With ``flops=True``, FLOPs per link too, in the same layout under
     ``flops/``: ``flops/<name>`` (forward, inclusive), ``.../self``,
@@ -202,6 +209,7 @@ class TimedLinks(link_hook_extension.LinkHookExtension):
             self.hook.add_root(
                 optimizer.target, '/' if len(optimizers) == 1 else '/' + name)
         self._names = list(names.values())
+        del self.hook.added_links[:]  # names of another run's scope
         if self.flops:
             self.roofline_ = roofline_module.Roofline(
                 self._peaks(optimizers), 'TimedLinks')
@@ -260,6 +268,7 @@ class TimedLinks(link_hook_extension.LinkHookExtension):
 
     def __call__(self, trainer):
         iteration = trainer.updater.iteration
+        self._add_links(iteration)
         totals = self._totals()
         reports = []
         for mode in self._modes:
@@ -296,6 +305,33 @@ class TimedLinks(link_hook_extension.LinkHookExtension):
                 self.roofline_.link_points(entries))
         if self.flops:
             _print_unknown(self.unknown_functions(by='name'), sys.stdout)
+
+    def _add_links(self, iteration):
+        # Links added to the model since the last report and called since
+        # (the timer names them when it first sees them): reported from now
+        # on, each once its name is known to clash with no other's key.
+        added, self.hook.added_links[:] = list(self.hook.added_links), []
+        for link in added:
+            if link.name in self._names:
+                continue
+            try:
+                keys.check_link_names(
+                    'TimedLinks', self._names + [link.name], self.backward,
+                    spread=self.comm is not None)
+            except ValueError as e:
+                warnings.warn('{} It was added to the model during training '
+                              'and is not reported.'.format(e),
+                              RuntimeWarning)
+                continue
+            _insert_child(self._names, link)
+            warnings.warn(
+                'TimedLinks: the link {!r} was added to the model during '
+                'training; its figures are reported from iteration {} on '
+                '(its calls since {}), and its parent\'s figures include '
+                'them.'.format(link.name, iteration, 'training started'
+                               if self._last_iteration is None else
+                               'iteration {}'.format(self._last_iteration)),
+                RuntimeWarning)
 
     def _report(self, mode, totals, iteration):
         # The Report of the calls since the baseline, or None when nothing
@@ -423,6 +459,16 @@ class TimedLinks(link_hook_extension.LinkHookExtension):
             values['occurrence'] = int(values['occurrence'])
             self._baseline.setdefault(mode, []).append(
                 records.Entry(key=key, parent=parent, **values))
+
+
+def _insert_child(names, link):
+    # ``link``'s name after its parent's and its parent's descendants', so
+    # that the list stays in tree order (the printed table's).
+    at = names.index(link.parent) + 1 if link.parent in names else len(
+        names)
+    while at < len(names) and names[at].startswith(link.parent + '/'):
+        at += 1
+    names.insert(at, link.name)
 
 
 def _model_calls(entries):
