@@ -118,8 +118,11 @@ class TimedLinks(link_hook_extension.LinkHookExtension):
         flops (bool): Also count FLOPs and bytes per link (needs
             ``backward=True``).
         peak_flops (float): The machine's peak FLOP/s, for the roofline;
-            by default measured once per process and device at
-            ``initialize`` (a short matrix product in the model's dtype).
+            by default measured once per process, device and dtype (a
+            short matrix product), on the device and in the dtype of the
+            model's first parameter: at ``initialize``, or at the first
+            report when no parameter is initialised before the first
+            forward (``L.Linear(None, n)``).
         peak_bandwidth (float): Its peak memory bandwidth in bytes/s; by
             default measured likewise (a streaming copy).
 
@@ -178,6 +181,7 @@ class TimedLinks(link_hook_extension.LinkHookExtension):
             _checks.check_positive('TimedLinks', 'peak_bandwidth',
                                    peak_bandwidth))
         self.roofline_ = None
+        self._peaks_from = None  # optimizers whose parameters are awaited
         self.print_report = print_report
         self.unit = unit
         self.comm = comm
@@ -211,31 +215,32 @@ class TimedLinks(link_hook_extension.LinkHookExtension):
         self._names = list(names.values())
         del self.hook.added_links[:]  # names of another run's scope
         if self.flops:
-            self.roofline_ = roofline_module.Roofline(
-                self._peaks(optimizers), 'TimedLinks')
+            self._set_roofline(optimizers, last_chance=False)
         last = self._last_iteration
         if last is None or trainer.updater.iteration < last:  # a new run
             self._start(trainer)
 
-    def _peaks(self, optimizers):
-        # The peaks given, the others measured on the device and in the
-        # dtype of the first optimizer's parameters.
+    def _set_roofline(self, optimizers, last_chance):
+        # The roofline, once its peaks are known: those given, the others
+        # measured on the device and in the dtype of the first parameter
+        # initialised.  A model of ``L.Linear(None, n)`` has none before
+        # its first forward: then at the first report (or ``roofline()``),
+        # outside the update; float32 on the CPU if none is there even then.
         given = peaks_module.Peaks(self.peak_flops, self.peak_bandwidth)
         if None not in given:
-            return given
-        param = next((p for o in optimizers.values()
-                      for p in o.target.params()
-                      if p.array is not None), None)
-        if param is None:
-            measured = peaks_module.measure()
+            measured = given
         else:
-            device = chainer.backend.get_device_from_array(param.array)
-            xp = device.xp if device.xp is not chainer.backend.chainerx \
-                else numpy
-            with chainer.using_device(device):
-                measured = peaks_module.measure(xp, param.dtype)
-        return peaks_module.Peaks(*(
-            m if g is None else g for g, m in zip(given, measured)))
+            param = next((p for o in optimizers.values()
+                          for p in o.target.params()
+                          if p.array is not None), None)
+            if param is None and not last_chance:
+                self._peaks_from = optimizers  # measured later
+                return
+            measured = _measure_peaks(param)
+        self._peaks_from = None
+        self.roofline_ = roofline_module.Roofline(peaks_module.Peaks(*(
+            m if g is None else g for g, m in zip(given, measured))),
+            'TimedLinks')
 
     def _register(self):
         # The loop's start: a snapshot loaded after initialize without our
@@ -269,6 +274,8 @@ class TimedLinks(link_hook_extension.LinkHookExtension):
     def __call__(self, trainer):
         iteration = trainer.updater.iteration
         self._add_links(iteration)
+        if self._peaks_from is not None:
+            self._set_roofline(self._peaks_from, last_chance=True)
         totals = self._totals()
         reports = []
         for mode in self._modes:
@@ -388,6 +395,8 @@ class TimedLinks(link_hook_extension.LinkHookExtension):
             bytes, seconds, FLOP/s, intensity, percent of the peak and
             bound), by ``by`` as in :meth:`summary`.
         """
+        if self._peaks_from is not None:
+            self._set_roofline(self._peaks_from, last_chance=True)
         if self.roofline_ is None:
             raise RuntimeError(
                 'TimedLinks.roofline: {}.'.format(
@@ -459,6 +468,17 @@ class TimedLinks(link_hook_extension.LinkHookExtension):
             values['occurrence'] = int(values['occurrence'])
             self._baseline.setdefault(mode, []).append(
                 records.Entry(key=key, parent=parent, **values))
+
+
+def _measure_peaks(param):
+    # The peaks of ``param``'s device and dtype (float32 on the CPU without
+    # one).
+    if param is None:
+        return peaks_module.measure()
+    device = chainer.backend.get_device_from_array(param.array)
+    xp = device.xp if device.xp is not chainer.backend.chainerx else numpy
+    with chainer.using_device(device):
+        return peaks_module.measure(xp, param.dtype)
 
 
 def _insert_child(names, link):

@@ -5,6 +5,7 @@ import warnings
 import chainer
 import chainer.functions as F
 import chainer.links as L
+import numpy
 import pytest
 from chainer import training
 from chainer.training import extensions
@@ -14,6 +15,7 @@ from chainer_hookext.costs import peaks
 from chainer_hookext.report import keys
 from chainer_hookext.timing import records
 from tests.conftest import FakeComm
+from tests.conftest import make_dataset
 from tests.conftest import MLP
 from tests.conftest import Twice
 
@@ -293,3 +295,51 @@ def test_a_link_added_during_training_is_reported_from_the_next_report(
     out = capsys.readouterr().out.splitlines()
     at = out.index(next(line for line in out if line.startswith('    l3')))
     assert out[at - 1].startswith('    l2')  # under predictor, in its place
+
+
+def test_peaks_wait_for_the_first_parameters_and_take_their_dtype(
+        tmp_path, monkeypatch):
+    # L.Linear(None, n, nobias=True): no parameter before the first forward,
+    # then float64 ones (the config's dtype).
+    calls = []
+
+    def measure(xp=numpy, dtype=numpy.float32):
+        calls.append((xp.__name__, numpy.dtype(dtype).name))
+        return peaks.Peaks(1e15, 1e15)
+    monkeypatch.setattr(peaks, 'measure', measure)
+    monkeypatch.setattr(chainer.global_config, 'dtype', numpy.float64)
+    dataset = make_dataset()
+    dataset = chainer.datasets.TupleDataset(
+        dataset._datasets[0].astype(numpy.float64), dataset._datasets[1])
+    optimizer = chainer.optimizers.SGD()
+    optimizer.setup(L.Classifier(L.Linear(None, 3, nobias=True)))
+    trainer = training.Trainer(training.updaters.StandardUpdater(
+        chainer.iterators.SerialIterator(dataset, 8), optimizer),
+        (4, 'iteration'), out=str(tmp_path))
+    ext = TimedLinks(flops=True)
+    trainer.extend(ext, trigger=(2, 'iteration'))
+    seen = []
+    trainer.extend(lambda t: seen.append(list(calls)),
+                   trigger=(1, 'iteration'), priority=1000)
+    trainer.run()
+    assert seen[0] == []  # nothing measured in the first iteration's update
+    assert calls == [('numpy', 'float64')]
+    assert ext.roofline_.peaks == peaks.Peaks(1e15, 1e15)
+
+
+def test_roofline_before_any_report_measures_the_peaks(
+        trainer_factory, monkeypatch):
+    calls = []
+
+    def measure(xp=numpy, dtype=numpy.float32):
+        calls.append(dtype)
+        return peaks.Peaks(1e15, 1e15)
+    monkeypatch.setattr(peaks, 'measure', measure)
+    model = L.Classifier(L.Linear(None, 3, nobias=True))
+    trainer = trainer_factory(stop=(1, 'iteration'), model=model)
+    ext = TimedLinks(flops=True)
+    trainer.extend(ext, trigger=(2, 'iteration'))  # never reports
+    trainer.run()
+    assert calls == []
+    assert ext.roofline(by='name')['main/predictor'].forward.flops > 0
+    assert calls == [numpy.float32]
