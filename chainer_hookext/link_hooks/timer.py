@@ -238,7 +238,11 @@ class TimerHook(call_stack.CallStack, scoped_link_hook.ScopedLinkHook):
             raise TypeError(
                 '`TimerHook.add_root(link={!r})` needs a chainer.Link, e.g. '
                 'the model.'.format(link))
-        if not isinstance(path, str) or not path.startswith('/'):
+        if not isinstance(path, str):
+            raise TypeError(
+                "`TimerHook.add_root(path={!r})` is not a str: use a path "
+                "starting with '/', e.g. '/' or '/gen'.".format(path))
+        if not path.startswith('/'):
             raise ValueError(
                 "`TimerHook.add_root(path={!r})` needs a path starting with "
                 "'/', e.g. '/' or '/gen'.".format(path))
