@@ -31,6 +31,8 @@ class LoopPhases(object):
         clock (~.phases.PhaseClock): The clock, from the loop's start.
         iteration_start (float): The clock's time at the running
             iteration's start.
+        parts (~.iteration_parts.IterationParts): Which part of an
+            iteration runs (the loop's, ``TrainingLoop.parts``).
     """
 
     def __init__(self, trainer):
@@ -41,6 +43,10 @@ class LoopPhases(object):
         self._marks = None
         self._entry = training_loop.TrainingLoop.install(
             trainer, self._enter, self._end, self._iteration, self._check)
+
+    @property
+    def parts(self):
+        return self._entry.parts
 
     @classmethod
     def subscribe(cls, trainer, reader):
