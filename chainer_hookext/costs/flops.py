@@ -85,6 +85,8 @@ from chainer.functions.pooling import max_pooling_nd
 from chainer.functions.rnn import lstm
 from chainer.utils import conv
 
+from chainer_hookext import _chainer
+
 #: The cost of one node: FLOPs and bytes moved.
 Cost = collections.namedtuple('Cost', ('flops', 'bytes'))
 
@@ -106,7 +108,7 @@ def count(node, in_data):
     # of _KEYED_BY), a third of what computing them takes.
     cls = type(node)
     if cls is function.FunctionAdapter:  # an old-style Function
-        node = node._function
+        node = node.function
         cls = type(node)
     attributes = _KEYED_BY.get(cls)
     if attributes is None:
@@ -165,7 +167,7 @@ def _count(node, cls, in_data):
 def name_of(node):
     """Returns the name of ``node``'s class, as the report lists unknowns."""
     if type(node) is function.FunctionAdapter:
-        node = node._function
+        node = node.function
     return type(node).__name__
 
 
@@ -398,7 +400,7 @@ def _pooling_grad(node, in_data):
     gy = in_data[0]  # each output's gradient spread over its window
     forward = getattr(node, 'func', None) or node.apool2d
     window = _window(forward)
-    in_shape = getattr(forward, '_in_shape', None)
+    in_shape = getattr(forward, _chainer.NODE_IN_SHAPE, None)
     outputs = gy.size * window if in_shape is None else math.prod(in_shape)
     return gy.size * window, outputs
 
@@ -472,11 +474,12 @@ def _sigmoid_cross_entropy_grad(node, in_data):
 
 
 def _sum_to(node, in_data):
-    return in_data[0].size, math.prod(node._shape)
+    return in_data[0].size, math.prod(getattr(node, _chainer.NODE_SHAPE))
 
 
 def _broadcast_to(node, in_data):
-    return 0, math.prod(node._shape)  # a view: bytes only
+    # a view: bytes only
+    return 0, math.prod(getattr(node, _chainer.NODE_SHAPE))
 
 
 def _broadcast(node, in_data):
@@ -526,7 +529,7 @@ def _indexed_size(shape, slices):
 
 def _get_item_grad(node, in_data):
     gy, = in_data  # a scatter-add of gy into zeros of the input's shape
-    return gy.size, math.prod(node._in_shape)
+    return gy.size, math.prod(getattr(node, _chainer.NODE_IN_SHAPE))
 
 
 def _select_item(node, in_data):
@@ -698,8 +701,8 @@ _KEYED_BY = {cls: () for cls in (
 _KEYED_BY.update({
     sum_module.Sum: ('axis',),
     average.Mean: ('axis',),
-    sum_module.SumTo: ('_shape',),
-    broadcast.BroadcastTo: ('_shape',),
+    sum_module.SumTo: (_chainer.NODE_SHAPE,),
+    broadcast.BroadcastTo: (_chainer.NODE_SHAPE,),
     matmul.MatMul: ('transa', 'transb'),
     matmul.BatchMatMul: ('transa', 'transb'),
     matmul.BatchMatMulGrad: ('transa', 'transb'),
@@ -708,6 +711,6 @@ _KEYED_BY.update({
     cast.Cast: ('type',),
     sigmoid_cross_entropy.SigmoidCrossEntropy: ('reduce', 'normalize'),
     sigmoid_cross_entropy.SigmoidCrossEntropyGrad: ('reduce',),
-    get_item.GetItemGrad: ('_in_shape',),
+    get_item.GetItemGrad: (_chainer.NODE_IN_SHAPE,),
     select_item.Assign: ('shape',),
 })
