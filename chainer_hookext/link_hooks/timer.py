@@ -37,10 +37,14 @@ class TimerHook(call_stack.CallStack, scoped_link_hook.ScopedLinkHook):
     """Link hook timing :meth:`Link.forward() <chainer.Link.forward>` per link.
 
     In place of :class:`chainer.link_hooks.TimerHook`: ``name``,
-    :meth:`total_time`, :meth:`summary` (keyed by class name, with
-    ``elapsed_time`` and ``occurrence``) and :meth:`print_report` behave the
-    same; there is no ``call_history`` (Chainer's keeps one entry per call,
-    forever), and more:
+    :meth:`total_time` and :meth:`print_report` (its arguments, its table)
+    are Chainer's; :meth:`summary` is keyed by class name with Chainer's
+    ``elapsed_time`` and ``occurrence`` and one key more, ``self_time``.
+    Two figures differ by design: a link that calls itself counts only its
+    outermost call in ``elapsed_time`` (Chainer's adds each inner call
+    again), and a forward that raises is counted (Chainer's hook then stays
+    wrong for good).  There is no ``call_history`` (Chainer's keeps one
+    entry per call, forever), and more:
 
     * ``summary(by='path')`` keys times by each link's path as
       :meth:`Link.namedlinks() <chainer.Link.namedlinks>` spells it
@@ -374,7 +378,8 @@ class TimerHook(call_stack.CallStack, scoped_link_hook.ScopedLinkHook):
 
         Returns:
             collections.OrderedDict: ``{key: {'elapsed_time': seconds,
-            'self_time': seconds, 'occurrence': calls}}``, classes in order
+            'self_time': seconds, 'occurrence': calls}}`` (by class,
+            Chainer's keys and ``self_time``), classes in order
             of first return as Chainer's hook gives them, paths and names
             in order of first call, with ``'backward_time'`` and
             ``'backward_self_time'`` too (and the FLOPs and bytes with

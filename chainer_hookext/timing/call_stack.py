@@ -99,7 +99,11 @@ class CallStack(object):
         paths (LinkPaths): The paths of the links.
         link_names (dict): ``{id(link): name}`` in scope, or ``None`` (the
             hook's scope, see :class:`~chainer_hookext.ScopedLinkHook`).
-        mode: ``None`` (both modes), ``True`` (training) or ``False``.
+        config_train: The modes timed (the hook's
+            :attr:`~chainer_hookext.ScopedLinkHook.config_train`): ``None``
+            both, ``True`` training only, ``False`` evaluation only; under a
+            trainer's loop, of the mode :meth:`call_mode` gives, not of
+            ``chainer.config.train``.
         gpu (bool): Whether CUDA events time the calls.
         thread (int): Ident of the thread timing, while registered.
         parts (~chainer_hookext.run.iteration_parts.IterationParts):
