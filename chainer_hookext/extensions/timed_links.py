@@ -386,7 +386,9 @@ class TimedLinks(link_hook_extension.LinkHookExtension):
     def roofline(self, by='path', mode='train'):
         """Returns each link's place under the roofline, over the whole run.
 
-        Needs ``flops=True`` and ``initialize`` (the peaks).
+        Needs ``flops=True`` and ``initialize``; the peaks not given are
+        measured then, or at the first report, or here when no report came
+        yet and no parameter existed at ``initialize``.
 
         Returns:
             collections.OrderedDict: ``{key: LinkPoints}``

@@ -52,7 +52,8 @@ class Timeline(loop_phases.LoopExtension):
         iterations (int): Iterations per window.
         warmup (int): Iterations skipped after the trigger fires, before
             the window.
-        validation (bool): Also record the link calls of evaluation mode.
+        validation (bool): Also record the link calls inside ``Evaluator``
+            extensions.
         compress (bool): Write gzip (``.json.gz``); ``False``: ``.json``.
         comm (chainermn.CommunicatorBase): Under ChainerMN, rank 0 gathers
             every rank's window and writes one file, each rank a process of
