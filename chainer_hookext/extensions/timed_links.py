@@ -3,7 +3,6 @@ import sys
 import warnings
 
 import chainer
-import numpy
 from chainer.training import extension
 
 from chainer_hookext import _checks
@@ -236,7 +235,7 @@ class TimedLinks(link_hook_extension.LinkHookExtension):
             if param is None and not last_chance:
                 self._peaks_from = optimizers  # measured later
                 return
-            measured = _measure_peaks(param)
+            measured = peaks_module.measure_for(param)
         self._peaks_from = None
         self.roofline_ = roofline_module.Roofline(peaks_module.Peaks(*(
             m if g is None else g for g, m in zip(given, measured))),
@@ -330,7 +329,7 @@ class TimedLinks(link_hook_extension.LinkHookExtension):
                               'and is not reported.'.format(e),
                               RuntimeWarning)
                 continue
-            _insert_child(self._names, link)
+            link_names.insert_added(self._names, link.name, link.parent)
             warnings.warn(
                 'TimedLinks: the link {!r} was added to the model during '
                 'training; its figures are reported from iteration {} on '
@@ -470,27 +469,6 @@ class TimedLinks(link_hook_extension.LinkHookExtension):
             values['occurrence'] = int(values['occurrence'])
             self._baseline.setdefault(mode, []).append(
                 records.Entry(key=key, parent=parent, **values))
-
-
-def _measure_peaks(param):
-    # The peaks of ``param``'s device and dtype (float32 on the CPU without
-    # one).
-    if param is None:
-        return peaks_module.measure()
-    device = chainer.backend.get_device_from_array(param.array)
-    xp = device.xp if device.xp is not chainer.backend.chainerx else numpy
-    with chainer.using_device(device):
-        return peaks_module.measure(xp, param.dtype)
-
-
-def _insert_child(names, link):
-    # ``link``'s name after its parent's and its parent's descendants', so
-    # that the list stays in tree order (the printed table's).
-    at = names.index(link.parent) + 1 if link.parent in names else len(
-        names)
-    while at < len(names) and names[at].startswith(link.parent + '/'):
-        at += 1
-    names.insert(at, link.name)
 
 
 def _model_calls(entries):
