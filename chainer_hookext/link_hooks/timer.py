@@ -61,9 +61,11 @@ class TimerHook(call_stack.CallStack, scoped_link_hook.ScopedLinkHook):
       its last timed event, whether the model catches the exception or
       not; later calls are timed as if nothing happened.  A backward step
       that raises is dropped.
-    * A link added to the model while timing (a layer replaced between
-      iterations) is timed under its path, and its name when its parent
-      has one (see :meth:`set_scope`).
+    * A link added to the model while timing (a layer replaced or added
+      between iterations) is timed under its path, and its name when its
+      parent has one (see :meth:`set_scope`); those named are listed in
+      ``added_links`` (:class:`~chainer_hookext.TimedLinks` reports them
+      from its next report on).
     * Training and evaluation calls are kept apart (``mode=``), by
       ``chainer.config.train``, or under a trainer's loop by where they
       run (:meth:`set_iteration_parts`); :meth:`set_scope` restricts
