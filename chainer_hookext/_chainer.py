@@ -1,7 +1,13 @@
 """Every reach into Chainer's private parts, each with its reason.
 
 Chainer 7.8.1 is the last release: these names will not move.  Everything
-else the package uses of Chainer is public.
+else the package uses of Chainer is public.  Here: the thread's config
+flags and link hooks, the trainer's extension entries, an optimizer's
+hooks, the code objects of ``Link.__call__`` and of a backward step, the
+function nodes' attributes the FLOP formulas read (:data:`NODE_SHAPE`,
+:data:`NODE_IN_SHAPE`), the arrays a node retained, and a link's
+persistent names.  Node tagging (``_tagging.py``) stores an attribute of
+its own on each node, and reads none of Chainer's.
 """
 
 import chainer
@@ -92,3 +98,42 @@ def optimizer_hooks(optimizer, timing):
     hookable = optimizer._hookable
     return hookable._pre_update_hooks if timing == 'pre' else (
         hookable._post_update_hooks)
+
+
+#: Attributes of Chainer's function nodes that the FLOP formulas
+#: (``costs/flops.py``) and their memo's keys read, which have no public
+#: accessor: the shape ``SumTo`` sums to and ``BroadcastTo`` broadcasts to
+#: (``functions/math/sum.py``, ``functions/array/broadcast.py``), and the
+#: input shape of ``GetItemGrad`` and of the average poolings
+#: (``functions/array/get_item.py``, ``functions/pooling/
+#: average_pooling_2d.py``).  Names, read with ``getattr``: the memo keys
+#: nodes by attribute names.
+NODE_SHAPE = '_shape'
+NODE_IN_SHAPE = '_in_shape'
+
+
+def retained_input_indexes(node):
+    """Returns the indexes of the inputs ``node`` retained, or ``None``.
+
+    ``FunctionNode.get_retained_inputs()`` wraps each in a new ``Variable``
+    and ``get_retained_outputs()`` raises once its outputs are gone; the
+    memory count needs the arrays only, read where Chainer keeps them
+    (``chainer/function_node.py``, ``retain_inputs``).
+    """
+    return node._input_indexes_to_retain
+
+
+def retained_output_arrays(node):
+    """Returns the output arrays ``node`` retained, or ``None`` (Chainer's
+    ``_retained_output_data``; see :func:`retained_input_indexes`)."""
+    return node._retained_output_data
+
+
+def persistent_names(link):
+    """Returns the names of ``link``'s persistent values.
+
+    ``Link.register_persistent`` and ``add_persistent`` keep them in
+    ``link._persistent``; Chainer 7 lists them publicly only through
+    ``serialize``.
+    """
+    return link._persistent

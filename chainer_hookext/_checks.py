@@ -138,9 +138,11 @@ def check_name(call, name, value):
 
 
 def check_choice(call, name, value, choices, what):
-    """Returns ``value``; raises ``ValueError`` unless it is in ``choices``.
+    """Returns the choice ``value`` is; raises unless it is one of ``choices``.
 
-    A value of any other type is not a choice either: ``ValueError`` too.
+    A value of a type no choice has raises ``TypeError``; one of the right
+    type but no choice ``ValueError``.  NumPy scalars pass as Python's
+    (``numpy.str_('ms')`` is ``'ms'``, ``numpy.True_`` is ``True``).
 
     Args:
         call (str): The call to name, e.g. ``'TimerHook.summary'``.
@@ -149,18 +151,39 @@ def check_choice(call, name, value, choices, what):
         choices (tuple): The values that work, in the order to show them.
         what (str): What a choice is, e.g. ``'a known unit'``.
 
+    Raises:
+        TypeError: ``value``'s type is none of the choices'.
+        ValueError: ``value`` is of a choice's type but no choice.
+
     >>> check_choice('TimerHook.print_report', 'unit', 'min', ('sec', 'ms'),
     ...              'a known unit')
     Traceback (most recent call last):
     ...
     ValueError: `TimerHook.print_report(unit='min')` is not a known unit: \
 use one of 'sec', 'ms'.
+    >>> check_choice('TimerHook.print_report', 'unit', 1, ('sec', 'ms'),
+    ...              'a known unit')
+    Traceback (most recent call last):
+    ...
+    TypeError: `TimerHook.print_report(unit=1)` is not a str: use one of \
+'sec', 'ms'.
     """
-    if not any(value is c or (type(value) is type(c) and value == c)
-               for c in choices):
-        raise ValueError('`{}({}={})` is not {}: use one of {}.'.format(
-            call, name, shown(value), what, ', '.join(map(repr, choices))))
-    return value
+    plain = value.item() if isinstance(value, numpy.generic) else value
+    for choice in choices:
+        if plain is choice or (type(plain) is type(choice)
+                               and plain == choice):
+            return choice
+    use = 'use one of {}.'.format(', '.join(map(repr, choices)))
+    types = []
+    for choice in choices:
+        shown_type = 'None' if choice is None else type(choice).__name__
+        if shown_type not in types:
+            types.append(shown_type)
+    if type(plain) not in {type(c) for c in choices}:
+        raise TypeError('`{}({}={})` is not a {}: {}'.format(
+            call, name, shown(value), ' or '.join(types), use))
+    raise ValueError('`{}({}={})` is not {}: {}'.format(
+        call, name, shown(value), what, use))
 
 
 def check_modes(call, train, eval):

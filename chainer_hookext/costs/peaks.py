@@ -12,6 +12,7 @@ freed from CuPy's pool afterwards.
 
 import collections
 
+import chainer
 import numpy
 
 from chainer_hookext.timing import clock
@@ -40,6 +41,21 @@ def measure(xp=numpy, dtype=numpy.float32):
     if peaks is None:
         peaks = _measured[key] = _measure(xp, dtype)
     return peaks
+
+
+def measure_for(param):
+    """Returns the :class:`Peaks` of ``param``'s device and dtype.
+
+    Args:
+        param (~chainer.Parameter): An initialised parameter of the model,
+            or ``None``: float32 on the CPU.
+    """
+    if param is None:
+        return measure()
+    device = chainer.backend.get_device_from_array(param.array)
+    xp = device.xp if device.xp is not chainer.backend.chainerx else numpy
+    with chainer.using_device(device):
+        return measure(xp, param.dtype)
 
 
 def _device_key(xp):

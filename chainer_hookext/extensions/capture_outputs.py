@@ -65,10 +65,9 @@ class CaptureOutputs(link_hook_extension.LinkHookExtension):
             raise TypeError(
                 '`{}(callback={!r})` is not callable: pass '
                 'callback(trainer, outputs) or None.'.format(call, callback))
-        if not any(keep is k for k in _KEEP):
-            raise ValueError(
-                '`{}(keep={!r})` is not a choice: use False (drop the outputs '
-                "after training), True or 'on_error'.".format(call, keep))
+        keep = _checks.check_choice(
+            call, 'keep', keep, _KEEP, 'a choice (False drops the outputs '
+            'after training)')
         copy = _checks.check_flag(call, 'copy', copy)
         train, eval = _checks.check_modes(call, train, eval)
         hook = capture_outputs.CaptureOutputsHook(

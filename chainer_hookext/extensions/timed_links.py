@@ -1,8 +1,8 @@
 import collections
 import sys
+import warnings
 
 import chainer
-import numpy
 from chainer.training import extension
 
 from chainer_hookext import _checks
@@ -50,6 +50,12 @@ class TimedLinks(link_hook_extension.LinkHookExtension):
     ``slowest_rank`` with ``comm``), and a second ``TimedLinks`` in the
     same trainer.  The extension runs at
     ``PRIORITY_WRITER``: ``LogReport`` sees the values in the same iteration.
+    A link added to the model during training (``with
+    model.predictor.init_scope(): model.predictor.l3 = L.Linear(...)``),
+    under a link in scope, is reported from the first report after its
+    first call on (its calls since the report before), with a
+    ``RuntimeWarning`` naming it once: at every report a link's figures are
+    its self figures plus its children's.
 
     With ``flops=True``, FLOPs per link too, in the same layout under
     ``flops/``: ``flops/<name>`` (forward, inclusive), ``.../self``,
@@ -111,8 +117,11 @@ class TimedLinks(link_hook_extension.LinkHookExtension):
         flops (bool): Also count FLOPs and bytes per link (needs
             ``backward=True``).
         peak_flops (float): The machine's peak FLOP/s, for the roofline;
-            by default measured once per process and device at
-            ``initialize`` (a short matrix product in the model's dtype).
+            by default measured once per process, device and dtype (a
+            short matrix product), on the device and in the dtype of the
+            model's first parameter: at ``initialize``, or at the first
+            report when no parameter is initialised before the first
+            forward (``L.Linear(None, n)``).
         peak_bandwidth (float): Its peak memory bandwidth in bytes/s; by
             default measured likewise (a streaming copy).
 
@@ -171,6 +180,7 @@ class TimedLinks(link_hook_extension.LinkHookExtension):
             _checks.check_positive('TimedLinks', 'peak_bandwidth',
                                    peak_bandwidth))
         self.roofline_ = None
+        self._peaks_from = None  # optimizers whose parameters are awaited
         self.print_report = print_report
         self.unit = unit
         self.comm = comm
@@ -202,32 +212,34 @@ class TimedLinks(link_hook_extension.LinkHookExtension):
             self.hook.add_root(
                 optimizer.target, '/' if len(optimizers) == 1 else '/' + name)
         self._names = list(names.values())
+        del self.hook.added_links[:]  # names of another run's scope
         if self.flops:
-            self.roofline_ = roofline_module.Roofline(
-                self._peaks(optimizers), 'TimedLinks')
+            self._set_roofline(optimizers, last_chance=False)
         last = self._last_iteration
         if last is None or trainer.updater.iteration < last:  # a new run
             self._start(trainer)
 
-    def _peaks(self, optimizers):
-        # The peaks given, the others measured on the device and in the
-        # dtype of the first optimizer's parameters.
+    def _set_roofline(self, optimizers, last_chance):
+        # The roofline, once its peaks are known: those given, the others
+        # measured on the device and in the dtype of the first parameter
+        # initialised.  A model of ``L.Linear(None, n)`` has none before
+        # its first forward: then at the first report (or ``roofline()``),
+        # outside the update; float32 on the CPU if none is there even then.
         given = peaks_module.Peaks(self.peak_flops, self.peak_bandwidth)
         if None not in given:
-            return given
-        param = next((p for o in optimizers.values()
-                      for p in o.target.params()
-                      if p.array is not None), None)
-        if param is None:
-            measured = peaks_module.measure()
+            measured = given
         else:
-            device = chainer.backend.get_device_from_array(param.array)
-            xp = device.xp if device.xp is not chainer.backend.chainerx \
-                else numpy
-            with chainer.using_device(device):
-                measured = peaks_module.measure(xp, param.dtype)
-        return peaks_module.Peaks(*(
-            m if g is None else g for g, m in zip(given, measured)))
+            param = next((p for o in optimizers.values()
+                          for p in o.target.params()
+                          if p.array is not None), None)
+            if param is None and not last_chance:
+                self._peaks_from = optimizers  # measured later
+                return
+            measured = peaks_module.measure_for(param)
+        self._peaks_from = None
+        self.roofline_ = roofline_module.Roofline(peaks_module.Peaks(*(
+            m if g is None else g for g, m in zip(given, measured))),
+            'TimedLinks')
 
     def _register(self):
         # The loop's start: a snapshot loaded after initialize without our
@@ -260,6 +272,9 @@ class TimedLinks(link_hook_extension.LinkHookExtension):
 
     def __call__(self, trainer):
         iteration = trainer.updater.iteration
+        self._add_links(iteration)
+        if self._peaks_from is not None:
+            self._set_roofline(self._peaks_from, last_chance=True)
         totals = self._totals()
         reports = []
         for mode in self._modes:
@@ -296,6 +311,33 @@ class TimedLinks(link_hook_extension.LinkHookExtension):
                 self.roofline_.link_points(entries))
         if self.flops:
             _print_unknown(self.unknown_functions(by='name'), sys.stdout)
+
+    def _add_links(self, iteration):
+        # Links added to the model since the last report and called since
+        # (the timer names them when it first sees them): reported from now
+        # on, each once its name is known to clash with no other's key.
+        added, self.hook.added_links[:] = list(self.hook.added_links), []
+        for link in added:
+            if link.name in self._names:
+                continue
+            try:
+                keys.check_link_names(
+                    'TimedLinks', self._names + [link.name], self.backward,
+                    spread=self.comm is not None)
+            except ValueError as e:
+                warnings.warn('{} It was added to the model during training '
+                              'and is not reported.'.format(e),
+                              RuntimeWarning)
+                continue
+            link_names.insert_added(self._names, link.name, link.parent)
+            warnings.warn(
+                'TimedLinks: the link {!r} was added to the model during '
+                'training; its figures are reported from iteration {} on '
+                '(its calls since {}), and its parent\'s figures include '
+                'them.'.format(link.name, iteration, 'training started'
+                               if self._last_iteration is None else
+                               'iteration {}'.format(self._last_iteration)),
+                RuntimeWarning)
 
     def _report(self, mode, totals, iteration):
         # The Report of the calls since the baseline, or None when nothing
@@ -343,7 +385,9 @@ class TimedLinks(link_hook_extension.LinkHookExtension):
     def roofline(self, by='path', mode='train'):
         """Returns each link's place under the roofline, over the whole run.
 
-        Needs ``flops=True`` and ``initialize`` (the peaks).
+        Needs ``flops=True`` and ``initialize``; the peaks not given are
+        measured then, or at the first report, or here when no report came
+        yet and no parameter existed at ``initialize``.
 
         Returns:
             collections.OrderedDict: ``{key: LinkPoints}``
@@ -352,6 +396,8 @@ class TimedLinks(link_hook_extension.LinkHookExtension):
             bytes, seconds, FLOP/s, intensity, percent of the peak and
             bound), by ``by`` as in :meth:`summary`.
         """
+        if self._peaks_from is not None:
+            self._set_roofline(self._peaks_from, last_chance=True)
         if self.roofline_ is None:
             raise RuntimeError(
                 'TimedLinks.roofline: {}.'.format(

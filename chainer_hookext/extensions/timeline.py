@@ -31,8 +31,11 @@ class Timeline(loop_phases.LoopExtension):
     (``data``, ``forward`` ...) and each extension call > the spans of the
     model's links, ``main/predictor/l1`` forward and
     ``main/predictor/l1 (backward)``, one per run of consecutive backward
-    steps of the link.  With ``validation=True`` the ``Evaluator``'s link
-    calls are shown too.
+    steps of the link.  As in :class:`~chainer_hookext.TimedLinks`, the
+    link spans are those of the update's calls and backward steps, whatever
+    ``chainer.config.train`` says there; with ``validation=True`` an
+    ``Evaluator``'s link calls are shown too; an extension's own calls of
+    the model are not (``docs/timing.md``, "Which calls count").
 
     The links' spans are the clock reads of the extension's own
     :class:`~chainer_hookext.TimerHook` (``backward=True``), registered
@@ -49,7 +52,8 @@ class Timeline(loop_phases.LoopExtension):
         iterations (int): Iterations per window.
         warmup (int): Iterations skipped after the trigger fires, before
             the window.
-        validation (bool): Also record the link calls of evaluation mode.
+        validation (bool): Also record the link calls inside ``Evaluator``
+            extensions.
         compress (bool): Write gzip (``.json.gz``); ``False``: ``.json``.
         comm (chainermn.CommunicatorBase): Under ChainerMN, rank 0 gathers
             every rank's window and writes one file, each rank a process of
@@ -145,6 +149,7 @@ class Timeline(loop_phases.LoopExtension):
         for name, optimizer in optimizers.items():  # paths as TimedLinks'
             hook.add_root(
                 optimizer.target, '/' if len(optimizers) == 1 else '/' + name)
+        hook.set_iteration_parts(self._loop.parts)  # the update's calls
         handle = _registry.add(_chainer.link_hooks(), hook)
         recording = spans.Recording()
         hook.start_spans(recording)
@@ -174,7 +179,10 @@ class Timeline(loop_phases.LoopExtension):
         elif end is None:
             end = self._iteration_starts[-1][1]
         self._timer.stop_spans()
-        _registry.remove(handle, self._timer)
+        try:
+            _registry.remove(handle, self._timer)
+        finally:
+            self._timer.set_iteration_parts(None)
         if not write:
             return
         recording.resolve()

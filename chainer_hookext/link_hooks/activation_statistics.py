@@ -164,16 +164,24 @@ def check_statistics(call, statistics):
     """Returns ``statistics`` as a tuple of names of :data:`STATISTICS`.
 
     Raises:
-        ValueError: Naming ``call``, when it is not a non-empty choice.
+        TypeError: Naming ``call``, when it is not a name or an iterable of
+            names.
+        ValueError: Naming ``call``, when it is empty or names one not in
+            :data:`STATISTICS`.
     """
+    what = 'pass a non-empty tuple of {}.'.format(
+        ', '.join(map(repr, STATISTICS)))
     try:
         names = ((statistics,) if isinstance(statistics, str)
                  else tuple(statistics))
     except TypeError:
         names = None
+    if names is None or not all(isinstance(s, str) for s in names):
+        raise TypeError(
+            '`{}(statistics={!r})` is not a name or names of statistics: '
+            '{}'.format(call, statistics, what))
     if not names or any(s not in STATISTICS for s in names):
         raise ValueError(
-            '`{}(statistics={!r})` is not a choice of statistics: pass a '
-            'non-empty tuple of {}.'.format(
-                call, statistics, ', '.join(map(repr, STATISTICS))))
+            '`{}(statistics={!r})` is not a choice of statistics: {}'.format(
+                call, statistics, what))
     return names

@@ -307,7 +307,8 @@ class _GradientCheck(_tagging.NodeTagger):
 
 
 def check_action(call, action):
-    """Raises ``ValueError`` unless ``action`` is a :class:`NonFiniteHook`
-    action; ``call`` names the call in the message."""
-    _checks.check_choice(call, 'action', action, tuple(_ACTIONS),
-                         'an action')
+    """Returns ``action``; raises unless it is a :class:`NonFiniteHook`
+    action (``TypeError`` for a value that is not a string, ``ValueError``
+    for an unknown one); ``call`` names the call in the message."""
+    return _checks.check_choice(call, 'action', action, tuple(_ACTIONS),
+                                'an action')

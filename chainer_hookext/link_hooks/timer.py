@@ -37,10 +37,14 @@ class TimerHook(call_stack.CallStack, scoped_link_hook.ScopedLinkHook):
     """Link hook timing :meth:`Link.forward() <chainer.Link.forward>` per link.
 
     In place of :class:`chainer.link_hooks.TimerHook`: ``name``,
-    :meth:`total_time`, :meth:`summary` (keyed by class name, with
-    ``elapsed_time`` and ``occurrence``) and :meth:`print_report` behave the
-    same; there is no ``call_history`` (Chainer's keeps one entry per call,
-    forever), and more:
+    :meth:`total_time` and :meth:`print_report` (its arguments, its table)
+    are Chainer's; :meth:`summary` is keyed by class name with Chainer's
+    ``elapsed_time`` and ``occurrence`` and one key more, ``self_time``.
+    Two figures differ by design: a link that calls itself counts only its
+    outermost call in ``elapsed_time`` (Chainer's adds each inner call
+    again), and a forward that raises is counted (Chainer's hook then stays
+    wrong for good).  There is no ``call_history`` (Chainer's keeps one
+    entry per call, forever), and more:
 
     * ``summary(by='path')`` keys times by each link's path as
       :meth:`Link.namedlinks() <chainer.Link.namedlinks>` spells it
@@ -57,9 +61,11 @@ class TimerHook(call_stack.CallStack, scoped_link_hook.ScopedLinkHook):
       its last timed event, whether the model catches the exception or
       not; later calls are timed as if nothing happened.  A backward step
       that raises is dropped.
-    * A link added to the model while timing (a layer replaced between
-      iterations) is timed under its path, and its name when its parent
-      has one (see :meth:`set_scope`).
+    * A link added to the model while timing (a layer replaced or added
+      between iterations) is timed under its path, and its name when its
+      parent has one (see :meth:`set_scope`); those named are listed in
+      ``added_links`` (:class:`~chainer_hookext.TimedLinks` reports them
+      from its next report on).
     * Training and evaluation calls are kept apart (``mode=``), by
       ``chainer.config.train``, or under a trainer's loop by where they
       run (:meth:`set_iteration_parts`); :meth:`set_scope` restricts
@@ -238,7 +244,11 @@ class TimerHook(call_stack.CallStack, scoped_link_hook.ScopedLinkHook):
             raise TypeError(
                 '`TimerHook.add_root(link={!r})` needs a chainer.Link, e.g. '
                 'the model.'.format(link))
-        if not isinstance(path, str) or not path.startswith('/'):
+        if not isinstance(path, str):
+            raise TypeError(
+                "`TimerHook.add_root(path={!r})` is not a str: use a path "
+                "starting with '/', e.g. '/' or '/gen'.".format(path))
+        if not path.startswith('/'):
             raise ValueError(
                 "`TimerHook.add_root(path={!r})` needs a path starting with "
                 "'/', e.g. '/' or '/gen'.".format(path))
@@ -370,7 +380,8 @@ class TimerHook(call_stack.CallStack, scoped_link_hook.ScopedLinkHook):
 
         Returns:
             collections.OrderedDict: ``{key: {'elapsed_time': seconds,
-            'self_time': seconds, 'occurrence': calls}}``, classes in order
+            'self_time': seconds, 'occurrence': calls}}`` (by class,
+            Chainer's keys and ``self_time``), classes in order
             of first return as Chainer's hook gives them, paths and names
             in order of first call, with ``'backward_time'`` and
             ``'backward_self_time'`` too (and the FLOPs and bytes with

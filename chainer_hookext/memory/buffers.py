@@ -29,6 +29,8 @@ import numpy
 from chainer import function
 from chainer.backends import cuda
 
+from chainer_hookext import _chainer
+
 
 #: One buffer: ``key`` tells buffers apart (the id of the owning object),
 #: ``nbytes`` its size.
@@ -68,14 +70,15 @@ def kept_arrays(node):
         list: The arrays, repeats included, retained inputs first.
     """
     inputs = node.inputs
-    arrays = [inputs[i].data for i in node._input_indexes_to_retain or ()
+    arrays = [inputs[i].data
+              for i in _chainer.retained_input_indexes(node) or ()
               if inputs[i].data is not None]
-    retained = node._retained_output_data
+    retained = _chainer.retained_output_arrays(node)
     if retained is not None:
         arrays.extend(retained)
     _add_attribute_arrays(node, arrays)
     if type(node) is function.FunctionAdapter:
-        _add_attribute_arrays(node._function, arrays)
+        _add_attribute_arrays(node.function, arrays)
     for ref in node.outputs:
         output = ref()
         variable = None if output is None else output.get_variable_or_none()

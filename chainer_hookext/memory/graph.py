@@ -19,6 +19,7 @@ smaller: the buffers kept by its nodes only, less its inputs, which the
 
 import collections
 
+from chainer_hookext import _chainer
 from chainer_hookext.memory import buffers
 
 
@@ -128,7 +129,7 @@ def model_buffers(links):
                 buffer = buffers.buffer_of(array)
                 if buffer is not None:
                     keys.add(buffer.key)
-        for name in link._persistent:
+        for name in _chainer.persistent_names(link):
             buffer = buffers.buffer_of(getattr(link, name, None))
             if buffer is not None:
                 keys.add(buffer.key)

@@ -47,6 +47,22 @@ def model_link_names(trainer):
     return names
 
 
+def insert_added(names, name, parent):
+    """Inserts ``name``, a link added under ``parent``, in a list of names
+    in tree order: after ``parent`` and the names under it.
+
+    >>> names = ['main', 'main/predictor', 'main/predictor/l1', 'main/x']
+    >>> insert_added(names, 'main/predictor/l3', 'main/predictor')
+    >>> names
+    ['main', 'main/predictor', 'main/predictor/l1', 'main/predictor/l3', \
+'main/x']
+    """
+    at = names.index(parent) + 1 if parent in names else len(names)
+    while at < len(names) and names[at].startswith(parent + '/'):
+        at += 1
+    names.insert(at, name)
+
+
 def warn_unhooked(call, named_links):
     """Warns about links whose calls Chainer runs no link hooks for.
 

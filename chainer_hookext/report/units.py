@@ -16,7 +16,10 @@ UNITS = tuple(FACTORS) + ('auto', 'auto_foreach')
 
 
 def check_unit(call, unit):
-    """Raises ``ValueError`` naming ``call`` unless ``unit`` is known.
+    """Returns ``unit``; raises naming ``call`` unless it is known.
+
+    ``TypeError`` for a value that is not a string, ``ValueError`` for an
+    unknown unit (:func:`~chainer_hookext._checks.check_choice`).
 
     >>> check_unit('TimerHook.print_report', 'min')
     Traceback (most recent call last):
@@ -24,7 +27,7 @@ def check_unit(call, unit):
     ValueError: `TimerHook.print_report(unit='min')` is not a known unit: \
 use one of 'sec', 'ms', 'us', 'ns', 'auto', 'auto_foreach'.
     """
-    _checks.check_choice(call, 'unit', unit, UNITS, 'a known unit')
+    return _checks.check_choice(call, 'unit', unit, UNITS, 'a known unit')
 
 
 def choose_unit(seconds):

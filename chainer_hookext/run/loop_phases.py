@@ -32,6 +32,8 @@ class LoopPhases(object):
         clock (~.phases.PhaseClock): The clock, from the loop's start.
         iteration_start (float): The clock's time at the running
             iteration's start.
+        parts (~.iteration_parts.IterationParts): Which part of an
+            iteration runs (the loop's, ``TrainingLoop.parts``).
     """
 
     def __init__(self, trainer):
@@ -47,6 +49,10 @@ class LoopPhases(object):
         # A pickle or a copy of a reader (the trainer's, during training)
         # reads no loop: it is not running.
         return _copies.same, (None,)
+
+    @property
+    def parts(self):
+        return self._entry.parts
 
     @classmethod
     def subscribe(cls, trainer, reader):

@@ -51,6 +51,8 @@ calls are training ones whatever ``chainer.config.train`` says, an
 nested trainer's) is not timed (``docs/timing.md``, "Which calls count").
 """
 
+import collections
+
 from chainer_hookext import _chainer
 from chainer_hookext import _frames
 from chainer_hookext.timing import clock
@@ -58,6 +60,12 @@ from chainer_hookext.timing import clock
 from chainer_hookext.timing import link_paths
 from chainer_hookext.timing import records
 from chainer_hookext.timing import spans
+
+
+#: A link in scope added to the model while timing: its ``name`` in the
+#: scope and its ``parent``'s, e.g. ``('main/predictor/l3',
+#: 'main/predictor')``.
+AddedLink = collections.namedtuple('AddedLink', ('name', 'parent'))
 
 
 class _NoChildren(dict):
@@ -91,13 +99,21 @@ class CallStack(object):
         paths (LinkPaths): The paths of the links.
         link_names (dict): ``{id(link): name}`` in scope, or ``None`` (the
             hook's scope, see :class:`~chainer_hookext.ScopedLinkHook`).
-        mode: ``None`` (both modes), ``True`` (training) or ``False``.
+        config_train: The modes timed (the hook's
+            :attr:`~chainer_hookext.ScopedLinkHook.config_train`): ``None``
+            both, ``True`` training only, ``False`` evaluation only; under a
+            trainer's loop, of the mode :meth:`call_mode` gives, not of
+            ``chainer.config.train``.
         gpu (bool): Whether CUDA events time the calls.
         thread (int): Ident of the thread timing, while registered.
         parts (~chainer_hookext.run.iteration_parts.IterationParts):
             Which part of a trainer's iterations runs: its update and
             evaluation are timed; or ``None``: the mode is
             ``chainer.config.train``'s.
+        added_links (list): :class:`AddedLink` of each link in scope found
+            in a root's tree after it was indexed (added to the model while
+            timing), in the order found, until its reader empties it
+            (:class:`~chainer_hookext.TimedLinks` at its next report).
     """
 
     parts = None
@@ -110,6 +126,7 @@ class CallStack(object):
         self.trees = {mode: records.CallRecord() for mode in records.MODES}
         self.outside = {mode: records.CallRecord() for mode in records.MODES}
         self.paths = link_paths.LinkPaths()
+        self.added_links = []
         self.gpu = False
         self.thread = None
         # CUDA events, forward and backward
@@ -276,8 +293,10 @@ class CallStack(object):
             return False
         names = self.link_names
         for new, parent, suffix in self.paths.refresh():
-            if names is not None and id(parent) in names:
-                names.setdefault(id(new), names[id(parent)] + suffix)
+            if names is None or id(parent) not in names or id(new) in names:
+                continue
+            name = names[id(new)] = names[id(parent)] + suffix
+            self.added_links.append(AddedLink(name, names[id(parent)]))
         return link in self.paths
 
     def _new_record(self, link, key, top):

@@ -1,3 +1,4 @@
+import numpy
 import pytest
 from chainer import training
 
@@ -140,8 +141,10 @@ def test_bad_arguments():
     with pytest.raises(ValueError,
                        match=r"CaptureOutputs\(keep='always'\)"):
         CaptureOutputs(keep='always')
-    with pytest.raises(ValueError, match=r"CaptureOutputs\(keep=1\)"):
+    with pytest.raises(TypeError, match=r"CaptureOutputs\(keep=1\)` is not "
+                       r"a bool or str: use one of False, True, 'on_error'"):
         CaptureOutputs(keep=1)
+    assert CaptureOutputs(keep=numpy.True_).keep is True
     with pytest.raises(ValueError, match=r'`CaptureOutputs\(train=False, '
                                          r'eval=False\)`'):
         CaptureOutputs(train=False)

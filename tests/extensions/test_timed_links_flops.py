@@ -3,6 +3,9 @@
 import warnings
 
 import chainer
+import chainer.functions as F
+import chainer.links as L
+import numpy
 import pytest
 from chainer import training
 from chainer.training import extensions
@@ -12,6 +15,7 @@ from chainer_hookext.costs import peaks
 from chainer_hookext.report import keys
 from chainer_hookext.timing import records
 from tests.conftest import FakeComm
+from tests.conftest import make_dataset
 from tests.conftest import MLP
 from tests.conftest import Twice
 
@@ -243,3 +247,99 @@ def test_class_attribute_defaults():
     assert ext.flops is False
     assert ext.peak_flops is None and ext.peak_bandwidth is None
     assert training.PRIORITY_WRITER == ext.priority
+
+
+class Grows(chainer.Chain):
+    """MLP whose third call adds a layer ``l3``, called from then on."""
+
+    def __init__(self):
+        super().__init__()
+        with self.init_scope():
+            self.l1 = L.Linear(4, 8)
+            self.l2 = L.Linear(8, 3)
+        self.calls = 0
+
+    def forward(self, x):
+        self.calls += 1
+        if self.calls == 3:
+            with self.init_scope():
+                self.l3 = L.Linear(3, 3)
+        h = self.l2(F.relu(self.l1(x)))
+        return self.l3(h) if hasattr(self, 'l3') else h
+
+
+def test_a_link_added_during_training_is_reported_from_the_next_report(
+        trainer_factory, capsys):
+    trainer = trainer_factory(stop=(6, 'iteration'),
+                              model=L.Classifier(Grows()))
+    ext = TimedLinks(flops=True, print_report=True, **HIGH)
+    trainer.extend(ext, trigger=(2, 'iteration'))
+    log = extensions.LogReport(trigger=(2, 'iteration'))
+    trainer.extend(log)
+    with pytest.warns(RuntimeWarning) as caught:
+        trainer.run()
+    assert [str(w.message) for w in caught] == [
+        "TimedLinks: the link 'main/predictor/l3' was added to the model "
+        "during training; its figures are reported from iteration 4 on (its "
+        "calls since iteration 2), and its parent's figures include them."]
+    assert 'time/main/predictor/l3' not in log.log[0]
+    for entry in log.log:
+        for kind in ('flops', 'time'):
+            children = [k for k in entry if k.startswith(
+                kind + '/main/predictor/l') and k.count('/') == 3]
+            assert len(children) == (2 if entry is log.log[0] else 3)
+            assert entry[kind + '/main/predictor'] == pytest.approx(
+                entry[kind + '/main/predictor/self'] + sum(
+                    entry[k] for k in children))
+    assert log.log[1]['flops/main/predictor/l3'] == 21 * 8
+    out = capsys.readouterr().out.splitlines()
+    at = out.index(next(line for line in out if line.startswith('    l3')))
+    assert out[at - 1].startswith('    l2')  # under predictor, in its place
+
+
+def test_peaks_wait_for_the_first_parameters_and_take_their_dtype(
+        tmp_path, monkeypatch):
+    # L.Linear(None, n, nobias=True): no parameter before the first forward,
+    # then float64 ones (the config's dtype).
+    calls = []
+
+    def measure(xp=numpy, dtype=numpy.float32):
+        calls.append((xp.__name__, numpy.dtype(dtype).name))
+        return peaks.Peaks(1e15, 1e15)
+    monkeypatch.setattr(peaks, 'measure', measure)
+    monkeypatch.setattr(chainer.global_config, 'dtype', numpy.float64)
+    dataset = make_dataset()
+    dataset = chainer.datasets.TupleDataset(
+        dataset._datasets[0].astype(numpy.float64), dataset._datasets[1])
+    optimizer = chainer.optimizers.SGD()
+    optimizer.setup(L.Classifier(L.Linear(None, 3, nobias=True)))
+    trainer = training.Trainer(training.updaters.StandardUpdater(
+        chainer.iterators.SerialIterator(dataset, 8), optimizer),
+        (4, 'iteration'), out=str(tmp_path))
+    ext = TimedLinks(flops=True)
+    trainer.extend(ext, trigger=(2, 'iteration'))
+    seen = []
+    trainer.extend(lambda t: seen.append(list(calls)),
+                   trigger=(1, 'iteration'), priority=1000)
+    trainer.run()
+    assert seen[0] == []  # nothing measured in the first iteration's update
+    assert calls == [('numpy', 'float64')]
+    assert ext.roofline_.peaks == peaks.Peaks(1e15, 1e15)
+
+
+def test_roofline_before_any_report_measures_the_peaks(
+        trainer_factory, monkeypatch):
+    calls = []
+
+    def measure(xp=numpy, dtype=numpy.float32):
+        calls.append(dtype)
+        return peaks.Peaks(1e15, 1e15)
+    monkeypatch.setattr(peaks, 'measure', measure)
+    model = L.Classifier(L.Linear(None, 3, nobias=True))
+    trainer = trainer_factory(stop=(1, 'iteration'), model=model)
+    ext = TimedLinks(flops=True)
+    trainer.extend(ext, trigger=(2, 'iteration'))  # never reports
+    trainer.run()
+    assert calls == []
+    assert ext.roofline(by='name')['main/predictor'].forward.flops > 0
+    assert calls == [numpy.float32]

@@ -16,6 +16,7 @@ from tests.conftest import FORWARD
 from tests.conftest import OPTIMIZER
 from tests.conftest import SLOW
 from tests.conftest import make_slow_trainer
+from tests.extensions import test_timed_links_update as update_tests
 
 
 UPDATE = DATA + FORWARD + BACKWARD + OPTIMIZER
@@ -511,3 +512,24 @@ def test_spans_follow_a_device_change(still, monkeypatch):
              for s in recording.backward]
     assert steps.count(('/', BACKWARD)) == 2
     assert {type(s.start) for s in recording.backward} == {float}
+
+
+def test_link_spans_are_the_updates_calls_whatever_the_config(tmp_path):
+    # The update runs with train off (frozen statistics), an extension
+    # calls the model and backward with train on: only the update's calls
+    # and steps are spans, as TimedLinks counts them.
+    trainer = update_tests.make_trainer(
+        tmp_path, updater=update_tests.FrozenStatisticsUpdater)
+    trainer.extend(update_tests.probe(trainer), name='probe')
+    _, files = run_with_timeline(trainer, iterations=2)
+    events = files['iteration_3.json.gz']
+    forward = [e['name'] for e in spans(events, 'link_forward')]
+    assert sorted(forward) == sorted(
+        ['main', 'main/predictor', 'main/predictor/l1',
+         'main/predictor/l2'] * 2)
+    probe = [e for e in spans(events, 'extension') if e['name'] == 'probe']
+    assert len(probe) == 2
+    for e in spans(events, 'link_forward') + spans(events, 'link_backward'):
+        assert not any(p['ts'] <= e['ts'] < p['ts'] + p['dur']
+                       for p in probe), e
+    assert spans(events, 'link_backward')

@@ -148,11 +148,13 @@ class MyStatistics(ActivationStatisticsHook):
 
 
 @pytest.mark.parametrize('cls', [ActivationStatisticsHook, MyStatistics])
-@pytest.mark.parametrize('bad', ['median', (), ('mean', 'p99'), 3])
-def test_bad_statistics(cls, bad):
-    with pytest.raises(ValueError, match=r'{}\('
-                                         r'statistics=.*pass a non-empty'
-                                         .format(cls.__name__)):
+@pytest.mark.parametrize('bad, error', [
+    ('median', ValueError), ((), ValueError), (('mean', 'p99'), ValueError),
+    (3, TypeError), (('mean', 3), TypeError)])
+def test_bad_statistics(cls, bad, error):
+    with pytest.raises(error, match=r'{}\('
+                                    r'statistics=.*pass a non-empty'
+                                    .format(cls.__name__)):
         cls(statistics=bad)
 
 

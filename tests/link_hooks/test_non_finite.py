@@ -380,6 +380,9 @@ def test_bad_arguments():
         MyHook(action='stop')
     with pytest.raises(ValueError, match=r"NonFiniteHook\(action='stop'\)"):
         NonFiniteHook(action='stop')
+    with pytest.raises(TypeError, match=r"NonFiniteHook\(action=None\)` is "
+                       r"not a str"):
+        NonFiniteHook(action=None)
     with pytest.raises(TypeError, match=r"NonFiniteHook\(deferred='gpu'\)"):
         NonFiniteHook(deferred='gpu')
     with pytest.raises(ValueError,

@@ -460,6 +460,23 @@ def test_bad_arguments():
     assert TimerHook(name='mine').name == 'mine'
 
 
+def test_a_wrong_type_is_a_type_error_a_wrong_value_a_value_error():
+    hook = TimerHook()
+    with pytest.raises(TypeError, match=r"print_report\(unit=1\)` is not a "
+                       r"str: use one of 'sec'"):
+        hook.print_report(unit=1)
+    with pytest.raises(TypeError, match=r"summary\(by=None\)` is not a str"):
+        hook.summary(by=None)
+    with pytest.raises(TypeError, match=r"summary\(mode=True\)` is not a "
+                       r"str or None: use one of 'train', 'eval', None"):
+        hook.summary(mode=True)
+    with pytest.raises(TypeError, match=r"add_root\(path=1\)` is not a str"):
+        hook.add_root(L.Linear(2, 2), path=1)
+    with pytest.raises(ValueError, match=r"add_root\(path='x'\)"):
+        hook.add_root(L.Linear(2, 2), path='x')
+    assert hook.summary(by=numpy.str_('path')) == {}
+
+
 def test_cuda_events_reused_between_reads(fake_cuda):
     # Each read gives the resolved events back: ten more iterations create
     # no event, and are timed as the first.

@@ -72,7 +72,7 @@ def count(node, in_data):
     # their entry is keyed by), a third of what computing them takes.
     cls = type(node)
     if cls is function.FunctionAdapter:  # an old-style Function
-        node = node._function
+        node = node.function
         cls = type(node)
     entry = FORMULAS.get(cls)
     if entry is None:
@@ -131,7 +131,7 @@ def _count(node, cls, formula, in_data):
 def name_of(node):
     """Returns the name of ``node``'s class, as the report lists unknowns."""
     if type(node) is function.FunctionAdapter:
-        node = node._function
+        node = node.function
     return type(node).__name__
 
 

@@ -49,6 +49,8 @@ from chainer.utils import conv
 from chainer_hookext.costs.flops import _generic
 from chainer_hookext.costs.flops._registry import register
 
+from chainer_hookext import _chainer
+
 register(
     reshape.Reshape, transpose.Transpose, swapaxes.Swapaxes,
     rollaxis.Rollaxis, moveaxis.Moveaxis, expand_dims.ExpandDims,
@@ -65,9 +67,10 @@ register(
 register(forget.Forget)(_generic.nothing)
 
 
-@register(broadcast.BroadcastTo, keyed_by=('_shape',))
+@register(broadcast.BroadcastTo, keyed_by=(_chainer.NODE_SHAPE,))
 def _broadcast_to(node, in_data):
-    return 0, math.prod(node._shape)  # a view: bytes only
+    # a view: bytes only
+    return 0, math.prod(getattr(node, _chainer.NODE_SHAPE))
 
 
 @register(broadcast.Broadcast, keyed_by=())
@@ -114,10 +117,10 @@ def _indexed_size(shape, slices):
     return view.size * math.prod(numpy.broadcast_shapes(*advanced))
 
 
-@register(get_item.GetItemGrad, keyed_by=('_in_shape',))
+@register(get_item.GetItemGrad, keyed_by=(_chainer.NODE_IN_SHAPE,))
 def _get_item_grad(node, in_data):
     gy, = in_data  # a scatter-add of gy into zeros of the input's shape
-    return gy.size, math.prod(node._in_shape)
+    return gy.size, math.prod(getattr(node, _chainer.NODE_IN_SHAPE))
 
 
 @register(scatter_add.ScatterAdd, keyed_by=())

@@ -15,6 +15,8 @@ from chainer.utils import conv
 
 from chainer_hookext.costs.flops._registry import register
 
+from chainer_hookext import _chainer
+
 
 def _geometry(node):
     """(ksize, stride, pad) of a 2-D or N-D pooling node."""
@@ -47,7 +49,7 @@ def _pooling_grad(node, in_data):
     gy = in_data[0]  # each output's gradient spread over its window
     forward = getattr(node, 'func', None) or node.apool2d
     window = math.prod(_geometry(forward)[0])
-    in_shape = getattr(forward, '_in_shape', None)
+    in_shape = getattr(forward, _chainer.NODE_IN_SHAPE, None)
     outputs = gy.size * window if in_shape is None else math.prod(in_shape)
     return gy.size * window, outputs
 

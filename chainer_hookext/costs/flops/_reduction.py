@@ -15,6 +15,8 @@ from chainer.functions.math import sum as sum_module
 from chainer_hookext.costs.flops import _generic
 from chainer_hookext.costs.flops._registry import register
 
+from chainer_hookext import _chainer
+
 # One comparison or operation per element.
 register(sum_module.Sum, minmax.Max, minmax.Min, minmax.ArgMax,
          minmax.ArgMin, prod.Prod, keyed_by=('axis',))(_generic.reduction)
@@ -27,9 +29,9 @@ def _mean(node, in_data):
     return flops + outputs, outputs  # the sum, then a division per output
 
 
-@register(sum_module.SumTo, keyed_by=('_shape',))
+@register(sum_module.SumTo, keyed_by=(_chainer.NODE_SHAPE,))
 def _sum_to(node, in_data):
-    return in_data[0].size, math.prod(node._shape)
+    return in_data[0].size, math.prod(getattr(node, _chainer.NODE_SHAPE))
 
 
 @register(cumprod.Cumprodsum, keyed_by=())
