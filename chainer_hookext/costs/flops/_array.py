@@ -46,10 +46,9 @@ from chainer.functions.rnn import n_step_rnn
 from chainer.functions.util import forget
 from chainer.utils import conv
 
+from chainer_hookext import _chainer
 from chainer_hookext.costs.flops import _generic
 from chainer_hookext.costs.flops._registry import register
-
-from chainer_hookext import _chainer
 
 register(
     reshape.Reshape, transpose.Transpose, swapaxes.Swapaxes,

@@ -13,9 +13,8 @@ from chainer.functions.pooling import unpooling_nd
 from chainer.functions.pooling import upsampling_2d
 from chainer.utils import conv
 
-from chainer_hookext.costs.flops._registry import register
-
 from chainer_hookext import _chainer
+from chainer_hookext.costs.flops._registry import register
 
 
 def _geometry(node):

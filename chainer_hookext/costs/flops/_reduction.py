@@ -12,10 +12,9 @@ from chainer.functions.math import minmax
 from chainer.functions.math import prod
 from chainer.functions.math import sum as sum_module
 
+from chainer_hookext import _chainer
 from chainer_hookext.costs.flops import _generic
 from chainer_hookext.costs.flops._registry import register
-
-from chainer_hookext import _chainer
 
 # One comparison or operation per element.
 register(sum_module.Sum, minmax.Max, minmax.Min, minmax.ArgMax,
