@@ -4,6 +4,7 @@ every way out, the table, arguments, snapshots, warnings and ChainerMN."""
 import chainer
 import chainer.functions as F
 import chainer.links as L
+import numpy
 import pytest
 from chainer import training
 from chainer.training import extensions
@@ -149,6 +150,36 @@ def test_adam_state_is_two_arrays_per_parameter(tmp_path):
     trainer.run()
     assert records[2] == expected(states=2)
     assert records[2]['memory/main/optimizer_state'] == 2 * 268
+
+
+@pytest.mark.parametrize('fp32_update', [False, True])
+def test_mixed_precision_state_includes_the_float32_master_copy(
+        tmp_path, fp32_update):
+    with chainer.using_config('dtype', numpy.float16):
+        model = L.Classifier(MLP())
+    x, t = chainer.dataset.concat_examples(make_dataset()[:])
+    dataset = chainer.datasets.TupleDataset(x.astype(numpy.float16), t)
+    optimizer = chainer.optimizers.Adam()
+    optimizer.setup(model)
+    if fp32_update:
+        optimizer.use_fp32_update()
+    it = chainer.iterators.SerialIterator(dataset, 8, shuffle=False)
+    trainer = training.Trainer(
+        training.updaters.StandardUpdater(it, optimizer), (2, 'iteration'),
+        out=str(tmp_path))
+    trainer.extend(LinkMemory(), trigger=(2, 'iteration'))
+    records = {}
+    trainer.extend(recorder(records))
+    trainer.run()
+    # 67 float16 parameters in main (134 bytes: PARAMS / 2).  Adam's m and
+    # v are of the parameter's type, float16; with use_fp32_update they are
+    # float32, and so is the master copy the update rule keeps of each
+    # parameter.
+    for name in NAMES:
+        count = PARAMS[name] // 4
+        assert records[2]['memory/' + name + '/params'] == 2 * count
+        assert records[2]['memory/' + name + '/optimizer_state'] == (
+            3 * 4 * count if fp32_update else 2 * 2 * count)
 
 
 class ClearGradsFirst(training.updaters.StandardUpdater):
