@@ -23,6 +23,8 @@ smaller: the buffers kept by its nodes only, less its inputs, which the
 
 import collections
 
+import chainer
+
 from chainer_hookext.memory import buffers
 
 
@@ -147,13 +149,14 @@ def attribute_arrays(links):
     constants such as a positional encoding's table), also inside a tuple,
     a list or a dict.  Read before the forward, they were made before it.
     """
+    types = chainer.get_array_types()
     arrays = []
     for link in links:
         for value in vars(link).values():
             if isinstance(value, dict):
                 value = list(value.values())
             if isinstance(value, (tuple, list)):
-                arrays.extend(v for v in value if buffers.is_array(v))
-            elif buffers.is_array(value):
+                arrays.extend(v for v in value if isinstance(v, types))
+            elif isinstance(value, types):
                 arrays.append(value)
     return arrays

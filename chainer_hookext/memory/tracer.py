@@ -103,7 +103,9 @@ class MemoryTracer(scoped_link_hook.ScopedLinkHook):
         self.before = []  # [weakref to a model's attribute array]
         self.forward_work = False  # a node created since the last reading
         self.stack = []  # [(link, name, start)] of the running links
-        self.steps = []  # [(node, tag)] of the running backward steps
+        # [(node, tag, whether it runs with backprop)] of the running
+        # backward steps
+        self.steps = []
 
     # -- registration --------------------------------------------------------
     def added(self, link):
@@ -172,12 +174,16 @@ class MemoryTracer(scoped_link_hook.ScopedLinkHook):
         (weakly: a leaf input's array is found through them when no
         variable holds it any more).
 
-        A node created in a backward step (double backprop, ``F.forget``)
-        takes the step's node's tag; one created outside every step is
-        forward work: the next backward step reads the graph again."""
+        A node created in a backward step takes the step's node's tag, and
+        is kept only when the step runs with backprop (double backprop):
+        without, Chainer's backward methods apply function nodes that no
+        graph keeps.  One created outside every step is forward work: the
+        next backward step reads the graph again."""
         steps = self.steps
         if steps:
-            tag = steps[-1][1]
+            _, tag, backprop = steps[-1]
+            if not backprop:
+                return tag
         else:
             tag = self.top
             self.forward_work = True
@@ -190,7 +196,9 @@ class MemoryTracer(scoped_link_hook.ScopedLinkHook):
         if self.forward_work:
             self.forward_work = False
             self._read_graph()
-        self.steps.append((node, tag))
+        # One configuration read per step (rather than per node applied in
+        # it: Chainer's backward methods apply two or three per step).
+        self.steps.append((node, tag, chainer.config.enable_backprop))
         self.peaks.open()
 
     def _read_graph(self):
@@ -212,10 +220,10 @@ class MemoryTracer(scoped_link_hook.ScopedLinkHook):
 
     def backward_step_ended(self, node, tag):
         steps = self.steps
-        if not any(step is node for step, _ in steps):
+        if not any(step[0] is node for step in steps):
             return
         while True:  # steps that raised end here too
-            step, _ = steps.pop()
+            step = steps.pop()[0]
             peak = self.peaks.close()
             if step is node:
                 break
