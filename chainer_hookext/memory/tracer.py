@@ -178,7 +178,9 @@ class MemoryTracer(scoped_link_hook.ScopedLinkHook):
         is kept only when the step runs with backprop (double backprop):
         without, Chainer's backward methods apply function nodes that no
         graph keeps.  One created outside every step is forward work: the
-        next backward step reads the graph again."""
+        next backward step reads the graph again; unless made without
+        backprop (an evaluation in the measured iteration's extensions),
+        when no graph keeps it either."""
         steps = self.steps
         if steps:
             _, tag, backprop = steps[-1]
@@ -186,6 +188,8 @@ class MemoryTracer(scoped_link_hook.ScopedLinkHook):
                 return tag
         else:
             tag = self.top
+            if not chainer.config.enable_backprop:
+                return tag
             self.forward_work = True
         self.nodes.append((weakref.ref(node), tag, [
             weakref.ref(x) if buffers.is_array(x) else None

@@ -182,6 +182,18 @@ def test_mixed_precision_state_includes_the_float32_master_copy(
             3 * 4 * count if fp32_update else 2 * 2 * count)
 
 
+def test_an_evaluation_in_the_measured_iteration_changes_nothing(
+        trainer_factory):
+    # The Evaluator (every 4 iterations, extended first) runs its forward
+    # while the measured iteration's hooks are still registered.
+    trainer = trainer_factory(stop=(4, 'iteration'), evaluator=True)
+    trainer.extend(LinkMemory(), trigger=(1, 'iteration'))
+    records = {}
+    trainer.extend(recorder(records))
+    trainer.run()
+    assert records == {i: expected(states=0) for i in (1, 2, 3, 4)}
+
+
 class ClearGradsFirst(training.updaters.StandardUpdater):
     """The classic loop: ``cleargrads``, forward, backward, ``update``.
     The freed gradients' arrays are gone before the forward makes its own.
