@@ -194,6 +194,44 @@ def test_an_evaluation_in_the_measured_iteration_changes_nothing(
     assert records == {i: expected(states=0) for i in (1, 2, 3, 4)}
 
 
+class MaskedMLP(chainer.Chain):
+    """``l2(relu(l1(x)) * mask)``, the mask made in the forward."""
+
+    def __init__(self):
+        super().__init__()
+        with self.init_scope():
+            self.l1 = L.Linear(4, 128)
+            self.l2 = L.Linear(128, 3)
+
+    def forward(self, x):
+        h = F.relu(self.l1(x))
+        mask = (self.xp.random.rand(*h.shape) > 0.5).astype(h.dtype)
+        return self.l2(h * mask)
+
+
+def check_a_mask_made_in_the_forward(trainer_factory, device):
+    model = L.Classifier(MaskedMLP())
+    trainer = trainer_factory(model=model, stop=(1, 'iteration'),
+                              device=device)
+    memory = LinkMemory()
+    trainer.extend(memory, trigger=(1, 'iteration'))
+    trainer.run()
+    rows = {row.key: row for row in memory.last_}
+    # The relu's output and the mask, 8 x 128 float32 each (4096 bytes:
+    # whole chunks of CuPy's pool): the nodes of the predictor's own
+    # forward keep them.
+    assert rows['main/predictor'].self_activations == 2 * 4096
+
+
+def test_a_mask_made_in_the_forward(trainer_factory):
+    check_a_mask_made_in_the_forward(trainer_factory, '@numpy')
+
+
+@pytest.mark.gpu
+def test_a_mask_made_in_the_forward_gpu(trainer_factory):
+    check_a_mask_made_in_the_forward(trainer_factory, '@cupy:0')
+
+
 class ClearGradsFirst(training.updaters.StandardUpdater):
     """The classic loop: ``cleargrads``, forward, backward, ``update``.
     The freed gradients' arrays are gone before the forward makes its own.
