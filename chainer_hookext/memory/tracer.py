@@ -8,11 +8,13 @@ registered it keeps:
   the CuPy pool's live-bytes peak above each call's start
   (:mod:`.pool`);
 * through its function hook (:class:`NodeRecorder`, registered and removed
-  with it), each function node created, tagged with the name of the
-  innermost running link in scope (``None`` outside every one), or, for a
-  node created in a backward step (``chainer.grad``'s double-backprop
-  graph, ``F.forget``'s forward run again), with the tag of the step's
-  node;
+  with it), each function node created with backprop, tagged with the
+  name of the innermost running link in scope (``None`` outside every
+  one), or, for a node created in a backward step that runs with backprop
+  (the gradient's graph of ``chainer.grad(...,
+  enable_double_backprop=True)``), with the tag of the step's node (a node
+  created in a step without backprop, ``F.forget``'s forward run again
+  among them, is tagged so but not kept);
 * at the first backward step after forward work (a node created outside
   every backward step), the bytes the nodes still alive keep for backward
   (:func:`.graph.kept_buffers`), per link, and what ``F.forget`` around
