@@ -34,7 +34,10 @@ iterations; ``bench_loop.make_trainer``).  Four tables:
    ``tests/memory/test_agreement.py``).  The window's bytes of every
    domain less NumPy's are the graph's Python objects (nodes, variables,
    tuples), per function node created in it: in an unmeasured iteration
-   and in the measured one (the tracer's own records added).
+   and in the measured one (the tracer's own records added).  Besides the
+   two MLPs and the CNN, two training patterns: a gradient penalty
+   computed with ``chainer.grad`` inside the forward, and a mask the model
+   makes and multiplies by.
 
 Run: ``python benchmarks/bench_memory.py [--no-instructions] [--counts 20
 70] [--depths 2 8 32 64] [--rounds 15] [--iterations 20] [--n 200]``
@@ -87,12 +90,14 @@ def instructions_table(counts):
 
 class NodeCounter(chainer.FunctionHook):
     """Counts the function nodes applied in forward (before a backward
-    step) while ``counting``."""
+    step, or with ``through_backward`` those of a ``chainer.grad`` too)
+    while ``counting``."""
 
     name = 'NodeCounter'
 
-    def __init__(self):
+    def __init__(self, through_backward=False):
         self.counting = True
+        self.through_backward = through_backward
         self.nodes = 0
 
     def forward_preprocess(self, function, in_data):
@@ -100,7 +105,8 @@ class NodeCounter(chainer.FunctionHook):
             self.nodes += 1
 
     def backward_preprocess(self, function, in_data, out_grad):
-        self.counting = False
+        if not self.through_backward:
+            self.counting = False
 
 
 def forward_nodes(predictor):
@@ -242,6 +248,46 @@ class CNN(chainer.Chain):
         return self.out(F.dropout(h, 0.25))
 
 
+class Penalized(chainer.Chain):
+    """MLP 784-100-100-10 whose forward computes a gradient penalty after
+    its first layer (``chainer.grad`` with double backprop), added to the
+    loss by :meth:`loss`."""
+
+    def __init__(self):
+        super().__init__()
+        with self.init_scope():
+            self.l1 = L.Linear(784, 100)
+            self.l2 = L.Linear(100, 100)
+            self.l3 = L.Linear(100, 10)
+        self.penalty = None
+
+    def forward(self, x):
+        x = chainer.Variable(x)
+        h = F.tanh(self.l1(x))
+        gx, = chainer.grad([F.sum(h)], [x], enable_double_backprop=True)
+        self.penalty = F.sum(gx * gx)
+        return self.l3(F.relu(self.l2(h)))
+
+    def loss(self, y, t):
+        penalty, self.penalty = self.penalty, None  # the graph's only owner
+        return F.softmax_cross_entropy(y, t) + penalty
+
+
+class Masked(chainer.Chain):
+    """MLP 784-256-10 multiplying its hidden layer by a mask it makes."""
+
+    def __init__(self):
+        super().__init__()
+        with self.init_scope():
+            self.l1 = L.Linear(784, 256)
+            self.l2 = L.Linear(256, 10)
+
+    def forward(self, x):
+        h = F.relu(self.l1(x))
+        mask = (self.xp.random.rand(*h.shape) > 0.5).astype(h.dtype)
+        return self.l2(h * mask)
+
+
 class Window(chainer.LinkHook):
     """Per iteration, what stays allocated from the start of the
     predictor's forward to the end of the classifier's: bytes of NumPy's
@@ -251,7 +297,7 @@ class Window(chainer.LinkHook):
 
     def __init__(self, classifier):
         self.classifier = classifier
-        self.nodes = NodeCounter()
+        self.nodes = NodeCounter(through_backward=True)  # the window's own
         self.rows = []  # [(numpy bytes, all bytes, nodes)]
 
     def traced(self):
@@ -279,6 +325,9 @@ def agreement(predictor, batchsize, shape, out):
     its total for iteration 4 and the windows of iterations 4 (measured)
     and 5 (not)."""
     trainer = bench_loop.make_trainer(predictor, out, 6, batchsize, shape)
+    if isinstance(predictor, Penalized):
+        trainer.updater.get_optimizer('main').target.lossfun = (
+            predictor.loss)
     memory = chainer_hookext.LinkMemory()
     trainer.extend(memory, trigger=(3, 'iteration'))
     window = Window(trainer.updater.get_optimizer('main').target)
@@ -298,7 +347,11 @@ def agreement_table():
               ('CNN (conv-bn-relu-pool, conv-relu-pool, dropout, fc), '
                'batch 32', CNN, 32, (1, 28, 28)),
               ('MLP 784-1000-1000-10, batch 100',
-               lambda: bench_timer.MLP(n_units=1000), 100, (784,)))
+               lambda: bench_timer.MLP(n_units=1000), 100, (784,)),
+              ('MLP 784-100-100-10, a gradient penalty in the forward, '
+               'batch 32', Penalized, 32, (784,)),
+              ('MLP 784-256-10, a mask it makes, batch 32', Masked, 32,
+               (784,)))
     print('4. LinkMemory against NumPy (tracemalloc, bytes kept from the '
           'start of the predictor\'s forward to the end of the '
           'Classifier\'s, measured iteration)')

@@ -137,3 +137,14 @@ def persistent_names(link):
     ``serialize``.
     """
     return link._persistent
+
+
+def fp32_master(update_rule):
+    """Returns the float32 master copy of a float16 parameter, or ``None``.
+
+    With ``optimizer.use_fp32_update()``, Chainer 7.8.1's
+    ``UpdateRule.update`` keeps it in ``_fp32_param``
+    (``chainer/optimizer.py``, lines 261-305), its gradient ``None``
+    between updates.
+    """
+    return getattr(update_rule, '_fp32_param', None)

@@ -35,18 +35,22 @@ class LinkMemory(extension.Extension):
 
     * ``memory/<name>/activations``: bytes kept alive for backward by the
       function nodes created in the link's forward, child links included,
-      read at the start of backward; ``memory/<name>/activations/self``:
+      read at the start of the training's backward (the last backward
+      after forward work: a ``chainer.grad`` inside the forward does not
+      end it); ``memory/<name>/activations/self``:
       by the nodes it created itself; ``memory/(outside)/activations``: by
       nodes created outside every link in scope (a loss computed outside
       the model).  Each buffer is counted once, for the first node that
       keeps it (a view and the array it views, an input two nodes retain);
-      arrays made outside the forward (parameters, the batch, persistent
-      values) are not counted (``docs/memory.md``).
+      arrays made before the forward (parameters, the batch, persistent
+      values, the links' attribute arrays) are not counted, those a link
+      makes in its forward are (a mask, a zero state; ``docs/memory.md``).
     * ``memory/<name>/forgettable``: the bytes ``F.forget`` around the
       link's calls would free: those kept by its nodes only (child links'
       included), less its inputs, which the ``Forget`` node keeps.
     * ``memory/<name>/params``, ``.../grads`` and
-      ``.../optimizer_state`` (the update rules' state): bytes, child
+      ``.../optimizer_state`` (the update rules' state, and the float32
+      copy of a float16 parameter with ``use_fp32_update``): bytes, child
       links included, read at the end of the measured iteration.
     * On a GPU, ``memory/<name>/peak`` and ``memory/<name>/backward/peak``:
       the CuPy memory pool's live-bytes peak above the start of the link's

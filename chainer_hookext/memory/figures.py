@@ -9,6 +9,7 @@ link, inclusive of child links where a figure adds up, plus the
 
 import collections
 
+from chainer_hookext import _chainer
 from chainer_hookext.memory import buffers
 from chainer_hookext.memory import graph
 from chainer_hookext.report import keys
@@ -19,7 +20,8 @@ from chainer_hookext.report import keys
 #: by the nodes it created itself; ``forgettable``: what ``F.forget``
 #: around its calls would free (kept by its nodes only, less its inputs);
 #: ``params``, ``grads``,
-#: ``optimizer_state``: of its parameters, child links' included;
+#: ``optimizer_state`` (the update rules' state and float32 master
+#: copies): of its parameters, child links' included;
 #: ``peak`` and ``backward_peak``: on a GPU, the pool's live-bytes peak
 #: above the start of its forward (the largest over its calls) and of a
 #: backward step of its nodes, child links included (``None`` on a CPU);
@@ -40,13 +42,20 @@ GPU_FIELDS = ('peak', 'backward_peak')
 
 def model_bytes(link):
     """Returns ``(params, grads, optimizer_state)`` bytes of ``link``'s
-    parameters, child links' included, each buffer once."""
+    parameters, child links' included, each buffer once.
+
+    The optimizer state is the update rules' ``state`` and, for a rule
+    updating in float32 (``use_fp32_update``), its float32 copy of the
+    parameter."""
     seen = set()
     totals = [0, 0, 0]
     for param in link.params(include_uninit=False):
         rule = param.update_rule
-        state = () if rule is None or rule.state is None else (
+        state = [] if rule is None or rule.state is None else list(
             rule.state.values())
+        master = _chainer.fp32_master(rule)
+        if master is not None:
+            state.append(master.array)
         for i, arrays in enumerate(((param.array,), (param.grad,), state)):
             for array in arrays:
                 buffer = buffers.buffer_of(array)

@@ -1,16 +1,20 @@
 """Bytes kept alive for backward, per link: one walk over the graph.
 
 At the start of backward, the function nodes created in the measured
-forward (those still alive) are walked in creation order
+iteration (those still alive) are walked in creation order
 (:func:`kept_buffers`).  Each buffer (:mod:`.buffers`) is counted once, for
 the first node that keeps it (:func:`bytes_per_tag`): the ReLU that
 retained its output, not the next ``Linear`` that retained the same array
-as its input.  Buffers made outside the graph are not counted: the leaf
-inputs (parameters, the batch, a link's state, constants) and the buffers
-given as ``excluded`` (the model's parameters and persistent values, even
-where a node keeps one as an attribute).  A leaf input is known by its
-variable node, or by the array the node was given in forward: a view of
-the batch that a later node retains is the batch's buffer.
+as its input.  Buffers made outside the forward are not counted: those
+given as ``excluded`` (the model's parameters, persistent values and other
+attribute arrays, :func:`model_buffers` and :func:`attribute_arrays`, even
+where a node keeps one as an attribute; the batch) and the leaf inputs
+(no creator) of the nodes created outside every link (labels a loss
+function outside the model is given).  A leaf input a link's node keeps
+(a mask, index arrays, a recurrent link's zero state: arrays the link made
+in its forward) is counted.  A leaf input is known by its variable node,
+or by the array the node was given in forward: a view of the batch that a
+later node retains is the batch's buffer.
 
 What ``F.forget`` around a link would free (:func:`forgettable_bytes`) is
 smaller: the buffers kept by its nodes only, less its inputs, which the
@@ -18,6 +22,8 @@ smaller: the buffers kept by its nodes only, less its inputs, which the
 """
 
 import collections
+
+import chainer
 
 from chainer_hookext import _chainer
 from chainer_hookext.memory import buffers
@@ -33,7 +39,8 @@ def kept_buffers(nodes, excluded=(), in_data=None):
 
     Args:
         nodes (list): ``(node, tag)`` pairs in creation order; ``tag``
-            names who created the node (a link's name, or ``None``).
+            names who created the node (a link's name, or ``None``: the
+            leaf inputs of such a node are not counted).
         excluded (iterable): Keys of :class:`~.buffers.Buffer` s not to
             count.
         in_data (list): For each node, the arrays its forward was given
@@ -47,7 +54,9 @@ def kept_buffers(nodes, excluded=(), in_data=None):
     seen = set(excluded)
     if in_data is None:
         in_data = [()] * len(nodes)
-    for (node, _), arrays in zip(nodes, in_data):
+    for (node, tag), arrays in zip(nodes, in_data):
+        if tag is not None:
+            continue
         for array in buffers.leaf_arrays(node, arrays):
             buffer = buffers.buffer_of(array)
             if buffer is not None:
@@ -134,3 +143,21 @@ def model_buffers(links):
             if buffer is not None:
                 keys.add(buffer.key)
     return keys
+
+
+def attribute_arrays(links):
+    """Returns the arrays ``links`` hold as attributes (persistent values,
+    constants such as a positional encoding's table), also inside a tuple,
+    a list or a dict.  Read before the forward, they were made before it.
+    """
+    types = chainer.get_array_types()
+    arrays = []
+    for link in links:
+        for value in vars(link).values():
+            if isinstance(value, dict):
+                value = list(value.values())
+            if isinstance(value, (tuple, list)):
+                arrays.extend(v for v in value if isinstance(v, types))
+            elif isinstance(value, types):
+                arrays.append(value)
+    return arrays

@@ -8,15 +8,25 @@ registered it keeps:
   the CuPy pool's live-bytes peak above each call's start
   (:mod:`.pool`);
 * through its function hook (:class:`NodeRecorder`, registered and removed
-  with it), each function node created in forward, tagged with the name of
-  the innermost running link in scope (``None`` outside every one);
-* at the first backward step, the bytes the nodes still alive keep for
-  backward (:func:`.graph.kept_buffers`), per link, and what ``F.forget``
-  around each link would free; then, on a GPU, each backward step's peak,
-  charged to the link that created the step's node.
+  with it), each function node created with backprop, tagged with the
+  name of the innermost running link in scope (``None`` outside every
+  one), or, for a node created in a backward step that runs with backprop
+  (the gradient's graph of ``chainer.grad(...,
+  enable_double_backprop=True)``), with the tag of the step's node (a node
+  created in a step without backprop, ``F.forget``'s forward run again
+  among them, is tagged so but not kept);
+* at the first backward step after forward work (a node created outside
+  every backward step), the bytes the nodes still alive keep for backward
+  (:func:`.graph.kept_buffers`), per link, and what ``F.forget`` around
+  each link would free.  A ``chainer.grad`` inside the forward is such a
+  backward too: the forward goes on after it, so the graph is read again
+  at the next one, and the last reading stands, that of the training's
+  ``loss.backward()``;
+* on a GPU, each backward step's peak, charged to the link that created
+  the step's node.
 
 Nothing is kept per call but the nodes and the links' input arrays of the
-measured forward (weak references, dropped at the first backward step) and
+measured iteration (weak references, dropped when the hook is removed) and
 a few figures per link.
 """
 
@@ -41,9 +51,11 @@ class MemoryTracer(scoped_link_hook.ScopedLinkHook):
     read the figures after.
 
     Attributes:
-        model (list): Links whose parameters, gradients and persistent
-            values are made outside the forward: read at the first backward
-            step, they are not counted.
+        model (list): Links whose parameters, gradients, persistent values
+            and other arrays held as attributes are made outside the
+            forward: they are not counted (the attributes' arrays as they
+            are when the hook is registered, the others as they are at
+            each reading).
         parents (dict): ``{name: name of the innermost link in scope that
             called it first, or None}``.
         forward_time (dict): ``{name: seconds}`` of its forward calls,
@@ -52,7 +64,8 @@ class MemoryTracer(scoped_link_hook.ScopedLinkHook):
             of live bytes above a call's start.
         activations (dict): ``{name or None: bytes}`` kept for backward by
             the nodes each link created itself (``None``: outside every
-            link), read at the first backward step; ``None`` before.
+            link), read at the last backward that followed forward work;
+            ``None`` before the first.
         forgettable (dict): ``{name: bytes}`` ``F.forget`` around the
             link's calls would free (:func:`.graph.forgettable_bytes`).
         backward_peak (dict): ``{name or None: bytes}``: on a GPU, the
@@ -82,12 +95,19 @@ class MemoryTracer(scoped_link_hook.ScopedLinkHook):
         self.forgettable = {}
         self.backward_peak = {}
         self.peaks = pool.LivePeaks()
+        self._clear()
+
+    def _clear(self):
         # [(weakref to a node, tag, [weakref to an input array or None])]
         self.nodes = []
         self.inputs = {}  # {name: [weakref to an input array of a call]}
-        self.backward_started = False
+        self.batch = []  # [weakref to an array given to an outermost call]
+        self.before = []  # [weakref to a model's attribute array]
+        self.forward_work = False  # a node created since the last reading
         self.stack = []  # [(link, name, start)] of the running links
-        self.steps = []  # [(node, tag)] of the running backward steps
+        # [(node, tag, whether it runs with backprop)] of the running
+        # backward steps
+        self.steps = []
 
     def __getstate__(self):
         # A pickle or a copy (of the trainer, during the measured
@@ -104,16 +124,15 @@ class MemoryTracer(scoped_link_hook.ScopedLinkHook):
             self._pool_hook = pool.new_pool_hook(self.peaks)
             self._pool_hook.__enter__()
         self.gpu = self._pool_hook is not None
+        self.before = [weakref.ref(array) for array in
+                       graph.attribute_arrays(self.model)]
 
     def deleted(self, link):
         self._recorder = _tagging.unregister(self._recorder)
         hook, self._pool_hook = self._pool_hook, None
         if hook is not None:
             hook.__exit__(None, None, None)
-        self.nodes = []
-        self.inputs = {}
-        self.stack = []
-        self.steps = []
+        self._clear()
 
     # -- forward -------------------------------------------------------------
     @property
@@ -123,16 +142,22 @@ class MemoryTracer(scoped_link_hook.ScopedLinkHook):
 
     def forward_preprocess(self, args):
         link = args.link
-        if self.backward_started or not self.in_scope(link):
+        if self.steps or not self.in_scope(link):  # F.forget's, in a step
             return
         name = self.link_names[id(link)]
         self.parents.setdefault(name, self.top)
         inputs = self.inputs.setdefault(name, [])
+        outermost = not self.stack
         for arg in itertools.chain(args.args, args.kwargs.values()):
+            leaf = True
             if isinstance(arg, chainer.Variable):
+                leaf = arg.creator_node is None
                 arg = arg.raw_array
             if buffers.is_array(arg):
-                inputs.append(weakref.ref(arg))
+                ref = weakref.ref(arg)
+                inputs.append(ref)
+                if outermost and leaf and chainer.config.enable_backprop:
+                    self.batch.append(ref)  # the model's inputs: the batch
         self.peaks.open()
         self.stack.append((link, name, clock.now()))
 
@@ -154,54 +179,64 @@ class MemoryTracer(scoped_link_hook.ScopedLinkHook):
 
     # -- the function hook's -------------------------------------------------
     def node_created(self, node, in_data):
-        """Returns the tag of a node created in forward, and keeps it and
-        its input arrays (weakly: a leaf input's array is found through
-        them when no variable holds it any more)."""
-        tag = self.top
+        """Returns the tag of a new node, and keeps it and its input arrays
+        (weakly: a leaf input's array is found through them when no
+        variable holds it any more).
+
+        A node created in a backward step takes the step's node's tag, and
+        is kept only when the step runs with backprop (double backprop):
+        without, Chainer's backward methods apply function nodes that no
+        graph keeps.  One created outside every step is forward work: the
+        next backward step reads the graph again; unless made without
+        backprop (an evaluation in the measured iteration's extensions),
+        when no graph keeps it either."""
+        steps = self.steps
+        if steps:
+            _, tag, backprop = steps[-1]
+            if not backprop:
+                return tag
+        else:
+            tag = self.top
+            if not chainer.config.enable_backprop:
+                return tag
+            self.forward_work = True
         self.nodes.append((weakref.ref(node), tag, [
             weakref.ref(x) if buffers.is_array(x) else None
             for x in in_data]))
         return tag
 
     def backward_step_started(self, node, tag):
-        if not self.backward_started:
-            self.backward_started = True
-            self.peaks.close_all()  # forward calls left open
-            self.stack = []
-            nodes, in_data = [], []
-            for node, tag, inputs in self.nodes:
-                node = node()
-                if node is not None:
-                    nodes.append((node, tag))
-                    in_data.append([None if x is None else x()
-                                    for x in inputs])
-            kept = graph.kept_buffers(
-                nodes, graph.model_buffers(self.model), in_data)
-            self.activations = graph.bytes_per_tag(kept)
-            self.forgettable = graph.forgettable_bytes(
-                kept, self.parents, self._input_buffers())
-            self.nodes = []
-            self.inputs = {}
-        self.steps.append((node, tag))
+        if self.forward_work:
+            self.forward_work = False
+            self._read_graph()
+        # One configuration read per step (rather than per node applied in
+        # it: Chainer's backward methods apply two or three per step).
+        self.steps.append((node, tag, chainer.config.enable_backprop))
         self.peaks.open()
 
-    def _input_buffers(self):
-        # {name: keys of the buffers of its calls' inputs still alive}
-        out = {}
-        for name, refs in self.inputs.items():
-            out[name] = keys = set()
-            for ref in refs:
-                buffer = buffers.buffer_of(ref())
-                if buffer is not None:
-                    keys.add(buffer.key)
-        return out
+    def _read_graph(self):
+        # The bytes the nodes alive keep, per link, and F.forget's.
+        nodes, in_data = [], []
+        for ref, tag, inputs in self.nodes:
+            node = ref()
+            if node is not None:
+                nodes.append((node, tag))
+                in_data.append([None if x is None else x() for x in inputs])
+        excluded = graph.model_buffers(self.model)
+        excluded.update(_buffer_keys(self.before))
+        excluded.update(_buffer_keys(self.batch))
+        kept = graph.kept_buffers(nodes, excluded, in_data)
+        self.activations = graph.bytes_per_tag(kept)
+        self.forgettable = graph.forgettable_bytes(
+            kept, self.parents, {name: _buffer_keys(refs)
+                                 for name, refs in self.inputs.items()})
 
     def backward_step_ended(self, node, tag):
         steps = self.steps
-        if not any(step is node for step, _ in steps):
+        if not any(step[0] is node for step in steps):
             return
         while True:  # steps that raised end here too
-            step, _ = steps.pop()
+            step = steps.pop()[0]
             peak = self.peaks.close()
             if step is node:
                 break
@@ -209,21 +244,26 @@ class MemoryTracer(scoped_link_hook.ScopedLinkHook):
             self.backward_peak[tag] = peak
 
 
+def _buffer_keys(refs):
+    # The keys of the buffers of the arrays still alive among ``refs``.
+    keys = set()
+    for ref in refs:
+        buffer = buffers.buffer_of(ref())
+        if buffer is not None:
+            keys.add(buffer.key)
+    return keys
+
+
 class NodeRecorder(_tagging.NodeTagger):
     """Function hook of a :class:`MemoryTracer`: tags and keeps the nodes
-    of the measured forward, and sees the backward steps."""
+    of the measured iteration, and sees the backward steps."""
 
     def __init__(self, tracer):
         super().__init__(tracer.name + '_nodes')
         self.tracer = tracer
 
     def forward_preprocess(self, function, in_data):
-        tracer = self.tracer
-        if tracer.backward_started:  # F.forget's forward, repeated in a step
-            steps = tracer.steps
-            function._chainer_hookext_tag = steps[-1][1] if steps else None
-            return
-        function._chainer_hookext_tag = tracer.node_created(
+        function._chainer_hookext_tag = self.tracer.node_created(
             function, in_data)
 
     def backward_preprocess(self, function, in_data, out_grad):

@@ -4,6 +4,7 @@ every way out, the table, arguments, snapshots, warnings and ChainerMN."""
 import chainer
 import chainer.functions as F
 import chainer.links as L
+import numpy
 import pytest
 from chainer import training
 from chainer.training import extensions
@@ -149,6 +150,86 @@ def test_adam_state_is_two_arrays_per_parameter(tmp_path):
     trainer.run()
     assert records[2] == expected(states=2)
     assert records[2]['memory/main/optimizer_state'] == 2 * 268
+
+
+@pytest.mark.parametrize('fp32_update', [False, True])
+def test_mixed_precision_state_includes_the_float32_master_copy(
+        tmp_path, fp32_update):
+    with chainer.using_config('dtype', numpy.float16):
+        model = L.Classifier(MLP())
+    x, t = chainer.dataset.concat_examples(make_dataset()[:])
+    dataset = chainer.datasets.TupleDataset(x.astype(numpy.float16), t)
+    optimizer = chainer.optimizers.Adam()
+    optimizer.setup(model)
+    if fp32_update:
+        optimizer.use_fp32_update()
+    it = chainer.iterators.SerialIterator(dataset, 8, shuffle=False)
+    trainer = training.Trainer(
+        training.updaters.StandardUpdater(it, optimizer), (2, 'iteration'),
+        out=str(tmp_path))
+    trainer.extend(LinkMemory(), trigger=(2, 'iteration'))
+    records = {}
+    trainer.extend(recorder(records))
+    trainer.run()
+    # 67 float16 parameters in main (134 bytes: PARAMS / 2).  Adam's m and
+    # v are of the parameter's type, float16; with use_fp32_update they are
+    # float32, and so is the master copy the update rule keeps of each
+    # parameter.
+    for name in NAMES:
+        count = PARAMS[name] // 4
+        assert records[2]['memory/' + name + '/params'] == 2 * count
+        assert records[2]['memory/' + name + '/optimizer_state'] == (
+            3 * 4 * count if fp32_update else 2 * 2 * count)
+
+
+def test_an_evaluation_in_the_measured_iteration_changes_nothing(
+        trainer_factory):
+    # The Evaluator (every 4 iterations, extended first) runs its forward
+    # while the measured iteration's hooks are still registered.
+    trainer = trainer_factory(stop=(4, 'iteration'), evaluator=True)
+    trainer.extend(LinkMemory(), trigger=(1, 'iteration'))
+    records = {}
+    trainer.extend(recorder(records))
+    trainer.run()
+    assert records == {i: expected(states=0) for i in (1, 2, 3, 4)}
+
+
+class MaskedMLP(chainer.Chain):
+    """``l2(relu(l1(x)) * mask)``, the mask made in the forward."""
+
+    def __init__(self):
+        super().__init__()
+        with self.init_scope():
+            self.l1 = L.Linear(4, 128)
+            self.l2 = L.Linear(128, 3)
+
+    def forward(self, x):
+        h = F.relu(self.l1(x))
+        mask = (self.xp.random.rand(*h.shape) > 0.5).astype(h.dtype)
+        return self.l2(h * mask)
+
+
+def check_a_mask_made_in_the_forward(trainer_factory, device):
+    model = L.Classifier(MaskedMLP())
+    trainer = trainer_factory(model=model, stop=(1, 'iteration'),
+                              device=device)
+    memory = LinkMemory()
+    trainer.extend(memory, trigger=(1, 'iteration'))
+    trainer.run()
+    rows = {row.key: row for row in memory.last_}
+    # The relu's output and the mask, 8 x 128 float32 each (4096 bytes:
+    # whole chunks of CuPy's pool): the nodes of the predictor's own
+    # forward keep them.
+    assert rows['main/predictor'].self_activations == 2 * 4096
+
+
+def test_a_mask_made_in_the_forward(trainer_factory):
+    check_a_mask_made_in_the_forward(trainer_factory, '@numpy')
+
+
+@pytest.mark.gpu
+def test_a_mask_made_in_the_forward_gpu(trainer_factory):
+    check_a_mask_made_in_the_forward(trainer_factory, '@cupy:0')
 
 
 class ClearGradsFirst(training.updaters.StandardUpdater):

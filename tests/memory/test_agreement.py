@@ -84,21 +84,28 @@ class CNN(chainer.Chain):
         return self.fc(h)
 
 
-def run(predictor, shape, batchsize, out, every_domain=False):
+def run(predictor, shape, batchsize, out, every_domain=False,
+        model=None, optimizer=None, memory=None):
     """Trains 6 iterations; returns the probe and the activations LinkMemory
-    reported at iterations 3 and 6 (measured in iterations 1 and 4)."""
-    model = L.Classifier(predictor)
+    reported at iterations 3 and 6 (measured in iterations 1 and 4).
+
+    ``model``: a chain with a ``predictor``, called with ``(x, t)``
+    (``L.Classifier(predictor)`` by default); ``optimizer``: Adam by
+    default; ``memory``: the ``LinkMemory`` to extend the trainer with."""
+    model = L.Classifier(predictor) if model is None else model
     rng = numpy.random.RandomState(0)
     x = rng.rand(batchsize * 6, *shape).astype(numpy.float32)
     t = rng.randint(0, 10, batchsize * 6).astype(numpy.int32)
     it = chainer.iterators.SerialIterator(
         chainer.datasets.TupleDataset(x, t), batchsize)
-    optimizer = chainer.optimizers.Adam()
+    optimizer = chainer.optimizers.Adam() if optimizer is None else (
+        optimizer)
     optimizer.setup(model)
     trainer = training.Trainer(
         training.updaters.StandardUpdater(it, optimizer),
         (6, 'iteration'), out=str(out))
-    memory = chainer_hookext.LinkMemory()
+    if memory is None:
+        memory = chainer_hookext.LinkMemory()
     trainer.extend(memory, trigger=(3, 'iteration'))
     reported = []
 

@@ -129,6 +129,39 @@ def test_a_node_not_retaining_an_input_does_not_keep_it():
     assert tracer.activations == {'l2': 5 * 4 * 4, None: LOSS}
 
 
+class Scaled(chainer.Link):
+    """Multiplies by a constant it holds, then by a mask it makes."""
+
+    def __init__(self):
+        super().__init__()
+        self.scale = batch(5, 4)
+
+    def forward(self, h):
+        return h * self.scale * self.xp.ones_like(h.array)
+
+
+def test_arrays_a_link_makes_count_its_constants_do_not():
+    linear, scaled = L.Linear(3, 4), Scaled()
+    tracer = trace({'linear': linear, 'scaled': scaled},
+                   lambda: scaled(linear(batch(5, 3))))
+    # 5 * 4 float32 each: the first F.mul retains linear's output and the
+    # constant (made before the forward), the second its input and the
+    # mask scaled made.
+    assert tracer.activations == {'scaled': 3 * 80, None: LOSS}
+
+
+def test_the_graph_is_read_at_the_last_backward():
+    l1, l2 = L.Linear(3, 4), L.Linear(4, 2)
+
+    def forward():
+        h = l1(batch(5, 3))
+        chainer.grad([F.sum(h)], [h])  # a backward inside the forward
+        return l2(h)
+    tracer = trace({'l1': l1, 'l2': l2}, forward)
+    # l2, called after chainer.grad, retains l1's output: 5 * 4 float32.
+    assert tracer.activations == {'l2': 80, None: LOSS}
+
+
 # -- kept_buffers on recorded nodes -------------------------------------------
 
 def record(forward):
@@ -159,8 +192,9 @@ def test_a_view_of_a_kept_array_is_counted_once():
     l0, l1 = L.Linear(3, 4), L.Linear(2, 3)
 
     def forward(nodes):
+        h = l0(batch(5, 3))
         nodes.tag = 'r'
-        y = F.relu(l0(batch(5, 3)))
+        y = F.relu(h)
         nodes.tag = 'l'
         l1(F.reshape(y, (10, 2)))
         forward.key = buffers.buffer_of(y.array).key
@@ -168,6 +202,47 @@ def test_a_view_of_a_kept_array_is_counted_once():
     kept = graph.kept_buffers(nodes, graph.model_buffers([l0, l1]))
     # relu retains its output (5 * 4 float32), l1 a reshape of it.
     assert kept == {forward.key: KeptBuffer(5 * 4 * 4, ['r', 'l'])}
+
+
+def test_a_leaf_input_counts_when_a_link_made_the_node():
+    mask = batch(5, 4)
+    labels = batch(5, 4)
+
+    def forward(nodes):
+        h = F.relu(batch(5, 4))
+        nodes.tag = 'l'
+        h = h * mask  # a mask the link made: kept, counted
+        nodes.tag = None
+        F.mean_squared_error(h, labels)  # labels outside every link
+    nodes = record(forward)
+    kept = graph.kept_buffers(nodes)
+    # 5 * 4 float32 each: the relu's output (outside every link), the mask
+    # (the link's F.mul retains it); mean_squared_error (outside) retains
+    # h and the labels, a leaf of a node made outside every link.
+    assert graph.bytes_per_tag(kept) == {None: 80 + 80, 'l': 80}
+    assert buffers.buffer_of(mask).key in kept
+    assert buffers.buffer_of(labels).key not in kept
+    # Excluded (made before the forward), it is not counted.
+    kept = graph.kept_buffers(nodes, {buffers.buffer_of(mask).key})
+    assert graph.bytes_per_tag(kept) == {None: 80 + 80}
+
+
+class Encoding(chainer.Link):
+    """A link holding constants as attributes."""
+
+    def __init__(self):
+        super().__init__()
+        self.table = batch(4, 2)
+        self.tables = [batch(3), 'not an array']
+        self.named = {'one': batch(2)}
+        self.add_persistent('count', batch(1))
+
+
+def test_attribute_arrays():
+    link = Encoding()
+    assert {id(a) for a in graph.attribute_arrays([link])} == {
+        id(link.table), id(link.tables[0]), id(link.named['one']),
+        id(link.count)}
 
 
 def test_parameters_and_persistent_values_are_never_counted():
