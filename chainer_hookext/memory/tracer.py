@@ -113,7 +113,8 @@ class MemoryTracer(scoped_link_hook.ScopedLinkHook):
         # A pickle or a copy (of the trainer, during the measured
         # iteration) keeps the figures, not the graph being walked.
         state = dict(vars(self))
-        state.update(nodes=[], inputs={}, stack=[], steps=[])
+        state.update(nodes=[], inputs={}, stack=[], steps=[], batch=[],
+                     before=[])
         return state
 
     # -- registration --------------------------------------------------------
