@@ -95,13 +95,19 @@ def optimizer_hooks(optimizer, timing):
     (``chainer/optimizer.py``, ``_OptimizerHookable``), with no public
     accessor.
     """
-    hookable = optimizer._hookable
+    hookable = optimizer_hook_container(optimizer)
     return hookable._pre_update_hooks if timing == 'pre' else (
         hookable._post_update_hooks)
 
 
+def optimizer_hook_container(optimizer):
+    """Returns the object holding the optimizer's hook dicts,
+    ``optimizer._hookable`` (see :func:`optimizer_hooks`)."""
+    return optimizer._hookable
+
+
 #: Attributes of Chainer's function nodes that the FLOP formulas
-#: (``costs/flops.py``) and their memo's keys read, which have no public
+#: (``costs/flops/``) and their memo's keys read, which have no public
 #: accessor: the shape ``SumTo`` sums to and ``BroadcastTo`` broadcasts to
 #: (``functions/math/sum.py``, ``functions/array/broadcast.py``), and the
 #: input shape of ``GetItemGrad`` and of the average poolings

@@ -159,7 +159,7 @@ def add_optimizer_hook(optimizer, hook, name, timing, first=False):
     if first:
         hooks.move_to_end(key, last=False)
     # The container _chainer.optimizer_hooks reads the dicts of.
-    hook.registered_in = optimizer._hookable
+    hook.registered_in = _chainer.optimizer_hook_container(optimizer)
     return optimizer, timing, key, hook
 
 
