@@ -120,11 +120,11 @@ class Timeline(loop_phases.LoopExtension):
         start = self._loop.iteration_start
         window = self._window
         if window is not None:
-            if number >= window[0] + self.iterations:
-                self._close_window(write=True, end=start)
-            else:
+            if number < window[0] + self.iterations:
                 self._iteration_starts.append((number, start))
                 return
+            with self._loop.own_work(self.name or self.default_name):
+                self._close_window(write=True, end=start)
         first = self._next_window
         if first is None or number < first:
             return
@@ -136,7 +136,8 @@ class Timeline(loop_phases.LoopExtension):
                 'passed.'.format(first, first + self.iterations - 1),
                 RuntimeWarning)
             return
-        self._open_window(trainer, first, number, start)
+        with self._loop.own_work(self.name or self.default_name):
+            self._open_window(trainer, first, number, start)
 
     def _open_window(self, trainer, first, number, start):
         # ``first`` the window's first iteration; ``number`` > ``first``

@@ -8,6 +8,7 @@ last extension reading them releases them.  ``TimedLoop`` and ``Timeline``
 in one trainer read one clock: the marks are never stacked.
 """
 
+import contextlib
 import weakref
 
 import chainer
@@ -108,6 +109,24 @@ class LoopPhases(object):
         self.iteration_start = self.clock.started
         for reader in list(self._readers):
             reader.iteration_started(trainer)
+
+    @contextlib.contextmanager
+    def own_work(self, name):
+        """Charges the time inside to ``extension/<name>``, then runs the
+        phase that ran before again: an extension's own work at an
+        iteration's start (a ``Timeline`` window opened or written) is
+        never ``data``.
+        """
+        clock = self.clock
+        running = clock.phase
+        if running is None:  # the loop is not running
+            yield
+            return
+        clock.switch(phases.ExtensionPhase(name))
+        try:
+            yield
+        finally:
+            clock.switch(running)
 
     def _end(self):
         error = None

@@ -279,6 +279,32 @@ def test_with_timeline_and_timed_links(still, tmp_path):
         'iteration_3.json.gz']
 
 
+def test_timeline_window_work_is_its_own_not_data(
+        still, tmp_path, monkeypatch):
+    # A window opened at an iteration's start and its file written at the
+    # next's: Timeline's own work, not the iteration's data phase.
+    from chainer_hookext import Timeline
+
+    for method in ('_open_window', '_close_window'):
+        original = getattr(Timeline, method)
+
+        def slow(self, *args, original=original, **kwargs):
+            still.sleep(SLOW)
+            return original(self, *args, **kwargs)
+        monkeypatch.setattr(Timeline, method, slow)
+    trainer = make_slow_trainer(still, tmp_path)
+    trainer.extend(Timeline(iterations=1), trigger=(2, 'iteration'))
+    _, log = run_timed(trainer)
+    # Opened at iteration 3, written at 4: two runs of the window's work
+    # in the second report's two iterations.
+    assert [figures['data'] for figures in log] == [DATA, DATA]
+    assert log[1]['extension/Timeline'] == 2 * SLOW / 2
+    assert log[1]['iteration'] == sum(
+        v for k, v in log[1].items()
+        if k in ('data', 'forward', 'backward', 'optimizer', 'extensions',
+                 'other'))
+
+
 def test_two_optimizers_each_pass_in_its_phases(still, tmp_path):
     # A GAN-like update: two models, each its forward, backward and update.
     from tests.conftest import OPTIMIZER as OPT
