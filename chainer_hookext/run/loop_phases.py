@@ -5,10 +5,13 @@
 and removed when it ends, every way out
 (:class:`~chainer_hookext.run.training_loop.TrainingLoop`), or when the
 last extension reading them releases them.  ``TimedLoop`` and ``Timeline``
-in one trainer read one clock: the marks are never stacked.
+in one trainer read one clock: the marks are never stacked.  The clock's
+:meth:`~.phases.PhaseClock.count_gc` is in ``gc.callbacks`` over the same
+span.
 """
 
 import contextlib
+import gc
 import weakref
 
 import chainer
@@ -43,6 +46,7 @@ class LoopPhases(object):
         self.clock = None
         self.iteration_start = None
         self._marks = None
+        self._gc_callback = None  # in gc.callbacks while the loop runs
         self._entry = training_loop.TrainingLoop.install(
             trainer, self._enter, self._end, self._iteration, self._check)
 
@@ -87,6 +91,12 @@ class LoopPhases(object):
         if marks is not None:
             self.clock.stop()
             marks.remove()
+        callback, self._gc_callback = self._gc_callback, None
+        if callback is not None:  # exactly ours, not an equal one
+            for i, registered in enumerate(gc.callbacks):
+                if registered is callback:
+                    del gc.callbacks[i]
+                    break
 
     def _enter(self):
         # The loop's start, inside Trainer.run's try, in the training
@@ -95,6 +105,8 @@ class LoopPhases(object):
         marks = marks_module.Marks(self.clock)
         marks.add(self._trainer(), chainer.get_function_hooks())
         self._marks = marks
+        self._gc_callback = self.clock.count_gc  # one bound method, kept
+        gc.callbacks.append(self._gc_callback)
 
     def _check(self):
         # Before each call of the stop trigger: its time is ``other``, from
