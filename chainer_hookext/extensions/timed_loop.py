@@ -150,8 +150,11 @@ class TimedLoop(loop_phases.LoopExtension):
         if self._last_iteration is None:
             iteration = trainer.updater.iteration
             self._first_iteration = self._last_iteration = iteration
-        # The hot path of the tail: the running phase (data) started now,
-        # so the clock's totals are exact without a read.
+
+    def iteration_ended(self, trainer):
+        # The hot path of the tail: the running phase (data) started at
+        # iteration_start, and no reader has worked since: the clock's
+        # totals are exact there without a read.
         loop = self._loop
         clock = loop.clock
         start = loop.iteration_start

@@ -63,8 +63,9 @@ class LoopPhases(object):
     def subscribe(cls, trainer, reader):
         """Returns ``trainer``'s loop phases, read by ``reader`` from now.
 
-        ``reader`` has ``iteration_started(trainer)``, called at each
-        iteration's start once the clock has started it, and ``release()``,
+        ``reader`` has ``iteration_ended(trainer)`` and
+        ``iteration_started(trainer)``, called in turn at each iteration's
+        start once the clock has started it, and ``release()``,
         called when the loop ends and which calls :meth:`unsubscribe`.
         """
         shared = _shared.get(trainer)
@@ -119,7 +120,12 @@ class LoopPhases(object):
             return
         self._marks.iteration_started()
         self.iteration_start = self.clock.started
-        for reader in list(self._readers):
+        readers = list(self._readers)
+        # Every reader sees the clock exact at the start before any does
+        # work of its own there (own_work).
+        for reader in readers:
+            reader.iteration_ended(trainer)
+        for reader in readers:
             reader.iteration_started(trainer)
 
     @contextlib.contextmanager
@@ -176,6 +182,12 @@ class LoopExtension(extension.Extension):
         self.release()
         self._trainer = trainer
         self._loop = LoopPhases.subscribe(trainer, self)
+
+    def iteration_ended(self, trainer):
+        """Called at each iteration's start, once the clock has started it,
+        before any reader's :meth:`iteration_started`: the clock's totals
+        are those of :attr:`LoopPhases.iteration_start`.
+        """
 
     def iteration_started(self, trainer):
         """Called at each iteration's start, once the clock has started it.

@@ -298,3 +298,30 @@ def test_tail_and_gc_keys_are_checked_against_links(link, figure):
                 figure, link, figure))):
         keys.check_loop_keys(['loop', link], False, False, ['LogReport'],
                              False)
+
+
+def test_timeline_work_at_a_start_is_the_next_iterations(
+        still, tmp_path, monkeypatch):
+    # Timeline opens a window at an iteration's start, before TimedLoop
+    # hears of the start: that work is the new iteration's.
+    from chainer_hookext import Timeline
+
+    original = Timeline._open_window
+
+    def slow(self, *args, **kwargs):
+        still.sleep(SLOW * 4)
+        return original(self, *args, **kwargs)
+    monkeypatch.setattr(Timeline, '_open_window', slow)
+    trainer = make_slow_trainer(still, tmp_path, stop=6)
+    trainer.extend(Timeline(iterations=1), trigger=(2, 'iteration'))
+    _, log = run_timed(trainer)
+    for figures in log:
+        slowest = figures['iteration/max']
+        assert slowest == sum(
+            v for k, v in figures.items()
+            if k in ('slowest/data', 'slowest/forward', 'slowest/backward',
+                     'slowest/optimizer', 'slowest/extensions',
+                     'slowest/other'))
+    # Opened at iteration 3's start.
+    assert log[1]['slowest'] == 3
+    assert log[1]['slowest/extension/Timeline'] == SLOW * 4
