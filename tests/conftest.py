@@ -1,3 +1,4 @@
+import gc
 import itertools
 import time
 
@@ -311,14 +312,16 @@ class UserState(object):
     """Everything a trainer's run might touch, to compare before and after:
     the attributes of the model's links, the optimizers (and their hook
     lists), the iterators, the updater, the trainer and its reporter and
-    extension entries, Chainer's modules and classes, and the thread's
-    link and function hooks."""
+    extension entries, Chainer's modules and classes, the thread's link
+    and function hooks, and ``gc.callbacks`` (the process's: not with
+    ``process=False``, for a trainer beside others in other threads)."""
 
-    def __init__(self, trainer):
+    def __init__(self, trainer, process=True):
         self.trainer = trainer
         self.objects = self._objects(trainer)
         self.attributes = [_attributes(o) for o in self.objects]
         self.hooks = self._hooks(trainer)
+        self.gc_callbacks = list(gc.callbacks) if process else None
 
     @staticmethod
     def _objects(trainer):
@@ -362,6 +365,9 @@ class UserState(object):
                     found.append('{!r}.{}'.format(type(obj), name))
         if self._hooks(self.trainer) != self.hooks:
             found.append('hook registries')
+        if self.gc_callbacks is not None and (
+                gc.callbacks != self.gc_callbacks):
+            found.append('gc.callbacks')
         return found
 
 

@@ -17,6 +17,13 @@ from chainer_hookext.run import loop_phases
 from chainer_hookext.timing import phases
 
 
+#: What each rank sends rank 0 at a report: ``{figure: seconds per
+#: iteration}`` and the tail's ``{figure: value}`` (``{}`` without one).
+LoopFigures = collections.namedtuple('LoopFigures', ('figures', 'tail'))
+#: An iteration's start: the clock's time, its totals, its gc seconds.
+_Start = collections.namedtuple('_Start', ('time', 'totals', 'gc'))
+
+
 class TimedLoop(loop_phases.LoopExtension):
     """Trainer extension reporting where each training iteration goes.
 
@@ -42,7 +49,17 @@ class TimedLoop(loop_phases.LoopExtension):
       (``validation``, ``LogReport`` ...): averaged over every iteration, so
       that an extension run every 100 iterations shows its true share;
     * ``time/loop/other``: the rest (the stop trigger), so that the
-      phases add up to the iteration.
+      phases add up to the iteration;
+    * ``time/loop/gc``: Python's garbage collector (``gc.callbacks``),
+      inside the phases and not added to them.
+
+    And the tail of the iterations completed since its last report (the
+    one running at a report is in the next): ``time/loop/iteration/max``,
+    ``.../p50`` and ``.../p90`` (seconds, nearest rank, over at most
+    :attr:`tail_size` of them: all when the interval has no more, a
+    uniform sample beyond), ``time/loop/slowest`` (the slowest's number,
+    as ``updater.iteration`` counts it) and ``time/loop/slowest/<phase>``
+    (its phases and ``gc``).
 
     An update that runs several forward and backward passes (a GAN, BPTT)
     goes from phase to phase as they come: ``docs/timing.md`` defines each
@@ -64,8 +81,12 @@ class TimedLoop(loop_phases.LoopExtension):
         comm (chainermn.CommunicatorBase): Under ChainerMN, gather every
             worker's figures on rank 0, which reports the mean over
             workers and ``.../max``, ``.../min`` and ``.../slowest_rank``
-            per key, as :class:`~chainer_hookext.TimedLinks` does.  Every
-            rank needs the extension, with the same trigger.
+            per key, as :class:`~chainer_hookext.TimedLinks` does; the
+            tail's ``p50`` and ``p90`` are means over workers,
+            ``time/loop/iteration/max`` and ``time/loop/slowest...`` the
+            slowest iteration of any worker, ``time/loop/slowest/rank``
+            its worker.  Every rank needs the extension, with the same
+            trigger.
 
     .. admonition:: Example
 
@@ -79,6 +100,8 @@ class TimedLoop(loop_phases.LoopExtension):
     trigger = 1, 'epoch'
     priority = extension.PRIORITY_WRITER
     default_name = 'TimedLoop'
+    #: How many iteration times the tail keeps per interval at most.
+    tail_size = 10000
 
     def __init__(self, *, print_report=False, unit='auto', comm=None):
         print_report = _checks.check_flag(
@@ -97,6 +120,9 @@ class TimedLoop(loop_phases.LoopExtension):
         # resumed snapshot), and at the last report.
         self._saved = {}
         self._baseline = {}
+        # The interval's completed iterations, and the running one's start.
+        self._times = phases.IterationTimes(self.tail_size)
+        self._start = None
 
     # -- lifecycle -----------------------------------------------------------
     def initialize(self, trainer):
@@ -115,6 +141,7 @@ class TimedLoop(loop_phases.LoopExtension):
             # A new run, not a resumed one: start afresh.
             self._first_iteration = self._last_iteration = None
             self._saved, self._baseline = {}, {}
+            self._times = phases.IterationTimes(self.tail_size)
         super().initialize(trainer)
 
     def iteration_started(self, trainer):
@@ -124,11 +151,41 @@ class TimedLoop(loop_phases.LoopExtension):
             iteration = trainer.updater.iteration
             self._first_iteration = self._last_iteration = iteration
 
+    def iteration_ended(self, trainer):
+        # The hot path of the tail: the running phase (data) started at
+        # iteration_start, and no reader has worked since: the clock's
+        # totals are exact there without a read.
+        loop = self._loop
+        clock = loop.clock
+        start = loop.iteration_start
+        if self._start is not None:
+            self._add_iteration(trainer.updater.iteration, start, clock)
+        self._start = _Start(start, dict(clock.totals), clock.gc)
+
+    def _add_iteration(self, number, end, clock):
+        # The running iteration ends at ``end``, the clock charged to it.
+        begun = self._start
+        totals = clock.totals
+
+        def figures():  # only for the slowest so far
+            seconds = {keys.phase_figure(p): s - begun.totals.get(p, 0.0)
+                       for p, s in totals.items()}
+            seconds[keys.GC] = clock.gc - begun.gc
+            return seconds
+        self._times.add(number, end - begun.time, figures)
+
     # -- figures -------------------------------------------------------------
     def release(self):
         clock = self._clock
         if clock is not None:  # this run's figures stay when it ends
+            if self._start is not None and clock.phase == phases.OTHER:
+                # The stop trigger said stop: the last iteration is whole.
+                end = clock.now()
+                clock.read(end)
+                self._add_iteration(self._trainer.updater.iteration, end,
+                                    clock)
             self._saved = self._totals()
+        self._start = None
         super().release()
 
     def _totals(self):
@@ -138,6 +195,7 @@ class TimedLoop(loop_phases.LoopExtension):
             for phase, seconds in clock.read().items():
                 figure = keys.phase_figure(phase)
                 totals[figure] = totals.get(figure, 0.0) + seconds
+            totals[keys.GC] = totals.get(keys.GC, 0.0) + clock.gc
         return totals
 
     def _extension_figures(self):
@@ -152,6 +210,7 @@ class TimedLoop(loop_phases.LoopExtension):
         # while it has time, after the others, so that the figures add up.
         delta = {p: max(totals.get(p, 0.0) - then.get(p, 0.0), 0.0) / n
                  for p in set(totals) | set(then)}
+        gc_seconds = delta.pop(keys.GC, 0.0)  # inside the phases
         present = keys.loop_figures(self._names)
         extensions = list(self._extension_figures()) + sorted(
             f for f, s in delta.items() if f not in present and s > 0)
@@ -164,7 +223,24 @@ class TimedLoop(loop_phases.LoopExtension):
         for figure in extensions:
             figures[figure] = delta.get(figure, 0.0)
         figures[phases.OTHER] = delta.get(phases.OTHER, 0.0)
+        figures[keys.GC] = gc_seconds
         return figures
+
+    def _take_tail(self):
+        # {figure: value} of the interval's completed iterations, in report
+        # order ({} when none completed); the next interval starts.
+        times = self._times
+        self._times = phases.IterationTimes(self.tail_size)
+        if times.slowest is None:
+            return collections.OrderedDict()
+        tail = collections.OrderedDict(
+            (keys.tail_figure(s), v) for s, v in zip(keys.TAIL, (
+                times.max, times.percentile(50), times.percentile(90))))
+        tail[keys.SLOWEST] = times.slowest
+        slowest = self._figures(times.phases, {}, 1)
+        del slowest[keys.ITERATION]  # iteration/max
+        tail.update((keys.slowest_figure(f), s) for f, s in slowest.items())
+        return tail
 
     def __call__(self, trainer):
         if self._last_iteration is None:  # called before training
@@ -173,36 +249,42 @@ class TimedLoop(loop_phases.LoopExtension):
         n = iteration - self._last_iteration
         totals = self._totals()
         figures = self._figures(totals, self._baseline, n) if n > 0 else {}
+        tail = self._take_tail()
         self._baseline = totals
         self._last_iteration = iteration
         if self.comm is not None:
-            self._report_gathered(figures, iteration)
+            self._report_gathered(figures, tail, iteration)
         elif figures:
-            chainer.report(
-                {keys.LOOP_PREFIX + f: s for f, s in figures.items()})
+            chainer.report({keys.LOOP_PREFIX + f: s for f, s in (
+                list(figures.items()) + list(tail.items()))})
             if self.print_report:
-                self._print(figures, 'averaged over {} iterations'.format(
-                    n), iteration)
+                self._print(figures, tail, 'averaged over {} '
+                            'iterations'.format(n), iteration)
 
-    def _report_gathered(self, figures, iteration):
-        # A collective: every rank calls it at every report, figures or not.
-        per_rank = self.comm.gather_obj(figures)
+    def _report_gathered(self, figures, tail, iteration):
+        # A collective: every rank calls it at every report, figures or
+        # not; one gather.
+        per_rank = self.comm.gather_obj(LoopFigures(figures, tail))
         if self.comm.rank != 0:
             return
-        spreads = gather.spreads(per_rank)
+        spreads = gather.spreads([sent.figures for sent in per_rank])
         if not spreads:
             return
         observation = {}
         for figure, spread in spreads.items():
             observation.update(gather.spread_figures(
                 keys.LOOP_PREFIX + figure, spread))
+        tail = gather.slowest_worker([sent.tail for sent in per_rank])
+        # The slowest iteration of any worker, over the spread's max of
+        # the mean iteration (docs/timing.md).
+        observation.update((keys.LOOP_PREFIX + f, v) for f, v in tail.items())
         chainer.report(observation)
         if self.print_report:
             self._print(collections.OrderedDict(
-                (f, spread.mean) for f, spread in spreads.items()),
+                (f, spread.mean) for f, spread in spreads.items()), tail,
                 'mean over {} workers'.format(self.comm.size), iteration)
 
-    def _print(self, figures, how, iteration):
+    def _print(self, figures, tail, how, iteration):
         print('TimedLoop at iteration {}: seconds per training iteration, '
               '{}'.format(iteration, how), file=sys.stdout)
         labels = {figure: '  ' + name for figure, name
@@ -212,6 +294,13 @@ class TimedLoop(loop_phases.LoopExtension):
         tables.print_share_table(collections.OrderedDict(
             (labels.get(f, f), s) for f, s in figures.items()),
             figures[keys.ITERATION], self.unit, sys.stdout)
+        if tail:
+            times = [tail[keys.tail_figure(s)] for s in keys.TAIL]
+            fmt = units.formatter(self.unit, times)
+            print('slowest iteration {}{}: {}; p50 {}, p90 {}'.format(
+                tail[keys.SLOWEST], ' (rank {})'.format(
+                    tail[keys.SLOWEST_RANK]) if keys.SLOWEST_RANK in tail
+                else '', *(fmt(t) for t in times)), file=sys.stdout)
 
     def summary(self):
         """Returns seconds per iteration of each phase over the whole run.
@@ -232,10 +321,12 @@ class TimedLoop(loop_phases.LoopExtension):
 
     # -- snapshots -----------------------------------------------------------
     def serialize(self, serializer):
-        """Saves or restores the figures and the last report's.
+        """Saves or restores the figures, the last report's and the tail of
+        the iterations completed since.
 
         Loading a snapshot without them (taken before this extension was
-        added) warns, and timing starts afresh.
+        added) warns, and timing starts afresh; one without the tail (an
+        earlier version's) starts the tail afresh.
         """
         if not _state.is_loading(serializer):
             totals = self._totals()
@@ -247,6 +338,7 @@ class TimedLoop(loop_phases.LoopExtension):
                 -1 if i is None else i
                 for i in (self._first_iteration, self._last_iteration)],
                 numpy.int64))
+            self._times.save(serializer['tail'])
             return
         try:
             loaded = {name: _state.load_rows(
@@ -264,3 +356,5 @@ class TimedLoop(loop_phases.LoopExtension):
         self._baseline = {p: v['seconds'] for p, v in loaded['baseline']}
         self._first_iteration = None if first < 0 else first
         self._last_iteration = None if last < 0 else last
+        self._times = phases.IterationTimes.load(serializer, self.tail_size)
+        self._start = None

@@ -158,3 +158,31 @@ def figures(gathered):
             out.update(spread_figures(
                 keys.figure_key(gathered.mode, entry.key, field), spread))
     return out
+
+
+def slowest_worker(tails):
+    """Returns the tail of ``TimedLoop`` over workers: the slowest
+    iteration of any worker (the lowest rank of equals) with its figures
+    and :data:`~.keys.SLOWEST_RANK`, the percentiles' means over the
+    workers that have a tail.
+
+    Args:
+        tails (list of dict): ``tails[r]``, rank ``r``'s ``{figure:
+            value}`` (``{}`` without one).
+
+    >>> slowest_worker([{'iteration/max': 2.0, 'iteration/p50': 1.0,
+    ...                  'iteration/p90': 2.0, 'slowest': 7},
+    ...                 {'iteration/max': 3.0, 'iteration/p50': 2.0,
+    ...                  'iteration/p90': 3.0, 'slowest': 5}])['slowest']
+    5
+    """
+    per_figure = spreads(tails)
+    if not per_figure:
+        return collections.OrderedDict()
+    slowest = per_figure[keys.tail_figure('max')].slowest_rank
+    tail = collections.OrderedDict(tails[slowest])
+    for statistic in keys.TAIL[1:]:
+        figure = keys.tail_figure(statistic)
+        tail[figure] = per_figure[figure].mean
+    tail[keys.SLOWEST_RANK] = slowest
+    return tail

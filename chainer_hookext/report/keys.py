@@ -23,7 +23,15 @@ gives the FLOPs per iteration of each link's function nodes::
 ChainerMN workers, each of those keys is the mean over workers, with the
 spread below it (``.../min``, ``.../max``, ``.../slowest_rank``).
 :class:`~chainer_hookext.TimedLoop` reports ``time/loop/<phase>``, an
-extension's phase as ``time/loop/extension/<name>``.
+extension's phase as ``time/loop/extension/<name>``, the garbage
+collector's time as ``time/loop/gc``, and the tail of the iterations::
+
+    time/loop/iteration/max           the slowest iteration's seconds
+    time/loop/iteration/p50           the median iteration's
+    time/loop/iteration/p90           the 90th percentile's
+    time/loop/slowest                 the slowest iteration's number
+    time/loop/slowest/<phase>         its phases (and ``gc``)
+    time/loop/slowest/rank            its worker (ChainerMN)
 
 Keys are built here from named values (an :class:`~.records.Entry`, a
 loop phase); no reported key is parsed back into its parts.
@@ -61,6 +69,16 @@ EXTENSION_PREFIX = 'extension/'
 ITERATION = 'iteration'
 #: TimedLoop's figure of all extensions' triggers and calls.
 EXTENSIONS = 'extensions'
+#: TimedLoop's figure of the garbage collector's time (inside the phases).
+GC = 'gc'
+#: TimedLoop's statistics of an interval's iteration times, after
+#: ``iteration/``: :func:`tail_figure`.
+TAIL = ('max', 'p50', 'p90')
+#: TimedLoop's figure of the slowest iteration's number; its phases below
+#: it (:func:`slowest_figure`).
+SLOWEST = 'slowest'
+#: The figure of the worker that ran the slowest iteration (ChainerMN).
+SLOWEST_RANK = SLOWEST + '/rank'
 
 #: A reported figure of a link.  ``field``: its :class:`~.records.Entry`
 #: field; ``suffix``: after the link's name in its key; ``backward``:
@@ -258,6 +276,24 @@ def phase_figure(phase):
     return phase
 
 
+def tail_figure(statistic):
+    """Returns the figure of a statistic of :data:`TAIL`.
+
+    >>> tail_figure('p90')
+    'iteration/p90'
+    """
+    return ITERATION + '/' + statistic
+
+
+def slowest_figure(figure):
+    """Returns the figure of the slowest iteration's ``figure``.
+
+    >>> slowest_figure(phase_figure(phases.ExtensionPhase('LogReport')))
+    'slowest/extension/LogReport'
+    """
+    return SLOWEST + '/' + figure
+
+
 #: Who reports a key: the link ``name``'s ``figure`` (or its ``statistic``
 #: over workers).
 _Owner = collections.namedtuple(
@@ -329,12 +365,25 @@ def loop_figures(extension_names):
     Args:
         extension_names (iterable of str): The trainer's extensions' names.
 
-    >>> loop_figures(['LogReport'])[-3:]
-    ('extensions', 'extension/LogReport', 'other')
+    >>> loop_figures(['LogReport'])[-4:]
+    ('extensions', 'extension/LogReport', 'other', 'gc')
     """
     return ((ITERATION,) + phases.UPDATE_PHASES + (EXTENSIONS,) + tuple(
         phase_figure(phases.ExtensionPhase(name))
-        for name in extension_names) + (phases.OTHER,))
+        for name in extension_names) + (phases.OTHER, GC))
+
+
+def loop_tail_figures(extension_names):
+    """Returns every figure of the tail :class:`~chainer_hookext.TimedLoop`
+    may report, after :data:`LOOP_PREFIX`.
+
+    >>> loop_tail_figures([])[:5]
+    ('iteration/max', 'iteration/p50', 'iteration/p90', 'slowest', \
+'slowest/rank')
+    """
+    return tuple(tail_figure(s) for s in TAIL) + (
+        SLOWEST, SLOWEST_RANK) + tuple(
+        slowest_figure(f) for f in loop_figures(extension_names)[1:])
 
 
 def check_loop_keys(names, backward, spread, extension_names, loop_spread):
@@ -370,6 +419,8 @@ TimedLinks with `links=` or pass TimedLinks `backward=False`.
         loop[key] = figure
         if loop_spread:
             loop.update((spread_key(key, s), figure) for s in STATISTICS)
+    loop.update((LOOP_PREFIX + f, f) for f in loop_tail_figures(
+        extension_names))
     for name in names:
         for figure in link_figures(backward):
             key = figure_key('train', name, figure.field)

@@ -5,10 +5,13 @@
 and removed when it ends, every way out
 (:class:`~chainer_hookext.run.training_loop.TrainingLoop`), or when the
 last extension reading them releases them.  ``TimedLoop`` and ``Timeline``
-in one trainer read one clock: the marks are never stacked.
+in one trainer read one clock: the marks are never stacked.  The clock's
+:meth:`~.phases.PhaseClock.count_gc` is in ``gc.callbacks`` over the same
+span.
 """
 
 import contextlib
+import gc
 import weakref
 
 import chainer
@@ -43,6 +46,7 @@ class LoopPhases(object):
         self.clock = None
         self.iteration_start = None
         self._marks = None
+        self._gc_callback = None  # in gc.callbacks while the loop runs
         self._entry = training_loop.TrainingLoop.install(
             trainer, self._enter, self._end, self._iteration, self._check)
 
@@ -59,8 +63,9 @@ class LoopPhases(object):
     def subscribe(cls, trainer, reader):
         """Returns ``trainer``'s loop phases, read by ``reader`` from now.
 
-        ``reader`` has ``iteration_started(trainer)``, called at each
-        iteration's start once the clock has started it, and ``release()``,
+        ``reader`` has ``iteration_ended(trainer)`` and
+        ``iteration_started(trainer)``, called in turn at each iteration's
+        start once the clock has started it, and ``release()``,
         called when the loop ends and which calls :meth:`unsubscribe`.
         """
         shared = _shared.get(trainer)
@@ -87,6 +92,12 @@ class LoopPhases(object):
         if marks is not None:
             self.clock.stop()
             marks.remove()
+        callback, self._gc_callback = self._gc_callback, None
+        if callback is not None:  # exactly ours, not an equal one
+            for i, registered in enumerate(gc.callbacks):
+                if registered is callback:
+                    del gc.callbacks[i]
+                    break
 
     def _enter(self):
         # The loop's start, inside Trainer.run's try, in the training
@@ -95,6 +106,8 @@ class LoopPhases(object):
         marks = marks_module.Marks(self.clock)
         marks.add(self._trainer(), chainer.get_function_hooks())
         self._marks = marks
+        self._gc_callback = self.clock.count_gc  # one bound method, kept
+        gc.callbacks.append(self._gc_callback)
 
     def _check(self):
         # Before each call of the stop trigger: its time is ``other``, from
@@ -107,7 +120,12 @@ class LoopPhases(object):
             return
         self._marks.iteration_started()
         self.iteration_start = self.clock.started
-        for reader in list(self._readers):
+        readers = list(self._readers)
+        # Every reader sees the clock exact at the start before any does
+        # work of its own there (own_work).
+        for reader in readers:
+            reader.iteration_ended(trainer)
+        for reader in readers:
             reader.iteration_started(trainer)
 
     @contextlib.contextmanager
@@ -164,6 +182,12 @@ class LoopExtension(extension.Extension):
         self.release()
         self._trainer = trainer
         self._loop = LoopPhases.subscribe(trainer, self)
+
+    def iteration_ended(self, trainer):
+        """Called at each iteration's start, once the clock has started it,
+        before any reader's :meth:`iteration_started`: the clock's totals
+        are those of :attr:`LoopPhases.iteration_start`.
+        """
 
     def iteration_started(self, trainer):
         """Called at each iteration's start, once the clock has started it.

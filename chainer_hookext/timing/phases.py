@@ -4,11 +4,18 @@ A :class:`PhaseClock` runs one phase at a time.  Each
 :meth:`~PhaseClock.switch` reads the clock once and charges the time since
 the last switch to the phase that was running, so the phases of an
 iteration add up to the whole of it.  What starts each phase is in
-:mod:`.marks`.
+:mod:`.marks`.  Its :meth:`~PhaseClock.count_gc`, a ``gc.callbacks``
+entry while the loop runs, adds the garbage collector's time apart: it
+runs inside the phases.  :class:`IterationTimes` keeps the tail of an
+interval's iterations.
 """
 
 import collections
+import random
 
+import numpy
+
+from chainer_hookext import _state
 from chainer_hookext.timing import clock
 
 DATA = 'data'
@@ -34,6 +41,9 @@ class PhaseClock(object):
 
     Attributes:
         totals (dict): ``{phase: seconds}`` since the clock was made.
+        gc (float): Seconds in the garbage collector since the clock was
+            made, while :meth:`count_gc` is registered (inside the phases,
+            not added to them).
         phase: The running phase (see :class:`Span`); ``None`` before
             the first :meth:`switch` and after :meth:`stop`.
         started (float): When the running phase started.
@@ -49,6 +59,8 @@ class PhaseClock(object):
         self.span_lists = []
         self._mark = None  # the last charge's time
         self._span = True  # whether the running phase makes a span
+        self.gc = 0.0
+        self._gc_start = None  # when the running collection started
 
     def switch(self, phase, t=None):
         """Ends the running phase and starts ``phase``, at ``t`` or now.
@@ -89,18 +101,131 @@ class PhaseClock(object):
         """Returns the clock's time in seconds."""
         return clock.now()
 
-    def read(self):
-        """Returns :attr:`totals` with the running phase charged up to now.
+    def read(self, t=None):
+        """Returns :attr:`totals` with the running phase charged up to
+        ``t`` or now.
         """
         if self.phase is not None:
-            t = clock.now()
+            if t is None:
+                t = clock.now()
             totals = self.totals
             totals[self.phase] = totals.get(self.phase, 0.0) + (
                 t - self._mark)
             self._mark = t
         return dict(self.totals)
 
+    def count_gc(self, phase, info):
+        """A ``gc.callbacks`` entry: adds each collection's time to
+        :attr:`gc`.  A ``stop`` without its ``start`` (registered during a
+        collection) adds nothing."""
+        if phase == 'start':
+            self._gc_start = clock.now()
+        elif self._gc_start is not None:
+            self.gc += clock.now() - self._gc_start
+            self._gc_start = None
+
     def _add_span(self, t):
         span = Span(self.phase, self.started, t)
         for spans in self.span_lists:
             spans.append(span)
+
+
+class IterationTimes(object):
+    """The iterations of an interval: a bounded sample of their seconds,
+    the slowest exactly.
+
+    The first ``size`` iterations are all kept; after them each replaces a
+    kept one at random (reservoir sampling, Algorithm R), so that the kept
+    ones stay a uniform sample of the interval.  The slowest is kept apart,
+    with what ``phases()`` gave when it was added.
+
+    Args:
+        size (int): How many iterations' seconds to keep at most.
+        seed (int): The seed of the sampling's own generator (the global
+            ``random`` is left alone).
+
+    Attributes:
+        seconds (list of float): The kept iterations' seconds.
+        count (int): How many iterations were added.
+        slowest (int): The slowest iteration's number, or ``None``.
+        max (float): Its seconds.
+        phases (dict): What ``phases()`` returned when it was added
+            (``{name: seconds}``, names that JSON writes, to be saved).
+    """
+
+    def __init__(self, size, seed=0):
+        self.size = size
+        self.seconds = []
+        self.count = 0
+        self.slowest = None
+        self.max = None
+        self.phases = {}
+        self._random = random.Random(seed)
+
+    def add(self, iteration, seconds, phases):
+        """Adds iteration number ``iteration`` of ``seconds``;
+        ``phases()`` is called only when it is the slowest so far (the
+        first of equals stays)."""
+        self.count += 1
+        kept = self.seconds
+        if len(kept) < self.size:
+            kept.append(seconds)
+        else:
+            j = self._random.randrange(self.count)
+            if j < self.size:
+                kept[j] = seconds
+        if self.max is None or seconds > self.max:
+            self.slowest, self.max, self.phases = iteration, seconds, phases()
+
+    def percentile(self, p):
+        """Returns the ``p`` th percentile of the kept seconds, by nearest
+        rank (one of them: the smallest with ``p`` % of them at or below
+        it), or ``None`` when none is kept.
+
+        >>> times = IterationTimes(10)
+        >>> for i, s in enumerate([4.0, 1.0, 3.0, 2.0]):
+        ...     times.add(i, s, dict)
+        >>> times.percentile(50), times.percentile(90), times.slowest
+        (2.0, 4.0, 0)
+        """
+        kept = sorted(self.seconds)
+        if not kept:
+            return None
+        rank = -(-len(kept) * p // 100)  # ceil, in integers
+        return kept[max(int(rank), 1) - 1]
+
+    def save(self, serializer):
+        """Saves the kept seconds, the count and the slowest."""
+        serializer('seconds', numpy.asarray(self.seconds, numpy.float64))
+        serializer('count', numpy.asarray([self.count], numpy.int64))
+        slowest = self.slowest
+        serializer('slowest', numpy.asarray(
+            [-1 if slowest is None else slowest], numpy.int64))
+        serializer('max', numpy.asarray(
+            [0.0 if slowest is None else self.max], numpy.float64))
+        named = self.phases if slowest is not None else {}
+        _state.save_rows(serializer['phases'], list(named), {
+            'seconds': list(named.values())})
+
+    @classmethod
+    def load(cls, serializer, size):
+        """Returns what :meth:`save` saved as ``serializer['tail']``; empty
+        when it is missing (a snapshot of an earlier version).  The
+        sampling goes on from a seed of its own: exact while every
+        iteration is kept."""
+        try:
+            tail = _state.child(serializer, 'tail')
+            seconds = _state.read(tail, 'seconds')
+            count, slowest, most = (
+                _state.read(tail, k)[0] for k in ('count', 'slowest', 'max'))
+            rows = _state.load_rows(
+                _state.child(tail, 'phases'), ('seconds',))
+        except _state.MissingState:
+            return cls(size)
+        times = cls(size, seed=int(count))
+        times.seconds = [float(s) for s in numpy.ravel(seconds)][:size]
+        times.count = int(count)
+        if slowest >= 0:
+            times.slowest, times.max = int(slowest), float(most)
+            times.phases = {name: v['seconds'] for name, v in rows}
+        return times

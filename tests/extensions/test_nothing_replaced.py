@@ -127,13 +127,14 @@ def test_every_way_out_leaves_everything(tmp_path, user_state, order,
 
 def test_two_trainers_in_two_threads(tmp_path, user_state):
     results = {}
+    gc_callbacks = list(gc.callbacks)
 
     def train(name):
         trainer = make_trainer(tmp_path / name, stop=(20, 'iteration'))
         for make in EXTENSIONS.values():
             trainer.extend(make(), trigger=(5, 'iteration'))
         trainer.extend(extensions.LogReport(trigger=(5, 'iteration')))
-        state = user_state(trainer)
+        state = user_state(trainer, process=False)  # gc.callbacks: below
         trainer.run()
         log = trainer.get_extension('LogReport').log
         results[name] = state.changes(), [
@@ -150,6 +151,7 @@ def test_two_trainers_in_two_threads(tmp_path, user_state):
     for changes, sums in results.values():
         assert changes == []
         assert len(sums) == 4 and sums == pytest.approx([1.0] * 4)
+    assert gc.callbacks == gc_callbacks
 
 
 class CopiesDuringTraining(training.Extension):

@@ -9,6 +9,7 @@ from chainer.training import extensions
 
 from chainer_hookext import TimedLinks
 from chainer_hookext import TimedLoop
+from chainer_hookext.extensions.timed_loop import LoopFigures
 from tests.conftest import MLP
 from tests.conftest import Boom
 from tests.conftest import BACKWARD
@@ -19,6 +20,10 @@ from tests.conftest import OPTIMIZER
 from tests.conftest import SLOW
 from tests.conftest import make_trainer
 from tests.conftest import make_slow_trainer
+
+
+#: The beginnings of the tail's figures.
+TAIL = ('iteration/', 'slowest')
 
 
 def run_timed(trainer, **kwargs):
@@ -45,10 +50,11 @@ def test_each_phase_against_its_delay(still, tmp_path):
         assert figures['other'] == 0.0
         assert figures['iteration'] == DATA + FORWARD + BACKWARD + (
             OPTIMIZER + SLOW / 2)
-        assert set(figures) == {
+        assert figures['gc'] == 0.0
+        assert {f for f in figures if not f.startswith(TAIL)} == {
             'iteration', 'data', 'forward', 'backward', 'optimizer',
             'extensions', 'extension/slow', 'extension/TimedLoop',
-            'extension/LogReport', 'other'}
+            'extension/LogReport', 'other', 'gc'}
     assert timed.summary()['iteration'] == log[0]['iteration']
 
 
@@ -154,13 +160,14 @@ def test_print_report_indents_each_extension(still, tmp_path, capsys):
 
 
 def test_gathered_over_workers(still, tmp_path, capsys):
-    comm = FakeComm(0, [{'iteration': 100.0, 'data': 100.0}])
+    comm = FakeComm(0, [LoopFigures({'iteration': 100.0, 'data': 100.0},
+                                    {})])
     _, log = run_timed(make_slow_trainer(still, tmp_path), comm=comm,
                        print_report=True, unit='sec')
-    assert [sorted(sent) for sent in comm.gathered] == [sorted([
+    assert [sorted(sent.figures) for sent in comm.gathered] == [sorted([
         'iteration', 'data', 'forward', 'backward', 'optimizer',
         'extensions', 'extension/slow', 'extension/TimedLoop',
-        'extension/LogReport', 'other'])] * 2
+        'extension/LogReport', 'other', 'gc'])] * 2
     for figures in log:
         assert figures['data'] == (DATA + 100.0) / 2
         assert figures['data/max'] == 100.0
