@@ -20,7 +20,7 @@ process each.  In that process, before the example runs:
   ``KeyboardInterrupt`` in the middle of one iteration's forward.
 
 After the run (or the interrupt) the process checks that no hook of ours is
-left in the thread's registries, that the trainer's stop trigger, reporter
+left in the thread's registries or in ``gc.callbacks``, that the trainer's stop trigger, reporter
 scope and extension triggers and the optimizers' hooks are its own again,
 and that a deep copy of each optimizer's target holds nothing of ours.  One
 line per example and scenario; exit status 1 when one failed.  This is a
@@ -30,6 +30,7 @@ done.
 
 import argparse
 import copy
+import gc
 import glob
 import json
 import os
@@ -159,7 +160,9 @@ def left_behind(trainers):
     def ours(value):
         return type(value).__module__.startswith('chainer_hookext')
 
-    found = []
+    found = ['gc.callbacks: {!r}'.format(c) for c in gc.callbacks
+             if getattr(c, '__module__', '').startswith('chainer_hookext')
+             or ours(getattr(c, '__self__', None))]
     for registry in (chainer._get_link_hooks(),
                      chainer.get_function_hooks()):
         found += ['registered: {}'.format(k) for k in registry
