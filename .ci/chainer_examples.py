@@ -20,9 +20,10 @@ process each.  In that process, before the example runs:
   ``KeyboardInterrupt`` in the middle of one iteration's forward.
 
 After the run (or the interrupt) the process checks that no hook of ours is
-left in the thread's registries or in ``gc.callbacks``, that the trainer's stop trigger, reporter
-scope and extension triggers and the optimizers' hooks are its own again,
-and that a deep copy of each optimizer's target holds nothing of ours.  One
+left in the thread's registries or in ``gc.callbacks``, that the trainer's
+stop trigger, reporter scope and extension triggers and the optimizers'
+hooks are its own again, and that a deep copy of each optimizer's target
+holds nothing of ours.  One
 line per example and scenario; exit status 1 when one failed.  This is a
 developer's check (CI cannot reach GitHub): run it before calling a feature
 done.
