@@ -31,9 +31,11 @@ class Timeline(loop_phases.LoopExtension):
     (``data``, ``forward`` ...) and each extension call > the spans of the
     model's links, ``main/predictor/l1`` forward and
     ``main/predictor/l1 (backward)``, one per run of consecutive backward
-    steps of the link.  As in :class:`~chainer_hookext.TimedLinks`, the
-    link spans are those of the update's calls and backward steps, whatever
-    ``chainer.config.train`` says there; with ``validation=True`` an
+    steps of the link; each garbage collection, ``gc (generation 2)``,
+    lies inside whatever span was running.  As in
+    :class:`~chainer_hookext.TimedLinks`, the link spans are those of the
+    update's calls and backward steps, whatever ``chainer.config.train``
+    says there; with ``validation=True`` an
     ``Evaluator``'s link calls are shown too; an extension's own calls of
     the model are not (``docs/timing.md``, "Which calls count").
 
@@ -94,6 +96,7 @@ class Timeline(loop_phases.LoopExtension):
         self._window = None  # (first iteration, Recording, registry handle)
         self._iteration_starts = []
         self._phase_spans = []  # the window's phases, from the clock
+        self._gc_spans = []  # the window's collections, from the clock
         self._unix_start = None
         self._loaded = False  # a snapshot loaded since the last run
         self._failed = False  # a file could not be written in this run
@@ -158,6 +161,8 @@ class Timeline(loop_phases.LoopExtension):
         # The clock has started this iteration: record its phases.
         self._phase_spans = []
         self._clock.span_lists.append(self._phase_spans)
+        self._gc_spans = []
+        self._clock.gc_lists.append(self._gc_spans)
         self._iteration_starts = [(number, start)]
         # The hosts' clock at the window's start: ranks on one time axis.
         self._unix_start = time.time() - (self._clock.now() - start)
@@ -173,10 +178,12 @@ class Timeline(loop_phases.LoopExtension):
         first, recording, handle = window
         phase_clock = self._clock
         phase_spans, self._phase_spans = self._phase_spans, []
+        gc_spans, self._gc_spans = self._gc_spans, []
         if phase_clock is not None:
             if end is None:  # the loop ends: the running phase so far
                 end = phase_clock.cut()
             phase_clock.span_lists.remove(phase_spans)
+            phase_clock.gc_lists.remove(gc_spans)
         elif end is None:
             end = self._iteration_starts[-1][1]
         self._timer.stop_spans()
@@ -188,7 +195,7 @@ class Timeline(loop_phases.LoopExtension):
             return
         recording.resolve()
         recorded = trace_events.Window(
-            self._iteration_starts, end, phase_spans, recording)
+            self._iteration_starts, end, phase_spans, recording, gc_spans)
         rank = self.comm.rank if self.comm is not None else (
             _launcher_rank() or 0)
         self._write(first, trace_events.window_events(

@@ -6,7 +6,8 @@ the last switch to the phase that was running, so the phases of an
 iteration add up to the whole of it.  What starts each phase is in
 :mod:`.marks`.  Its :meth:`~PhaseClock.count_gc`, a ``gc.callbacks``
 entry while the loop runs, adds the garbage collector's time apart: it
-runs inside the phases.  :class:`IterationTimes` keeps the tail of an
+runs inside the phases; while a window asks, each collection is kept as a
+:class:`GcSpan` too.  :class:`IterationTimes` keeps the tail of an
 interval's iterations.
 """
 
@@ -35,6 +36,11 @@ ExtensionPhase = collections.namedtuple('ExtensionPhase', ('name',))
 #: clock times in seconds.
 Span = collections.namedtuple('Span', ('phase', 'start', 'end'))
 
+#: One garbage collection: ``generation`` and ``collected`` from the
+#: ``gc.callbacks`` info; clock times in seconds.
+GcSpan = collections.namedtuple(
+    'GcSpan', ('generation', 'collected', 'start', 'end'))
+
 
 class PhaseClock(object):
     """Seconds per phase, charged to the running phase.
@@ -50,6 +56,10 @@ class PhaseClock(object):
         span_lists (list): Lists to which each ended phase is appended as
             a :class:`Span` (a :class:`~chainer_hookext.Timeline` window
             adds one).
+        gc_lists (list): Lists to which each collection that ends while
+            :meth:`count_gc` is registered is appended as a
+            :class:`GcSpan` (a :class:`~chainer_hookext.Timeline` window
+            adds one; with none, a collection costs two clock reads).
     """
 
     def __init__(self):
@@ -57,6 +67,7 @@ class PhaseClock(object):
         self.phase = None
         self.started = None
         self.span_lists = []
+        self.gc_lists = []
         self._mark = None  # the last charge's time
         self._span = True  # whether the running phase makes a span
         self.gc = 0.0
@@ -116,13 +127,20 @@ class PhaseClock(object):
 
     def count_gc(self, phase, info):
         """A ``gc.callbacks`` entry: adds each collection's time to
-        :attr:`gc`.  A ``stop`` without its ``start`` (registered during a
-        collection) adds nothing."""
+        :attr:`gc`, and each collection to :attr:`gc_lists`.  A ``stop``
+        without its ``start`` (registered during a collection) adds
+        nothing."""
         if phase == 'start':
             self._gc_start = clock.now()
         elif self._gc_start is not None:
-            self.gc += clock.now() - self._gc_start
+            start, t = self._gc_start, clock.now()
+            self.gc += t - start
             self._gc_start = None
+            if self.gc_lists:
+                span = GcSpan(info.get('generation'), info.get('collected'),
+                              start, t)
+                for spans in self.gc_lists:
+                    spans.append(span)
 
     def _add_span(self, t):
         span = Span(self.phase, self.started, t)

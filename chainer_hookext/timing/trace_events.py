@@ -12,10 +12,14 @@ fitted into its phase: a forward call into the phase holding its end (a model's
 call starts a little before its first function, which starts ``forward``),
 a backward run into the phase holding its start (the function hooks that
 end a step run one after the other); ``args.fitted_ns`` says by how much
-it was shortened.  On a GPU the links' spans are device
-times (CUDA events): they go to a thread of their own,
-``device (CUDA events)`` (``tid`` = 1000 + ``pid``), where nothing else
-is their parent.
+it was shortened.  Each garbage collection in the window is a span of its
+own, ``gc (generation 2)`` (category ``gc``), its ``generation`` and
+``collected`` in ``args``: it runs between two bytecodes, on the phases'
+clock, so it lies inside whatever span was running (a phase, an extension
+call, a link's call or backward run); it is fitted into the phase holding
+its start all the same.  On a GPU the links' spans are device times (CUDA
+events): they go to a thread of their own, ``device (CUDA events)``
+(``tid`` = 1000 + ``pid``), where nothing else is their parent.
 
 Times are integers of nanoseconds from the window's start until
 :mod:`.trace` writes them.
@@ -39,7 +43,8 @@ Window = collections.namedtuple('Window', (
     'end',  # when the last iteration ended
     'phase_spans',  # [phases.Span] from the loop's clock
     'links',  # spans.Recording of the links, resolved
-))
+    'gc_spans',  # [phases.GcSpan] from the loop's clock
+), defaults=((),))
 
 #: A link's backward span: ``steps`` consecutive steps of ``seconds`` in
 #: all.
@@ -67,11 +72,12 @@ def window_events(window, rank, device):
     device_thread = DEVICE_THREAD + pid
     loop = _iterations(window, ns) + _phases(window, ns)
     links = _links(window, ns)
+    parents = sorted((s for s in loop if s.category in (
+        'phase', 'extension')), key=lambda s: s.start)
+    ends = [s.end for s in parents]
     if not device:
-        parents = sorted((s for s in loop if s.category in (
-            'phase', 'extension')), key=lambda s: s.start)
-        ends = [s.end for s in parents]
         links = [_fit(s, parents, ends) for s in links]
+    loop += [_fit(s, parents, ends) for s in _collections(window, ns)]
     threads = {loop_thread: 'training loop'}
     if device:
         threads[device_thread] = 'device (CUDA events)'
@@ -107,6 +113,16 @@ def _phases(window, ns):
         slices.append(_Slice(name, category, ns(span.start), ns(span.end),
                              None))
     return slices
+
+
+def _collections(window, ns):
+    first, end = window.iteration_starts[0][1], window.end
+    return [_Slice('gc (generation {})'.format(span.generation), 'gc',
+                   ns(span.start), ns(span.end),
+                   {'generation': span.generation,
+                    'collected': span.collected})
+            for span in window.gc_spans
+            if first <= span.start and span.end <= end]
 
 
 def _links(window, ns):
@@ -154,7 +170,8 @@ def _fit(child, parents, ends):
     # ``child`` shortened to lie inside its phase: for a forward call the
     # one holding its end (its functions are forward; the call starts a
     # little before the first), for a backward run the one holding its
-    # start (a step's hooks end it a little after the phase's last mark).
+    # start (a step's hooks end it a little after the phase's last mark),
+    # as is a garbage collection (a phase switched inside it, rare).
     # Unchanged when no parent holds that point.  ``parents`` follow one
     # another (phases, extension calls): sorted by start, ``ends`` theirs.
     if child.category == 'link_forward':

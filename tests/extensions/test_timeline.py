@@ -1,15 +1,20 @@
 """Timeline on a real Trainer, with known delays on a still clock."""
 
+import gc
 import os
 import time
 
 import chainer
 import pytest
+from chainer import training
 from chainer.training import extensions
 
 from chainer_hookext import TimedLinks
 from chainer_hookext import Timeline
+from chainer_hookext.timing import phases as phases_module
+from chainer_hookext.timing import spans as spans_module
 from chainer_hookext.timing import trace
+from chainer_hookext.timing import trace_events
 from tests.conftest import BACKWARD
 from tests.conftest import DATA
 from tests.conftest import FORWARD
@@ -17,13 +22,15 @@ from tests.conftest import OPTIMIZER
 from tests.conftest import SLOW
 from tests.conftest import make_slow_trainer
 from tests.extensions import test_timed_links_update as update_tests
+from tests.extensions import test_timed_loop_tail as tail_tests
 
 
 UPDATE = DATA + FORWARD + BACKWARD + OPTIMIZER
 
 
-def run_with_timeline(trainer, **kwargs):
-    timeline = Timeline(**kwargs)
+def run_with_timeline(trainer, timeline=None, **kwargs):
+    if timeline is None:
+        timeline = Timeline(**kwargs)
     trainer.extend(timeline, trigger=(2, 'iteration'))
     trainer.run()
     folder = os.path.join(trainer.out, 'timeline')
@@ -533,3 +540,64 @@ def test_link_spans_are_the_updates_calls_whatever_the_config(tmp_path):
         assert not any(p['ts'] <= e['ts'] < p['ts'] + p['dur']
                        for p in probe), e
     assert spans(events, 'link_backward')
+
+
+def test_each_collection_in_a_window_is_a_span_in_its_phase(still, tmp_path):
+    # The update ends with a forced collection of a cycle whose __del__
+    # takes GC seconds: inside the optimizer phase, the update's last.
+    trainer = make_slow_trainer(
+        still, tmp_path, stop=6, updater=tail_tests._collecting_updater(still))
+    timeline = Timeline(iterations=2)
+    recording = []
+
+    @training.make_extension(trigger=(1, 'iteration'))
+    def look(trainer):  # whether the clock keeps collections, per iteration
+        recording.append(len(timeline._clock.gc_lists))
+    trainer.extend(look)
+    enabled = gc.isenabled()
+    gc.disable()  # no automatic collection: the forced ones only
+    try:
+        _, files = run_with_timeline(trainer, timeline=timeline)
+    finally:
+        if enabled:
+            gc.enable()
+    assert recording == [0, 0, 1, 1, 0, 0]  # the window: iterations 3-4
+    assert sorted(files) == ['iteration_3.json.gz']
+    events = files['iteration_3.json.gz']
+    assert_nested_per_thread(events)
+    collections = spans(events, 'gc')
+    assert [e['name'] for e in collections] == ['gc (generation 2)'] * 2
+    assert [e['dur'] / 1e6 for e in collections] == [tail_tests.GC] * 2
+    for e in collections:
+        assert e['args']['generation'] == 2
+        assert e['args']['collected'] >= 1  # the sleeper, at least
+        assert e['tid'] == e['pid']  # the training loop
+        assert parent_of(e, spans(events, 'phase'))['name'] == 'optimizer'
+    iterations = spans(events, 'iteration')
+    for e, iteration in zip(collections, iterations):
+        assert parent_of(e, iterations) is iteration
+    # Inside the optimizer phase, not added to it.
+    optimizer = [e['dur'] / 1e6 for e in spans(events, 'phase')
+                 if e['name'] == 'optimizer']
+    assert optimizer == [OPTIMIZER + tail_tests.GC] * 2
+
+
+def test_collection_fitted_into_its_phase_and_window():
+    # A phase switched inside a collection (rare): cut at the phase's end.
+    # Collections not wholly in the window are left out.
+    window = trace_events.Window(
+        [(1, 0.0)], 3.0,
+        [phases_module.Span(phases_module.FORWARD, 0.0, 1.0),
+         phases_module.Span(phases_module.BACKWARD, 1.0, 3.0)],
+        spans_module.Recording(),
+        [phases_module.GcSpan(*gc_span) for gc_span in (
+            (0, 5, 0.5, 1.5), (2, 1, 1.5, 2.0),
+            (1, 0, -1.0, 0.5), (1, 0, 2.5, 3.5))])
+    events = trace_events.window_events(window, 0, device=False)
+    assert_nested_per_thread(events)
+    collections = spans(events, 'gc')
+    assert [(e['name'], e['ts'], e['dur'], e['args'])
+            for e in collections] == [
+        ('gc (generation 0)', 5e5, 5e5,
+         {'generation': 0, 'collected': 5, 'fitted_ns': 500000000}),
+        ('gc (generation 2)', 1.5e6, 5e5, {'generation': 2, 'collected': 1})]
