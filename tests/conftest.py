@@ -41,6 +41,17 @@ class MLP(chainer.Chain):
         return self.l2(F.relu(self.l1(x)))
 
 
+class MaskedMLP(MLP):
+    """``l2(relu(l1(x)) * mask)``: a dropout-like mask the model makes in
+    its forward and gives to ``F.mul`` (LinkMemory counts what it keeps).
+    """
+
+    def forward(self, x):
+        h = F.relu(self.l1(x))
+        mask = (self.xp.random.rand(*h.shape) > 0.5).astype(h.dtype)
+        return self.l2(h * mask)
+
+
 class SleepBackward(chainer.FunctionNode):
     """Identity whose backward sleeps ``seconds``: a known backward cost."""
 

@@ -12,6 +12,7 @@ from chainer.training import extensions
 from chainer_hookext import LinkMemory
 from chainer_hookext import TimedLinks
 from tests.conftest import MLP
+from tests.conftest import MaskedMLP
 from tests.conftest import Boom
 from tests.conftest import FakeComm
 from tests.conftest import make_dataset
@@ -194,23 +195,8 @@ def test_an_evaluation_in_the_measured_iteration_changes_nothing(
     assert records == {i: expected(states=0) for i in (1, 2, 3, 4)}
 
 
-class MaskedMLP(chainer.Chain):
-    """``l2(relu(l1(x)) * mask)``, the mask made in the forward."""
-
-    def __init__(self):
-        super().__init__()
-        with self.init_scope():
-            self.l1 = L.Linear(4, 128)
-            self.l2 = L.Linear(128, 3)
-
-    def forward(self, x):
-        h = F.relu(self.l1(x))
-        mask = (self.xp.random.rand(*h.shape) > 0.5).astype(h.dtype)
-        return self.l2(h * mask)
-
-
 def check_a_mask_made_in_the_forward(trainer_factory, device):
-    model = L.Classifier(MaskedMLP())
+    model = L.Classifier(MaskedMLP(4, 128, 3))
     trainer = trainer_factory(model=model, stop=(1, 'iteration'),
                               device=device)
     memory = LinkMemory()

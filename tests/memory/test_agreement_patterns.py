@@ -14,6 +14,7 @@ import chainer.links as L
 import pytest
 
 import chainer_hookext
+from tests.conftest import MaskedMLP
 from tests.memory.test_agreement import run
 
 
@@ -63,19 +64,11 @@ def test_gradient_penalty_in_the_forward(tmp_path):
     assert rows['main/predictor/l3'].activations == 32 * 128 * 4
 
 
-class Masked(chainer.Chain):
-    """A dropout-like mask made by the model and given to ``F.mul``."""
+class Masked(MaskedMLP):
+    """784-256-10 with a mask made in the forward."""
 
     def __init__(self):
-        super().__init__()
-        with self.init_scope():
-            self.l1 = L.Linear(784, 256)
-            self.l2 = L.Linear(256, 10)
-
-    def forward(self, x):
-        h = F.relu(self.l1(x))
-        mask = (self.xp.random.rand(*h.shape) > 0.5).astype(h.dtype)
-        return self.l2(h * mask)
+        super().__init__(784, 256, 10)
 
 
 class Recurrent(chainer.Chain):
