@@ -280,6 +280,41 @@ class SlowIterator(chainer.iterators.SerialIterator):
     next = __next__
 
 
+def loop_log(trainer):
+    """``TimedLoop``'s figures in each of the trainer's ``LogReport``
+    entries, keyed after ``time/loop/``."""
+    return [{k[len('time/loop/'):]: v for k, v in e.items()
+             if k.startswith('time/loop/')}
+            for e in trainer.get_extension('LogReport').log]
+
+
+def snapshot_of(trainer):
+    """The trainer's state, as a snapshot holds it."""
+    target = {}
+    trainer.serialize(chainer.serializers.DictionarySerializer(target))
+    return target
+
+
+def run_timed(trainer, every=2, snapshot=None, **kwargs):
+    """Runs ``trainer`` with a ``TimedLoop(**kwargs)`` and a ``LogReport``,
+    each every ``every`` iterations, resumed from ``snapshot``
+    (:func:`snapshot_of`) when given.
+
+    Returns:
+        tuple: The ``TimedLoop`` and :func:`loop_log`.
+    """
+    from chainer.training import extensions
+    from chainer_hookext import TimedLoop
+
+    timed = TimedLoop(**kwargs)
+    trainer.extend(timed, trigger=(every, 'iteration'))
+    trainer.extend(extensions.LogReport(trigger=(every, 'iteration')))
+    if snapshot is not None:
+        chainer.serializers.NpzDeserializer(snapshot).load(trainer)
+    trainer.run()
+    return timed, loop_log(trainer)
+
+
 def make_slow_trainer(still, tmp_path, stop=4, updater=None):
     """A Trainer whose phases take known times on the still clock."""
     model = SlowModel(still)

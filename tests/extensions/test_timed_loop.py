@@ -20,20 +20,12 @@ from tests.conftest import OPTIMIZER
 from tests.conftest import SLOW
 from tests.conftest import make_trainer
 from tests.conftest import make_slow_trainer
+from tests.conftest import run_timed
+from tests.conftest import snapshot_of
 
 
 #: The beginnings of the tail's figures.
 TAIL = ('iteration/', 'slowest')
-
-
-def run_timed(trainer, **kwargs):
-    timed = TimedLoop(**kwargs)
-    trainer.extend(timed, trigger=(2, 'iteration'))
-    trainer.extend(extensions.LogReport(trigger=(2, 'iteration')))
-    trainer.run()
-    return timed, [{k[len('time/loop/'):]: v for k, v in e.items()
-                    if k.startswith('time/loop/')}
-                   for e in trainer.get_extension('LogReport').log]
 
 
 def test_each_phase_against_its_delay(still, tmp_path):
@@ -122,17 +114,8 @@ def test_resume_reports_as_an_uninterrupted_run(still, tmp_path):
     timed_whole, log_whole = run_timed(whole)
     first = make_slow_trainer(still, tmp_path / 'first', stop=4)
     _, log_first = run_timed(first)
-    target = {}
-    first.serialize(chainer.serializers.DictionarySerializer(target))
     second = make_slow_trainer(still, tmp_path / 'second', stop=8)
-    timed = TimedLoop()
-    second.extend(timed, trigger=(2, 'iteration'))
-    second.extend(extensions.LogReport(trigger=(2, 'iteration')))
-    chainer.serializers.NpzDeserializer(target).load(second)
-    second.run()
-    log_second = [{k[len('time/loop/'):]: v for k, v in e.items()
-                   if k.startswith('time/loop/')}
-                  for e in second.get_extension('LogReport').log]
+    timed, log_second = run_timed(second, snapshot=snapshot_of(first))
     assert log_first + log_second[2:] == log_whole
     assert timed.summary() == timed_whole.summary()
 
@@ -438,17 +421,8 @@ def test_resumed_without_an_extension_of_the_snapshot(still, tmp_path):
         still.sleep(32.0)
     first.extend(gone)
     run_timed(first)
-    target = {}
-    first.serialize(chainer.serializers.DictionarySerializer(target))
     second = make_slow_trainer(still, tmp_path / 'second', stop=6)
-    timed = TimedLoop()
-    second.extend(timed, trigger=(2, 'iteration'))
-    second.extend(extensions.LogReport(trigger=(2, 'iteration')))
-    chainer.serializers.NpzDeserializer(target).load(second)
-    second.run()
-    log = [{k[len('time/loop/'):]: v for k, v in e.items()
-            if k.startswith('time/loop/')}
-           for e in second.get_extension('LogReport').log]
+    timed, log = run_timed(second, snapshot=snapshot_of(first))
     # Since the report at 2: gone at 2 (called after TimedLoop) and at 3.
     resumed = log[1]
     assert resumed['extension/gone'] == 32.0 * 2 / 2

@@ -3,7 +3,6 @@ a real Trainer with known delays on a still clock."""
 
 import gc
 
-import chainer
 import pytest
 from chainer import training
 from chainer.training import extensions
@@ -19,7 +18,9 @@ from tests.conftest import FakeComm
 from tests.conftest import OPTIMIZER
 from tests.conftest import SLOW
 from tests.conftest import make_slow_trainer
-from tests.extensions.test_timed_loop import run_timed
+from tests.conftest import loop_log
+from tests.conftest import run_timed
+from tests.conftest import snapshot_of
 
 #: An iteration without stall, and with the every-other-iteration ``slow``.
 PLAIN = DATA + FORWARD + BACKWARD + OPTIMIZER
@@ -41,24 +42,10 @@ def _seconds(iteration):
         iteration, 0.0)
 
 
-def _log(trainer):
-    return [{k[len('time/loop/'):]: v for k, v in e.items()
-             if k.startswith('time/loop/')}
-            for e in trainer.get_extension('LogReport').log]
-
-
-def _run(trainer, trigger, **kwargs):
-    timed = TimedLoop(**kwargs)
-    trainer.extend(timed, trigger=(trigger, 'iteration'))
-    trainer.extend(extensions.LogReport(trigger=(trigger, 'iteration')))
-    trainer.run()
-    return timed, _log(trainer)
-
-
 def test_tail_names_the_slowest(still, tmp_path):
     trainer = make_slow_trainer(still, tmp_path, stop=12)
     trainer.extend(_stalling(still), name='stall')
-    _, log = _run(trainer, 12)
+    _, log = run_timed(trainer, 12)
     figures, = log
     # Iterations 1 to 11 completed before the report: 12 runs.
     seconds = sorted(_seconds(i) for i in range(1, 12))
@@ -83,7 +70,7 @@ def test_tail_names_the_slowest(still, tmp_path):
 def test_tail_per_interval(still, tmp_path):
     trainer = make_slow_trainer(still, tmp_path, stop=12)
     trainer.extend(_stalling(still), name='stall')
-    _, log = _run(trainer, 6)
+    _, log = run_timed(trainer, 6)
     first, second = log
     # The report at 6: iterations 1 to 5; at 12: 6 to 11.
     assert (first['slowest'], first['iteration/max']) == (3, 79.0)
@@ -96,14 +83,14 @@ def test_tail_per_interval(still, tmp_path):
 def test_first_of_equal_iterations_is_the_slowest(still, tmp_path):
     trainer = make_slow_trainer(still, tmp_path, stop=8)
     trainer.extend(_stalling(still, {3: 32.0, 5: 32.0}), name='stall')
-    _, log = _run(trainer, 8)
+    _, log = run_timed(trainer, 8)
     assert log[0]['slowest'] == 3
     assert log[0]['iteration/max'] == PLAIN + 32.0
 
 
 def test_no_tail_before_an_iteration_completed(still, tmp_path):
     trainer = make_slow_trainer(still, tmp_path, stop=2)
-    _, log = _run(trainer, 1)
+    _, log = run_timed(trainer, 1)
     assert 'slowest' not in log[0]  # iteration 1 runs at the report
     assert log[1]['slowest'] == 1
 
@@ -122,7 +109,7 @@ def test_sample_is_bounded(still, tmp_path, monkeypatch):
     trainer.extend(timed, trigger=(12, 'iteration'))
     trainer.extend(extensions.LogReport(trigger=(12, 'iteration')))
     trainer.run()
-    figures, = _log(trainer)
+    figures, = loop_log(trainer)
     assert max(seen) == 3
     # The slowest is kept apart, exact; the percentiles are of the sample.
     assert (figures['slowest'], figures['iteration/max']) == (3, 79.0)
@@ -132,38 +119,29 @@ def test_sample_is_bounded(still, tmp_path, monkeypatch):
 def test_tail_resumes_exactly(still, tmp_path):
     whole = make_slow_trainer(still, tmp_path / 'whole', stop=12)
     whole.extend(_stalling(still), name='stall')
-    _, log_whole = _run(whole, 6)
+    _, log_whole = run_timed(whole, 6)
     first = make_slow_trainer(still, tmp_path / 'first', stop=8)
     first.extend(_stalling(still), name='stall')
-    _run(first, 6)
-    target = {}
-    first.serialize(chainer.serializers.DictionarySerializer(target))
+    run_timed(first, 6)
     second = make_slow_trainer(still, tmp_path / 'second', stop=12)
     second.extend(_stalling(still), name='stall')
-    second.extend(TimedLoop(), trigger=(6, 'iteration'))
-    second.extend(extensions.LogReport(trigger=(6, 'iteration')))
-    chainer.serializers.NpzDeserializer(target).load(second)
-    second.run()
+    _, log = run_timed(second, 6, snapshot=snapshot_of(first))
     # Iterations 6 and 7 before the snapshot, 8 to 11 after it.
-    assert _log(second) == log_whole
+    assert log == log_whole
     assert log_whole[1]['slowest'] == 7
 
 
 def test_snapshot_without_the_tail_loads(still, tmp_path, recwarn):
     first = make_slow_trainer(still, tmp_path / 'first', stop=8)
     first.extend(_stalling(still), name='stall')
-    _run(first, 6)
-    target = {}
-    first.serialize(chainer.serializers.DictionarySerializer(target))
+    run_timed(first, 6)
+    target = snapshot_of(first)
     old = {k: v for k, v in target.items() if '/tail/' not in k}
     assert len(old) < len(target)  # an earlier version's snapshot
     second = make_slow_trainer(still, tmp_path / 'second', stop=12)
     second.extend(_stalling(still), name='stall')
-    second.extend(TimedLoop(), trigger=(6, 'iteration'))
-    second.extend(extensions.LogReport(trigger=(6, 'iteration')))
-    chainer.serializers.NpzDeserializer(old).load(second)
-    second.run()
-    figures = _log(second)[1]
+    _, log = run_timed(second, 6, snapshot=old)
+    figures = log[1]
     assert figures['slowest'] == 10  # 7 went with the tail
     assert figures['iteration'] == 23.0 + 32.0 / 6
     assert not [w for w in recwarn if 'TimedLoop' in str(w.message)]
@@ -175,7 +153,7 @@ def test_gathered_tail_names_the_slowest_rank(still, tmp_path, capsys):
     comm = FakeComm(0, [LoopFigures({'iteration': 20.0}, other_tail)])
     trainer = make_slow_trainer(still, tmp_path, stop=12)
     trainer.extend(_stalling(still), name='stall')
-    _, log = _run(trainer, 12, comm=comm, print_report=True, unit='sec')
+    _, log = run_timed(trainer, 12, comm=comm, print_report=True, unit='sec')
     figures, = log
     assert len(comm.gathered) == 1  # one gather per report
     assert figures['iteration/max'] == 100.0  # rank 1's slowest
@@ -195,7 +173,7 @@ def test_gathered_tail_of_this_rank(still, tmp_path):
     comm = FakeComm(0, [LoopFigures({}, {})])
     trainer = make_slow_trainer(still, tmp_path, stop=12)
     trainer.extend(_stalling(still), name='stall')
-    _, (figures,) = _run(trainer, 12, comm=comm)
+    _, (figures,) = run_timed(trainer, 12, comm=comm)
     assert (figures['slowest'], figures['slowest/rank']) == (3, 0)
     assert figures['iteration/max'] == 79.0
     assert figures['slowest/extension/stall'] == 64.0
@@ -204,7 +182,7 @@ def test_gathered_tail_of_this_rank(still, tmp_path):
 def test_print_report_tail(still, tmp_path, capsys):
     trainer = make_slow_trainer(still, tmp_path, stop=12)
     trainer.extend(_stalling(still), name='stall')
-    _run(trainer, 12, print_report=True, unit='sec')
+    run_timed(trainer, 12, print_report=True, unit='sec')
     out = capsys.readouterr().out.splitlines()
     assert out[-1] == ('slowest iteration 3: 79.00sec; p50 31.00sec, '
                        'p90 47.00sec')

@@ -12,7 +12,6 @@ import chainer.functions as F
 import chainer.links as L
 import pytest
 from chainer import training
-from chainer.training import extensions
 
 from chainer_hookext import TimedLoop
 from chainer_hookext.run import loop_phases
@@ -25,6 +24,7 @@ from tests.conftest import OPTIMIZER
 from tests.conftest import SLOW
 from tests.conftest import SlowModel
 from tests.conftest import make_slow_trainer
+from tests.conftest import run_timed
 
 
 class Sleep(chainer.FunctionNode):
@@ -58,8 +58,6 @@ def run(trainer):
     """Runs ``trainer`` with a TimedLoop; returns its reports (without
     ``time/loop/``) and the update's phases of each iteration from the
     second on, in the order they ran (zero-length ones included)."""
-    trainer.extend(TimedLoop(), trigger=(2, 'iteration'))
-    trainer.extend(extensions.LogReport(trigger=(2, 'iteration')))
     spans = []
 
     @training.make_extension(trigger=(1, 'iteration'),
@@ -70,10 +68,7 @@ def run(trainer):
             clock.span_lists.append(spans)
         spans.append(None)  # the update ended before this call
     trainer.extend(collect)
-    trainer.run()
-    log = [{k[len('time/loop/'):]: v for k, v in e.items()
-            if k.startswith('time/loop/')}
-           for e in trainer.get_extension('LogReport').log]
+    _, log = run_timed(trainer)
     iterations, current = [], []
     for span in spans[1:]:
         if span is None:
