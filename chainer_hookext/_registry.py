@@ -22,7 +22,7 @@ from chainer_hookext import _copies
 PREFIX = 'chainer_hookext.'
 
 
-def add(registry, hook):
+def add(registry, hook, first=False):
     """Registers ``hook`` in ``registry`` under a free key, then calls added.
 
     The key is ``'chainer_hookext.' + hook.name``, followed by ``'_1'``,
@@ -33,12 +33,16 @@ def add(registry, hook):
         registry (dict): A registry returned by ``chainer._get_link_hooks()``
             or ``chainer.get_function_hooks()``.
         hook: A :class:`chainer.LinkHook` or :class:`chainer.FunctionHook`.
+        first (bool): Put it before the hooks registered earlier: Chainer
+            calls them in order.
 
     Returns:
         Registration: ``(registry, key)``, the handle for :func:`remove`.
     """
     key = free_key(registry, hook.name)
     registry[key] = hook
+    if first:
+        registry.move_to_end(key, last=False)
     try:
         hook.added(None)
     except BaseException:

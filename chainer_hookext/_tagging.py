@@ -131,6 +131,8 @@ class NodeTagger(chainer.FunctionHook):
     """
 
     name = 'NodeTagger'
+    #: Whether to be registered before the thread's other function hooks.
+    first = False
 
     def __reduce__(self):
         # A pickle or a copy of a hook holding a tagger (the trainer's,
@@ -167,7 +169,8 @@ class NodeTagger(chainer.FunctionHook):
                     type(self).__name__))
         self._count += 1
         if self._handle is None:
-            self._handle = _registry.add(chainer.get_function_hooks(), self)
+            self._handle = _registry.add(
+                chainer.get_function_hooks(), self, first=self.first)
 
     def unregister(self):
         """Answers one :meth:`register`; the last one removes the hook."""

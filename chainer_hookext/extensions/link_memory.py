@@ -20,6 +20,7 @@ from chainer_hookext.report import tables
 from chainer_hookext.report import units
 from chainer_hookext.run import link_hook_extension
 from chainer_hookext.run import training_loop
+from chainer_hookext.timing import pauses
 
 
 class LinkMemory(extension.Extension):
@@ -131,6 +132,7 @@ class LinkMemory(extension.Extension):
         keys.check_link_names('LinkMemory', ids.values(), False,
                               self.comm is not None, memory=True)
         self.tracer.set_scope(ids, train=True, eval=False)
+        self.tracer.owner = self.name or self.default_name
         self._links = [model[i] for i in ids]
         self._model = [link for _, link in model.values()]
         self._trainer = trainer
@@ -145,12 +147,16 @@ class LinkMemory(extension.Extension):
 
     def _iteration(self, trainer):
         # Each training iteration's start: two attribute reads when not
-        # measuring.
-        if self._handle is not None:
-            self._stop()
-        if self._armed:
-            self._armed = False
-            self._start()
+        # measuring.  The tracer's set-up and the figures' making are the
+        # extension's time, not the iteration's data.
+        if self._handle is None and not self._armed:
+            return
+        with pauses.own_work(self.tracer.owner):
+            if self._handle is not None:
+                self._stop()
+            if self._armed:
+                self._armed = False
+                self._start()
 
     def _start(self):
         tracer = self.tracer
@@ -160,7 +166,9 @@ class LinkMemory(extension.Extension):
             isinstance(param.array, cuda.ndarray) for link in self._model
             for param in link.params(include_uninit=False)) if (
                 cuda.available) else False
-        self._handle = _registry.add(_chainer.link_hooks(), tracer)
+        # First: its work is told of before another hook reads the clock.
+        self._handle = _registry.add(_chainer.link_hooks(), tracer,
+                                     first=True)
 
     def _stop(self, keep=True):
         handle, self._handle = self._handle, None

@@ -97,6 +97,7 @@ class Timeline(loop_phases.LoopExtension):
         self._iteration_starts = []
         self._phase_spans = []  # the window's phases, from the clock
         self._gc_spans = []  # the window's collections, from the clock
+        self._pauses = []  # the window's pauses of our own work, likewise
         self._unix_start = None
         self._loaded = False  # a snapshot loaded since the last run
         self._failed = False  # a file could not be written in this run
@@ -163,6 +164,8 @@ class Timeline(loop_phases.LoopExtension):
         self._clock.span_lists.append(self._phase_spans)
         self._gc_spans = []
         self._clock.gc_lists.append(self._gc_spans)
+        self._pauses = []
+        self._clock.pause_lists.append(self._pauses)
         self._iteration_starts = [(number, start)]
         # The hosts' clock at the window's start: ranks on one time axis.
         self._unix_start = time.time() - (self._clock.now() - start)
@@ -179,11 +182,13 @@ class Timeline(loop_phases.LoopExtension):
         phase_clock = self._clock
         phase_spans, self._phase_spans = self._phase_spans, []
         gc_spans, self._gc_spans = self._gc_spans, []
+        own_work, self._pauses = self._pauses, []
         if phase_clock is not None:
             if end is None:  # the loop ends: the running phase so far
                 end = phase_clock.cut()
             phase_clock.span_lists.remove(phase_spans)
             phase_clock.gc_lists.remove(gc_spans)
+            phase_clock.pause_lists.remove(own_work)
         elif end is None:
             end = self._iteration_starts[-1][1]
         self._timer.stop_spans()
@@ -195,7 +200,8 @@ class Timeline(loop_phases.LoopExtension):
             return
         recording.resolve()
         recorded = trace_events.Window(
-            self._iteration_starts, end, phase_spans, recording, gc_spans)
+            self._iteration_starts, end, phase_spans, recording, gc_spans,
+            own_work)
         rank = self.comm.rank if self.comm is not None else (
             _launcher_rank() or 0)
         self._write(first, trace_events.window_events(

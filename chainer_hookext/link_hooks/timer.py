@@ -14,6 +14,7 @@ from chainer_hookext.report import units
 from chainer_hookext.costs import counter
 from chainer_hookext.timing import backward as backward_module
 from chainer_hookext.timing import call_stack
+from chainer_hookext.timing import pauses
 from chainer_hookext.timing import records
 
 
@@ -148,11 +149,13 @@ class TimerHook(call_stack.CallStack, scoped_link_hook.ScopedLinkHook):
         call_stack.CallStack.__init__(self)
         self._stored = {mode: records.CallRecord() for mode in _MODES[None]}
         self._backward_timer = None
+        self._pause_listeners = None  # the timed thread's, from added
 
     # -- registration --------------------------------------------------------
     def added(self, link):
         """Starts timing in the calling thread (and backward, if asked)."""
         self.thread = threading.get_ident()
+        self._pause_listeners = pauses.listen(self)
         if not self.backward:
             return
         new = self._backward_timer is None
@@ -164,6 +167,8 @@ class TimerHook(call_stack.CallStack, scoped_link_hook.ScopedLinkHook):
 
     def deleted(self, link):
         """Keeps the figures, and lets go of every link it referred to."""
+        handle, self._pause_listeners = self._pause_listeners, None
+        pauses.stop_listening(handle)
         self._backward_timer = _tagging.unregister(self._backward_timer)
         self.store(self._stored)
         self.thread = None
@@ -253,6 +258,13 @@ class TimerHook(call_stack.CallStack, scoped_link_hook.ScopedLinkHook):
                 "`TimerHook.add_root(path={!r})` needs a path starting with "
                 "'/', e.g. '/' or '/gen'.".format(path))
         self.paths.add_root(link, path)
+
+    def paused(self, name, start, end):
+        """Takes a pause of our own work (:mod:`..timing.pauses`) out of the
+        running calls and backward step."""
+        super().paused(name, start, end)
+        if self._backward_timer is not None:
+            self._backward_timer.own_work_done(start, end)
 
     def device_changed(self, gpu):
         if self._backward_timer is not None:

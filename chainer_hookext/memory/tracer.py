@@ -41,6 +41,7 @@ from chainer_hookext.memory import buffers
 from chainer_hookext.memory import graph
 from chainer_hookext.memory import pool
 from chainer_hookext.timing import clock
+from chainer_hookext.timing import pauses
 
 
 class MemoryTracer(scoped_link_hook.ScopedLinkHook):
@@ -79,7 +80,11 @@ class MemoryTracer(scoped_link_hook.ScopedLinkHook):
 
     def __init__(self):
         super().__init__(train=True, eval=False)
+        #: The name its work is charged to (``extension/<owner>``): the
+        #: extension's name in the trainer.
+        self.owner = 'LinkMemory'
         self.model = []
+        self._listening = None  # pauses.listen's handle, while registered
         self.watch_pool = False
         self.gpu = False
         self._recorder = None
@@ -104,7 +109,8 @@ class MemoryTracer(scoped_link_hook.ScopedLinkHook):
         self.batch = []  # [weakref to an array given to an outermost call]
         self.before = []  # [weakref to a model's attribute array]
         self.forward_work = False  # a node created since the last reading
-        self.stack = []  # [(link, name, start)] of the running links
+        self.stack = []  # [[link, name, start]] of the running links
+        self.owed = 0.0  # seconds of work per node since the last pause
         # [(node, tag, whether it runs with backprop)] of the running
         # backward steps
         self.steps = []
@@ -119,6 +125,7 @@ class MemoryTracer(scoped_link_hook.ScopedLinkHook):
 
     # -- registration --------------------------------------------------------
     def added(self, link):
+        self._listening = pauses.listen(self)
         self._recorder = _tagging.register(
             self._recorder, NodeRecorder, self)
         if self.watch_pool and self._pool_hook is None:
@@ -129,6 +136,9 @@ class MemoryTracer(scoped_link_hook.ScopedLinkHook):
                        graph.attribute_arrays(self.model)]
 
     def deleted(self, link):
+        self.pay()
+        handle, self._listening = self._listening, None
+        pauses.stop_listening(handle)
         self._recorder = _tagging.unregister(self._recorder)
         hook, self._pool_hook = self._pool_hook, None
         if hook is not None:
@@ -141,10 +151,38 @@ class MemoryTracer(scoped_link_hook.ScopedLinkHook):
         """The name of the innermost running link in scope, or ``None``."""
         return self.stack[-1][1] if self.stack else None
 
+    # Its work is a pause of every measurement (:mod:`..timing.pauses`):
+    # registered first in the thread's link and function hooks, it tells
+    # of the work per node (``owed``) at its next call, before any other
+    # hook reads the clock, and of the rest as it ends.
+    def paused(self, name, start, end):
+        """Takes a pause out of the running links' forward times."""
+        length = end - start
+        for entry in self.stack:
+            entry[2] += length
+
+    def pay(self):
+        """Tells of the work per node since the last pause (``owed``), as
+        one pause ending now."""
+        if self.owed:
+            end = clock.now()
+            owed, self.owed = self.owed, 0.0
+            pauses.paused(self.owner, end - owed, end)
+
     def forward_preprocess(self, args):
+        self.pay()
+        start = clock.now()
+        entry = self._forward_preprocess(args)
+        end = pauses.paused(self.owner, start)
+        if entry is not None:  # its forward starts now
+            entry[2] = end
+            self.stack.append(entry)
+
+    def _forward_preprocess(self, args):
+        # The stack entry of a link in scope, its start to be set.
         link = args.link
         if self.steps or not self.in_scope(link):  # F.forget's, in a step
-            return
+            return None
         name = self.link_names[id(link)]
         self.parents.setdefault(name, self.top)
         inputs = self.inputs.setdefault(name, [])
@@ -160,14 +198,18 @@ class MemoryTracer(scoped_link_hook.ScopedLinkHook):
                 if outermost and leaf and chainer.config.enable_backprop:
                     self.batch.append(ref)  # the model's inputs: the batch
         self.peaks.open()
-        self.stack.append((link, name, clock.now()))
+        return [link, name, None]
 
     def forward_postprocess(self, args):
-        link = args.link
+        self.pay()
+        end = clock.now()
+        self._forward_postprocess(args.link, end)
+        pauses.paused(self.owner, end)
+
+    def _forward_postprocess(self, link, end):
         stack = self.stack
         if not any(entry[0] is link for entry in stack):
             return
-        end = clock.now()
         while True:  # calls left open by an exception end here too
             entry_link, name, start = stack.pop()
             peak = self.peaks.close()
@@ -263,12 +305,27 @@ class NodeRecorder(_tagging.NodeTagger):
         super().__init__(tracer.name + '_nodes')
         self.tracer = tracer
 
+    #: First in the thread's function hooks: the tracer's work is told of
+    #: before another hook reads the clock.
+    first = True
+
     def forward_preprocess(self, function, in_data):
-        function._chainer_hookext_tag = self.tracer.node_created(
+        tracer = self.tracer
+        start = clock.now()
+        function._chainer_hookext_tag = tracer.node_created(
             function, in_data)
+        tracer.owed += clock.now() - start
 
     def backward_preprocess(self, function, in_data, out_grad):
-        self.tracer.backward_step_started(function, self.tag_of(function))
+        tracer = self.tracer
+        tracer.pay()
+        start = clock.now()
+        tracer.backward_step_started(function, self.tag_of(function))
+        pauses.paused(tracer.owner, start)
 
     def backward_postprocess(self, function, in_data, out_grad):
-        self.tracer.backward_step_ended(function, self.tag_of(function))
+        tracer = self.tracer
+        tracer.pay()
+        start = clock.now()
+        tracer.backward_step_ended(function, self.tag_of(function))
+        pauses.paused(tracer.owner, start)

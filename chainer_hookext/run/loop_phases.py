@@ -11,7 +11,6 @@ span (a ``Timeline`` window adds a list to the clock's ``gc_lists`` to have
 each collection's span).
 """
 
-import contextlib
 import gc
 import weakref
 
@@ -21,6 +20,7 @@ from chainer.training import extension
 from chainer_hookext import _copies
 from chainer_hookext.run import training_loop
 from chainer_hookext.timing import marks as marks_module
+from chainer_hookext.timing import pauses
 from chainer_hookext.timing import phases
 
 
@@ -48,6 +48,7 @@ class LoopPhases(object):
         self.iteration_start = None
         self._marks = None
         self._gc_callback = None  # in gc.callbacks while the loop runs
+        self._pauses = None  # the clock listening to pauses, meanwhile
         self._entry = training_loop.TrainingLoop.install(
             trainer, self._enter, self._end, self._iteration, self._check)
 
@@ -89,6 +90,8 @@ class LoopPhases(object):
         if trainer is not None and _shared.get(trainer) is self:
             del _shared[trainer]
         self._entry.discard(self._enter)
+        handle, self._pauses = self._pauses, None
+        pauses.stop_listening(handle)
         marks, self._marks = self._marks, None
         if marks is not None:
             self.clock.stop()
@@ -109,6 +112,7 @@ class LoopPhases(object):
         self._marks = marks
         self._gc_callback = self.clock.count_gc  # one bound method, kept
         gc.callbacks.append(self._gc_callback)
+        self._pauses = pauses.listen(self.clock)
 
     def _check(self):
         # Before each call of the stop trigger: its time is ``other``, from
@@ -129,23 +133,14 @@ class LoopPhases(object):
         for reader in readers:
             reader.iteration_started(trainer)
 
-    @contextlib.contextmanager
     def own_work(self, name):
-        """Charges the time inside to ``extension/<name>``, then runs the
-        phase that ran before again: an extension's own work at an
-        iteration's start (a ``Timeline`` window opened or written) is
-        never ``data``.
+        """Returns a context charging the time inside to
+        ``extension/<name>``, and to no phase or link running around it:
+        an extension's own work at an iteration's start (a ``Timeline``
+        window opened or written) is never ``data``
+        (:func:`.timing.pauses.own_work`).
         """
-        clock = self.clock
-        running = clock.phase
-        if running is None:  # the loop is not running
-            yield
-            return
-        clock.switch(phases.ExtensionPhase(name))
-        try:
-            yield
-        finally:
-            clock.switch(running)
+        return pauses.own_work(name)
 
     def _end(self):
         error = None

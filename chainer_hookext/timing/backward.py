@@ -108,6 +108,12 @@ class BackwardTimer(_tagging.NodeTagger):
         rec.charged.backward += t - self._mark
         self._mark = t
 
+    def own_work_done(self, start, end):
+        """Takes a pause of our own work (:mod:`.pauses`) out of the
+        running step (host clock only)."""
+        if not self.calls.gpu:
+            self._mark += end - start
+
     # -- F.forget ----------------------------------------------------------
     def _recomputed(self):
         # The tag of a node created inside a backward step: the step's own

@@ -400,6 +400,19 @@ class CallStack(object):
             self.recording.forward.append(
                 spans.Span(rec, start, self._last_event))
 
+    # -- our own work ------------------------------------------------------
+    def paused(self, name, start, end):
+        """Takes a pause (:mod:`.pauses`) out of every running call: moves
+        their starts by its length.  Calls timed with CUDA events are left
+        as they are."""
+        if self.gpu:
+            return
+        length = end - start
+        rec = self.top
+        while rec is not self.bottom:
+            rec.start += length
+            rec = rec.parent
+
     # -- calls left open by exceptions -------------------------------------
     def _chain(self):
         chain = []

@@ -18,6 +18,7 @@ import numpy
 
 from chainer_hookext import _state
 from chainer_hookext.timing import clock
+from chainer_hookext.timing import pauses
 
 DATA = 'data'
 FORWARD = 'forward'
@@ -60,6 +61,9 @@ class PhaseClock(object):
             :meth:`count_gc` is registered is appended as a
             :class:`GcSpan` (a :class:`~chainer_hookext.Timeline` window
             adds one; with none, a collection costs two clock reads).
+        pause_lists (list): Lists to which each pause of our own work
+            (:meth:`paused`) is appended as a :class:`.pauses.Pause` (a
+            ``Timeline`` window adds one).
     """
 
     def __init__(self):
@@ -72,6 +76,8 @@ class PhaseClock(object):
         self._span = True  # whether the running phase makes a span
         self.gc = 0.0
         self._gc_start = None  # when the running collection started
+        self.pause_lists = []
+        self._pauses = []  # (start, end) of pauses not charged past yet
 
     def switch(self, phase, t=None):
         """Ends the running phase and starts ``phase``, at ``t`` or now.
@@ -85,7 +91,9 @@ class PhaseClock(object):
         running = self.phase
         if running is not None:
             totals = self.totals
-            totals[running] = totals.get(running, 0.0) + (t - self._mark)
+            totals[running] = totals.get(running, 0.0) + (
+                t - self._mark - (self._paused_until(t) if self._pauses
+                                  else 0.0))
             if self.span_lists and self._span:
                 self._add_span(t)
         self.phase = phase
@@ -121,9 +129,36 @@ class PhaseClock(object):
                 t = clock.now()
             totals = self.totals
             totals[self.phase] = totals.get(self.phase, 0.0) + (
-                t - self._mark)
+                t - self._mark - (self._paused_until(t) if self._pauses
+                                  else 0.0))
             self._mark = t
         return dict(self.totals)
+
+    def paused(self, name, start, end):
+        """Charges a pause of our own work (:mod:`.pauses`) to
+        ``extension/<name>``, not to the phase it ran in, and appends it to
+        each of :attr:`pause_lists`."""
+        phase = ExtensionPhase(name)
+        totals = self.totals
+        totals[phase] = totals.get(phase, 0.0) + (end - start)
+        if self.phase is not None:
+            self._pauses.append((start, end))
+        if self.pause_lists:
+            pause = pauses.Pause(name, start, end)
+            for spans in self.pause_lists:
+                spans.append(pause)
+
+    def _paused_until(self, t):
+        # The seconds of the pauses that ended by ``t``, forgotten: the
+        # phases are charged in order of time, so none is charged twice.
+        pending = self._pauses
+        total = 0.0
+        i = 0
+        while i < len(pending) and pending[i][1] <= t:
+            total += pending[i][1] - pending[i][0]
+            i += 1
+        del pending[:i]
+        return total
 
     def count_gc(self, phase, info):
         """A ``gc.callbacks`` entry: adds each collection's time to

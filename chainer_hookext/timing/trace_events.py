@@ -28,6 +28,7 @@ Times are integers of nanoseconds from the window's start until
 import bisect
 import collections
 
+from chainer_hookext.timing import pauses
 from chainer_hookext.timing import phases
 from chainer_hookext.timing import spans
 from chainer_hookext.timing import trace
@@ -44,7 +45,8 @@ Window = collections.namedtuple('Window', (
     'phase_spans',  # [phases.Span] from the loop's clock
     'links',  # spans.Recording of the links, resolved
     'gc_spans',  # [phases.GcSpan] from the loop's clock
-), defaults=((),))
+    'pauses',  # [pauses.Pause] of our own work, from the loop's clock
+), defaults=((), ()))
 
 #: A link's backward span: ``steps`` consecutive steps of ``seconds`` in
 #: all.
@@ -70,14 +72,25 @@ def window_events(window, rank, device):
 
     pid = loop_thread = rank + 1
     device_thread = DEVICE_THREAD + pid
-    loop = _iterations(window, ns) + _phases(window, ns)
-    links = _links(window, ns)
+    first, end = window.iteration_starts[0][1], window.end
+    inside = [p for p in window.pauses if first <= p.start and p.end <= end]
+    moved = pauses.PauseIndex(inside)  # host-timed starts it moved
+    index = pauses.PauseIndex(  # in nanoseconds, to cut
+        p._replace(start=ns(p.start), end=ns(p.end)) for p in inside)
+    loop = _iterations(window, ns) + _cut(
+        _phases(window, ns) + _collections(window, ns), index)
+    links = _links(window, ns, None if device else moved)
+    if not device:
+        links = _cut(links, index)
+    loop += [_Slice(p.name, 'extension', p.start, p.end, None)
+             for p in index.pauses]
     parents = sorted((s for s in loop if s.category in (
         'phase', 'extension')), key=lambda s: s.start)
     ends = [s.end for s in parents]
     if not device:
         links = [_fit(s, parents, ends) for s in links]
-    loop += [_fit(s, parents, ends) for s in _collections(window, ns)]
+    loop = [_fit(s, parents, ends) if s.category == 'gc' else s
+            for s in loop]
     threads = {loop_thread: 'training loop'}
     if device:
         threads[device_thread] = 'device (CUDA events)'
@@ -125,13 +138,37 @@ def _collections(window, ns):
             if first <= span.start and span.end <= end]
 
 
-def _links(window, ns):
+def _cut(slices, index):
+    # Each slice in pieces around the pauses inside it, which are drawn
+    # between them; the pieces say so in ``args`` (``piece`` of
+    # ``pieces``).
+    if not index.pauses:
+        return slices
+    cut = []
+    for s in slices:
+        pieces = index.cut(s.start, s.end)
+        if len(pieces) == 1:
+            cut.append(s._replace(start=pieces[0][0], end=pieces[0][1]))
+            continue
+        for i, (start, end) in enumerate(pieces, 1):
+            args = dict(s.args or {}, piece=i, pieces=len(pieces))
+            cut.append(s._replace(start=start, end=end, args=args))
+    return cut
+
+
+def _links(window, ns, index):
+    # ``index``: the pauses that moved the starts of host-timed spans.
+    def real(span):
+        if index is None:
+            return span
+        return span._replace(start=index.start(span.start, span.end))
     slices = []
     for span in window.links.forward:
+        span = real(span)
         name = spans.name_of(span.record)
         slices.append(_Slice(name, 'link_forward', ns(span.start),
                              ns(span.end), {'link': name}))
-    for run in backward_runs(window.links.backward):
+    for run in backward_runs([real(s) for s in window.links.backward]):
         start, end = ns(run.start), ns(run.end)
         busy = int(round(run.seconds * 1e9))
         slices.append(_Slice(

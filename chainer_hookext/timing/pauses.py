@@ -1,0 +1,171 @@
+"""Our own work, taken out of every measurement running around it.
+
+Some of the package's work runs inside the user's calls: ``LinkMemory``
+reads the graph at the first backward step of its measured iteration and
+keeps its books at each link call and function node of it; ``Timeline``
+opens and writes its windows at an iteration's start.  Each such piece of
+work is a *pause*: :func:`own_work` (or :func:`paused`, on a hot path)
+reads the clock around it and tells every listener of the calling thread,
+which takes the pause out of what it measures:
+
+* the timers of link calls and backward steps
+  (:class:`~chainer_hookext.timing.call_stack.CallStack`) move the start of
+  each call and step running by the pause's length, so that no link is
+  charged for it;
+* the loop's :class:`~chainer_hookext.timing.phases.PhaseClock` charges it
+  to ``extension/<name>`` and not to the phase it ran in;
+* a ``Timeline`` window gets it as a :class:`Pause`, and draws it as
+  ``extension/<name>`` between the pieces of the spans it cut.
+
+A listener has ``paused(name, start, end)``; :func:`listen` adds it in the
+calling thread, :func:`stop_listening` removes it.  Nothing is
+done per call outside pauses: the hot paths of the timers are unchanged.
+On a GPU, calls timed with CUDA events are not moved (the device may well
+have been busy meanwhile); the phases are.
+"""
+
+import bisect
+import collections
+import contextlib
+import itertools
+import threading
+
+from chainer_hookext import _copies
+from chainer_hookext.timing import clock
+
+
+#: One pause: ``name`` the extension whose work it was (its phase is
+#: ``extension/<name>``), ``start`` and ``end`` clock seconds.
+Pause = collections.namedtuple('Pause', ('name', 'start', 'end'))
+
+_local = threading.local()
+
+
+def _listeners():
+    try:
+        return _local.listeners
+    except AttributeError:
+        listeners = _local.listeners = []
+        return listeners
+
+
+def listen(listener):
+    """Tells ``listener`` of the calling thread's pauses from now on.
+
+    Returns:
+        Listening: The handle for :func:`stop_listening`, from any thread.
+    """
+    listeners = _listeners()
+    if not any(registered is listener for registered in listeners):
+        listeners.append(listener)
+    return Listening(listeners, listener)
+
+
+class Listening(collections.namedtuple(
+        'Listening', ('listeners', 'listener'))):
+    """What :func:`listen` returns.  A pickle or a copy of it (of a hook,
+    during training) is ``None``: the copy listens to nothing."""
+
+    __slots__ = ()
+
+    def __reduce__(self):
+        return _copies.same, (None,)
+
+
+def stop_listening(handle):
+    """Stops telling the listener of ``handle``; does nothing when it is
+    ``None`` or no longer listening."""
+    if handle is None:
+        return
+    listeners, listener = handle
+    for i, registered in enumerate(listeners):
+        if registered is listener:
+            del listeners[i]
+            return
+
+
+def paused(name, start, end=None):
+    """Tells the thread's listeners that ``[start, end]`` was ``name``'s work.
+
+    Args:
+        name (str): The extension whose work it was.
+        start (float): When the work started (``clock.now()``).
+        end (float): When it ended; now when ``None``.
+
+    Returns:
+        float: ``end``.
+    """
+    if end is None:
+        end = clock.now()
+    for listener in list(_listeners()):
+        listener.paused(name, start, end)
+    return end
+
+
+@contextlib.contextmanager
+def own_work(name):
+    """Takes the time inside out of every measurement running around it,
+    and charges it to ``extension/<name>``.
+
+    .. admonition:: Example
+
+        >>> with own_work('LinkMemory'):
+        ...     pass  # the extension's work
+    """
+    start = clock.now()
+    try:
+        yield
+    finally:
+        paused(name, start)
+
+
+class PauseIndex(object):
+    """The pauses of a window, to put its spans back on the clock.
+
+    A timer moves the start of a running call by each pause inside it, so
+    that ``end - start`` is the call's time without them: :meth:`start`
+    gives back where the call really started.  :meth:`cut` gives the pieces
+    of a span outside the pauses, which a trace draws with each pause
+    between them.
+
+    Args:
+        pauses (list of Pause): In order of time, not overlapping.
+    """
+
+    def __init__(self, pauses):
+        self.pauses = list(pauses)
+        self._ends = [p.end for p in self.pauses]
+        lengths = [p.end - p.start for p in self.pauses]
+        self._before = [0.0] + list(itertools.accumulate(lengths))
+        # each pause's start on the clock without the pauses before it
+        self._starts = [p.start - before
+                        for p, before in zip(self.pauses, self._before)]
+
+    def start(self, moved, end):
+        """Returns the real start of a call timed as ``[moved, end]``."""
+        if not self.pauses:
+            return moved
+        virtual = moved - self._before[bisect.bisect_right(self._ends, end)]
+        return virtual + self._before[
+            bisect.bisect_left(self._starts, virtual)]
+
+    def cut(self, start, end):
+        """Returns the pieces of ``[start, end]`` outside the pauses.
+
+        Returns:
+            list of tuple: ``(start, end)`` of each piece, in order; the
+            span itself when no pause lies inside it, or when it lies
+            inside a pause (a collection during our own work).
+        """
+        whole = start, end
+        pieces = []
+        for pause in itertools.islice(
+                self.pauses, bisect.bisect_right(self._ends, start), None):
+            if pause.start >= end:
+                break
+            if pause.start > start:
+                pieces.append((start, pause.start))
+            start = max(start, pause.end)
+        if end > start:
+            pieces.append((start, end))
+        return pieces or [whole]
