@@ -110,7 +110,6 @@ class MemoryTracer(scoped_link_hook.ScopedLinkHook):
         self.before = []  # [weakref to a model's attribute array]
         self.forward_work = False  # a node created since the last reading
         self.stack = []  # [[link, name, start]] of the running links
-        self.owed = 0.0  # seconds of work per node since the last pause
         # [(node, tag, whether it runs with backprop)] of the running
         # backward steps
         self.steps = []
@@ -136,7 +135,6 @@ class MemoryTracer(scoped_link_hook.ScopedLinkHook):
                        graph.attribute_arrays(self.model)]
 
     def deleted(self, link):
-        self.pay()
         handle, self._listening = self._listening, None
         pauses.stop_listening(handle)
         self._recorder = _tagging.unregister(self._recorder)
@@ -151,26 +149,16 @@ class MemoryTracer(scoped_link_hook.ScopedLinkHook):
         """The name of the innermost running link in scope, or ``None``."""
         return self.stack[-1][1] if self.stack else None
 
-    # Its work is a pause of every measurement (:mod:`..timing.pauses`):
-    # registered first in the thread's link and function hooks, it tells
-    # of the work per node (``owed``) at its next call, before any other
-    # hook reads the clock, and of the rest as it ends.
+    # Its work is a pause of every measurement (:mod:`..timing.pauses`),
+    # told of as it ends; registered first in the thread's link and
+    # function hooks, it works before any other hook reads the clock.
     def paused(self, name, start, end):
         """Takes a pause out of the running links' forward times."""
         length = end - start
         for entry in self.stack:
             entry[2] += length
 
-    def pay(self):
-        """Tells of the work per node since the last pause (``owed``), as
-        one pause ending now."""
-        if self.owed:
-            end = clock.now()
-            owed, self.owed = self.owed, 0.0
-            pauses.paused(self.owner, end - owed, end)
-
     def forward_preprocess(self, args):
-        self.pay()
         start = clock.now()
         entry = self._forward_preprocess(args)
         end = pauses.paused(self.owner, start)
@@ -201,7 +189,6 @@ class MemoryTracer(scoped_link_hook.ScopedLinkHook):
         return [link, name, None]
 
     def forward_postprocess(self, args):
-        self.pay()
         end = clock.now()
         self._forward_postprocess(args.link, end)
         pauses.paused(self.owner, end)
@@ -314,18 +301,16 @@ class NodeRecorder(_tagging.NodeTagger):
         start = clock.now()
         function._chainer_hookext_tag = tracer.node_created(
             function, in_data)
-        tracer.owed += clock.now() - start
+        pauses.paused(tracer.owner, start)
 
     def backward_preprocess(self, function, in_data, out_grad):
         tracer = self.tracer
-        tracer.pay()
         start = clock.now()
         tracer.backward_step_started(function, self.tag_of(function))
         pauses.paused(tracer.owner, start)
 
     def backward_postprocess(self, function, in_data, out_grad):
         tracer = self.tracer
-        tracer.pay()
         start = clock.now()
         tracer.backward_step_ended(function, self.tag_of(function))
         pauses.paused(tracer.owner, start)

@@ -154,10 +154,9 @@ class PauseIndex(object):
 
         Returns:
             list of tuple: ``(start, end)`` of each piece, in order; the
-            span itself when no pause lies inside it, or when it lies
-            inside a pause (a collection during our own work).
+            span itself when no pause lies inside it; one empty piece at
+            the end of the pause that holds all of it.
         """
-        whole = start, end
         pieces = []
         for pause in itertools.islice(
                 self.pauses, bisect.bisect_right(self._ends, start), None):
@@ -166,6 +165,6 @@ class PauseIndex(object):
             if pause.start > start:
                 pieces.append((start, pause.start))
             start = max(start, pause.end)
-        if end > start:
-            pieces.append((start, end))
-        return pieces or [whole]
+        if end > start or not pieces:
+            pieces.append((start, max(start, end)))
+        return pieces

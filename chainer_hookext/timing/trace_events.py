@@ -77,8 +77,9 @@ def window_events(window, rank, device):
     moved = pauses.PauseIndex(inside)  # host-timed starts it moved
     index = pauses.PauseIndex(  # in nanoseconds, to cut
         p._replace(start=ns(p.start), end=ns(p.end)) for p in inside)
-    loop = _iterations(window, ns) + _cut(
-        _phases(window, ns) + _collections(window, ns), index)
+    # A collection runs where it runs, our work included: never cut.
+    loop = (_iterations(window, ns) + _cut(_phases(window, ns), index)
+            + _collections(window, ns))
     links = _links(window, ns, None if device else moved)
     if not device:
         links = _cut(links, index)
