@@ -9,6 +9,7 @@ from chainer_hookext import _chainer
 from chainer_hookext import _checks
 from chainer_hookext import _registry
 from chainer_hookext import _state
+from chainer_hookext.extensions import timed_links
 from chainer_hookext.link_hooks import timer
 from chainer_hookext.report import gather
 from chainer_hookext.report import link_names
@@ -93,7 +94,9 @@ class Timeline(loop_phases.LoopExtension):
         self.comm = comm
         self._next_window = None  # first iteration of the scheduled window
         self._timer = timer.TimerHook(name='Timeline', backward=True)
-        self._window = None  # (first iteration, Recording, registry handle)
+        # (first iteration, Recording, the timer, its registry handle
+        # or None when it is TimedLinks')
+        self._window = None
         self._iteration_starts = []
         self._phase_spans = []  # the window's phases, from the clock
         self._gc_spans = []  # the window's collections, from the clock
@@ -146,19 +149,23 @@ class Timeline(loop_phases.LoopExtension):
     def _open_window(self, trainer, first, number, start):
         # ``first`` the window's first iteration; ``number`` > ``first``
         # when it resumes inside it.
-        optimizers = trainer.updater.get_all_optimizers()
         model = link_names.model_link_names(trainer)
-        hook = self._timer
-        hook.set_scope({i: name for i, (name, _) in model.items()},
-                       train=True, eval=self.validation)
-        for name, optimizer in optimizers.items():  # paths as TimedLinks'
-            hook.add_root(
-                optimizer.target, '/' if len(optimizers) == 1 else '/' + name)
-        hook.set_iteration_parts(self._loop.parts)  # the update's calls
-        handle = _registry.add(_chainer.link_hooks(), hook)
+        scope = {i: name for i, (name, _) in model.items()}
+        hook = _timed_links_timer(trainer, scope, self.validation)
+        handle = None
+        if hook is None:  # a timer of its own, for the window
+            hook = self._timer
+            hook.set_scope(scope, train=True, eval=self.validation)
+            optimizers = trainer.updater.get_all_optimizers()
+            for name, optimizer in optimizers.items():  # as TimedLinks'
+                hook.add_root(optimizer.target,
+                              '/' if len(optimizers) == 1 else '/' + name)
+            hook.set_iteration_parts(self._loop.parts)  # the update's calls
+            handle = _registry.add(_chainer.link_hooks(), hook)
+            self._loop.parts.set_phase_reader(hook)  # its reads, the phases'
         recording = spans.Recording()
         hook.start_spans(recording)
-        self._window = first, recording, handle
+        self._window = first, recording, hook, handle
         # The clock has started this iteration: record its phases.
         self._phase_spans = []
         self._clock.span_lists.append(self._phase_spans)
@@ -178,7 +185,7 @@ class Timeline(loop_phases.LoopExtension):
         window, self._window = self._window, None
         if window is None:
             return
-        first, recording, handle = window
+        first, recording, hook, handle = window
         phase_clock = self._clock
         phase_spans, self._phase_spans = self._phase_spans, []
         gc_spans, self._gc_spans = self._gc_spans, []
@@ -191,11 +198,16 @@ class Timeline(loop_phases.LoopExtension):
             phase_clock.pause_lists.remove(own_work)
         elif end is None:
             end = self._iteration_starts[-1][1]
-        self._timer.stop_spans()
-        try:
-            _registry.remove(handle, self._timer)
-        finally:
-            self._timer.set_iteration_parts(None)
+        hook.stop_spans()
+        if handle is not None:
+            parts = hook.parts
+            try:
+                _registry.remove(handle, hook)
+            finally:
+                hook.set_iteration_parts(None)
+                if parts is not None and parts.phase_marks is not None and (
+                        parts.phase_marks.reader is hook):
+                    parts.set_phase_reader(None)
         if not write:
             return
         recording.resolve()
@@ -257,6 +269,28 @@ class Timeline(loop_phases.LoopExtension):
             return
         self._next_window = None if pending < 0 else pending
         self._loaded = True
+
+
+def _timed_links_timer(trainer, scope, validation):
+    # The timer of the trainer's TimedLinks when it times every link of
+    # ``scope`` in every mode the window shows: its clock reads are then
+    # the window's, and a span is exactly what TimedLinks charges.
+    for entry in _chainer.extension_entries(trainer).values():
+        extension = entry.extension
+        if not isinstance(extension, timed_links.TimedLinks):
+            continue
+        hook = extension.hook
+        registered = extension.registered_hook()
+        if registered is not hook or hook.parts is None:
+            return None
+        names = hook.link_names
+        if names is not None and any(names.get(i) != name
+                                     for i, name in scope.items()):
+            return None
+        if hook.config_train is True and validation:
+            return None
+        return hook
+    return None
 
 
 def _launcher_rank():

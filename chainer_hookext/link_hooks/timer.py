@@ -196,9 +196,21 @@ class TimerHook(call_stack.CallStack, scoped_link_hook.ScopedLinkHook):
         self._update_changed()
 
     def _update_changed(self, in_update=None):
-        # The loop's update started or ended: the backward timer's flag.
-        if self._backward_timer is not None:
-            self._backward_timer.paused = self.outside_update()
+        # The loop's update started or ended: the backward timer's flag,
+        # and the phase marks its reads go to.
+        timer = self._backward_timer
+        if timer is not None:
+            timer.paused = paused = self.outside_update()
+            timer.marks = None if paused else self.phase_marks()
+
+    def phase_marks(self):
+        """The loop's phase marks taking this timer's reads (the host
+        clock's), or ``None``."""
+        marks = None if self.gpu or self.parts is None else (
+            self.parts.phase_marks)
+        if marks is None or marks.reader not in (None, self):
+            return None
+        return marks
 
     def start_spans(self, recording):
         """Keeps the span of each call and backward step it times.

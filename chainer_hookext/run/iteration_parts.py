@@ -50,6 +50,11 @@ class IterationParts(object):
 
     in_update = False
     evaluator = None
+    #: The loop's :class:`~chainer_hookext.timing.marks.PhaseMarks` while
+    #: they run (``TimedLoop``, ``Timeline``), else ``None``: the timers
+    #: give them their clock reads, so that a phase starts and ends where
+    #: the link spans beside it do.
+    phase_marks = None
 
     def __init__(self, trainer):
         self._trainer = (_no_trainer if trainer is None
@@ -60,7 +65,7 @@ class IterationParts(object):
 
     def __reduce__(self):
         # A pickle or a copy (of a hook holding these parts) has parts of no
-        # loop, with no callback.
+        # loop, with no callback and no marks.
         return IterationParts, (None,)
 
     def add_callback(self, callback):
@@ -75,6 +80,20 @@ class IterationParts(object):
         """Forgets ``callback``; safe to call when it is not there."""
         if callback in self._callbacks:
             self._callbacks.remove(callback)
+
+    def set_phase_reader(self, timer):
+        """Gives the phase marks the reads of ``timer`` only (``None``:
+        of any timer), and tells every callback.
+
+        A ``Timeline`` window with a timer of its own: its spans and the
+        phases come from the same reads.
+        """
+        marks = self.phase_marks
+        if marks is None:
+            return
+        marks.reader = timer
+        for callback in list(self._callbacks):
+            callback(self.in_update)
 
     def update_started(self):
         """The stop trigger said go on: the update runs until an extension

@@ -165,6 +165,12 @@ class LinkHookExtension(extension.Extension):
             raise
         self._registered = handle, hook
 
+    def registered_hook(self):
+        """Returns the hook while it is registered (the loop runs), else
+        ``None``."""
+        registered = self._registered
+        return None if registered is None else registered[1]
+
     def release(self):
         """Unregisters the hook, forgets the loop; safe to call many times."""
         entry, self._entry = self._entry, None

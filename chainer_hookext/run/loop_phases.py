@@ -94,6 +94,8 @@ class LoopPhases(object):
         pauses.stop_listening(handle)
         marks, self._marks = self._marks, None
         if marks is not None:
+            if self.parts.phase_marks is marks.phase_marks:
+                self.parts.phase_marks = None
             self.clock.stop()
             marks.remove()
         callback, self._gc_callback = self._gc_callback, None
@@ -110,6 +112,7 @@ class LoopPhases(object):
         marks = marks_module.Marks(self.clock)
         marks.add(self._trainer(), chainer.get_function_hooks())
         self._marks = marks
+        self.parts.phase_marks = marks.phase_marks
         self._gc_callback = self.clock.count_gc  # one bound method, kept
         gc.callbacks.append(self._gc_callback)
         self._pauses = pauses.listen(self.clock)

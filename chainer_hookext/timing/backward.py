@@ -62,6 +62,14 @@ class BackwardTimer(_tagging.NodeTagger):
             charged to nobody.
     """
 
+    #: First in the thread's function hooks: the loop's phase marks, after
+    #: it, take its clock reads (:attr:`marks`).
+    first = True
+    #: The loop's :class:`~.marks.PhaseMarks` during its update, else
+    #: ``None``: each step's reads are theirs too, so that ``backward``
+    #: starts and ends where the steps' spans do (host clock only).
+    marks = None
+
     def __init__(self, calls, name):
         super().__init__(name)
         self.calls = calls
@@ -90,12 +98,20 @@ class BackwardTimer(_tagging.NodeTagger):
             self._charge_running(t)
         self._running = function
         self._mark = t
+        marks = self.marks
+        if marks is not None:
+            marks.read_function = function
+            marks.read_time = t
 
     def backward_postprocess(self, function, in_data, out_grad):
         if self.paused:
             return
         t = clock.now()
         self._running = None
+        marks = self.marks
+        if marks is not None:
+            marks.read_function = function
+            marks.read_time = t
         try:
             rec = function._chainer_hookext_tag
         except AttributeError:  # created before the hook was registered

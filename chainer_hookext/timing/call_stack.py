@@ -217,6 +217,15 @@ class CallStack(object):
         if rec is None:
             rec = tree.children[key] = self._new_record(link, key, top)
         self._push(rec)
+        if top is self.bottom and train and self.parts is not None:
+            marks = self.phase_marks()
+            if marks is not None:  # a forward may start with this call
+                marks.link_call_started(rec.start)
+
+    def phase_marks(self):
+        """The loop's phase marks taking this stack's reads, or ``None``
+        (subclasses say which)."""
+        return None
 
     def call_mode(self):
         """Returns the mode of an outermost call starting now.

@@ -6,8 +6,10 @@ mark                                        phase started
 ==========================================  ================================
 the iteration's start (the stop trigger     ``data``
 said go on)
-the first function applied in the update    ``forward``
-(a function hook's ``forward_preprocess``)
+the first function applied in the update    ``forward``, from the
+(a function hook's ``forward_preprocess``)  update's first link call
+                                            before it when a link timer
+                                            reads it (the timer's read)
 the first backward step after a forward     ``backward``, to the end of its
 (the function hook's                        last step (its
 ``backward_preprocess``)                    ``backward_postprocess``)
@@ -24,6 +26,15 @@ an extension's trigger (the trainer's       ``extension/<name>``: its
 extension entry)                            trigger and call
 the stop trigger                            ``other``
 ==========================================  ================================
+
+One reading of each moment: while a link timer (``TimedLinks``, a
+``Timeline`` window) is registered, the marks take its clock reads
+(:class:`~chainer_hookext.timing.backward.BackwardTimer`, registered
+first among the function hooks, reads each step before them; the stack of
+link calls tells :meth:`PhaseMarks.link_call_started`), so a phase starts
+and ends where the link spans beside it do.  ``IterationParts.phase_marks``
+joins them; a ``Timeline`` window with a timer of its own makes it the
+reader (``IterationParts.set_phase_reader``).
 
 Functions applied after a backward are a ``forward`` only once a backward
 follows them: ``ParallelUpdater``'s ``addgrads`` is not, nor the sums of
@@ -83,6 +94,14 @@ class PhaseMarks(function_hook.FunctionHook):
         self.candidate = None  # a Candidate, while one waits
         self.updates = 0  # count_updates() at the backward's start
         self.warned = False
+        # A timer's clock reads (``read_step``, ``link_call_started``): a
+        # backward step's start or end, for ``read_function``'s step.
+        self.read_function = None
+        self.read_time = None
+        self.call_start = None  # the first link call of a forward waited
+        #: The timer whose reads are taken (a ``Timeline`` window's own),
+        #: or ``None``: any timer's.
+        self.reader = None
 
     # The hot path: one call each per function applied and backward step.
     def forward_preprocess(self, function, in_data):
@@ -93,11 +112,35 @@ class PhaseMarks(function_hook.FunctionHook):
         self.steps += 1
         if self.watch_backward:
             self._step_started(function)
+        self.read_function = None
 
     def backward_postprocess(self, function, in_data, out_grad):
         self.steps -= 1
-        self.step_end = clock.now()
+        if self.read_function is function:  # the timer's read
+            self.step_end = self.read_time
+            self.read_function = None
+        else:
+            self.step_end = clock.now()
         self.step_rank = function.rank
+
+    # -- the timers' reads -------------------------------------------------
+    def link_call_started(self, t):
+        """An outermost link call of the update started at ``t`` (a link
+        timer's read): a forward waited for starts there."""
+        if self.watch_forward and not self.steps and self.call_start is None:
+            self.call_start = t
+
+    def _forward_start(self):
+        # Where a forward starts: its first link call, or now (its first
+        # function applied outside every link).
+        start, self.call_start = self.call_start, None
+        return clock.now() if start is None else start
+
+    def _step_read(self, function):
+        # The backward timer's read at ``function``'s step start, or None.
+        if self.read_function is function:
+            return self.read_time
+        return None
 
     def _function_applied(self):
         self.watch_forward = False
@@ -105,20 +148,21 @@ class PhaseMarks(function_hook.FunctionHook):
         if self.after_backward:
             # A forward if a new backward walk follows (_step_started).
             self.candidate = Candidate(
-                clock.now(), self.step_rank,
+                self._forward_start(), self.step_rank,
                 self.count_updates() != self.updates)
         else:
             # The update's first function, or the first after ChainerMN's
             # update: nothing but a forward comes there.
-            self.switch(phases.FORWARD)
+            self.switch(phases.FORWARD, self._forward_start())
 
     def _step_started(self, function):
         self.watch_backward = False
         self.watch_forward = self.after_backward = True
+        self.call_start = None
         candidate, self.candidate = self.candidate, None
         if candidate is None:  # the first step after a forward
             self.updates = self.count_updates()
-            self.switch(phases.BACKWARD)
+            self.switch(phases.BACKWARD, self._step_read(function))
         elif function.rank > candidate.step_rank:
             # A new walk: a walk's nodes come in decreasing rank, so the
             # functions applied before it were its forward.
@@ -129,7 +173,7 @@ class PhaseMarks(function_hook.FunctionHook):
                     end)
             self.clock.switch(phases.FORWARD, candidate.start)
             self.updates = self.count_updates()
-            self.clock.switch(phases.BACKWARD)
+            self.clock.switch(phases.BACKWARD, self._step_read(function))
 
     def backward_ended(self):
         """When the running ``backward`` ended (its last step's end), or
@@ -141,13 +185,13 @@ class PhaseMarks(function_hook.FunctionHook):
             return end
         return None
 
-    def switch(self, phase):
-        """Starts ``phase``; a ``backward`` running ends at its last step,
-        the time since is ``optimizer``."""
+    def switch(self, phase, t=None):
+        """Starts ``phase`` at ``t`` or now; a ``backward`` running ends at
+        its last step, the time since is ``optimizer``."""
         end = self.backward_ended()
         if end is not None:
             self.clock.switch(phases.OPTIMIZER, end)
-        self.clock.switch(phase)
+        self.clock.switch(phase, t)
 
     def start(self):
         """The update starts, or starts again after ChainerMN's update: the
@@ -155,6 +199,7 @@ class PhaseMarks(function_hook.FunctionHook):
         self.watch_forward = self.watch_backward = True
         self.after_backward = False
         self.candidate = None
+        self.call_start = None
         self.steps = 0
 
     def stop(self):
@@ -291,6 +336,11 @@ class Marks(object):
                 self, entry.trigger, phases.ExtensionPhase(name))
             entry.trigger = timed
             self._triggers.append((entry, timed))
+
+    @property
+    def phase_marks(self):
+        """The function hook marking the update's phases, while added."""
+        return self._hook
 
     def remove(self):
         """Removes every mark added; safe to call again."""

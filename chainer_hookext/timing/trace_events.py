@@ -7,12 +7,14 @@ thread (``tid`` = ``pid``), ``training loop``, holds, nested by time:
 (``extension``) > the links' spans: ``main/predictor/l1`` (category
 ``link_forward``) and ``main/predictor/l1 (backward)``
 (``link_backward``, one span per run of consecutive backward steps of the
-link: :func:`backward_runs`), the link's name in ``args``.  A link span is
-fitted into its phase: a forward call into the phase holding its end (a model's
-call starts a little before its first function, which starts ``forward``),
-a backward run into the phase holding its start (the function hooks that
-end a step run one after the other); ``args.fitted_ns`` says by how much
-it was shortened.  Each garbage collection in the window is a span of its
+link: :func:`backward_runs`), the link's name in ``args``.  A link span
+and the phases come from the same clock reads (the phase marks take the
+timer's: ``forward`` starts at the update's first link call, ``backward``
+at its first step and ends at its last), so link spans nest in their
+phase as they are, and each is exactly the time charged for the call.
+Our own work inside the window (:mod:`.pauses`) is an ``extension`` span
+between the pieces of the phase and link spans it cut (``args.piece`` of
+``args.pieces``).  Each garbage collection in the window is a span of its
 own, ``gc (generation 2)`` (category ``gc``), its ``generation`` and
 ``collected`` in ``args``: it runs between two bytecodes, on the phases'
 clock, so it lies inside whatever span was running (a phase, an extension
@@ -88,8 +90,6 @@ def window_events(window, rank, device):
     parents = sorted((s for s in loop if s.category in (
         'phase', 'extension')), key=lambda s: s.start)
     ends = [s.end for s in parents]
-    if not device:
-        links = [_fit(s, parents, ends) for s in links]
     loop = [_fit(s, parents, ends) if s.category == 'gc' else s
             for s in loop]
     threads = {loop_thread: 'training loop'}
@@ -169,7 +169,9 @@ def _links(window, ns, index):
         name = spans.name_of(span.record)
         slices.append(_Slice(name, 'link_forward', ns(span.start),
                              ns(span.end), {'link': name}))
-    for run in backward_runs([real(s) for s in window.links.backward]):
+    phase_starts = sorted(s.start for s in window.phase_spans)
+    for run in backward_runs([real(s) for s in window.links.backward],
+                             phase_starts):
         start, end = ns(run.start), ns(run.end)
         busy = int(round(run.seconds * 1e9))
         slices.append(_Slice(
@@ -180,12 +182,15 @@ def _links(window, ns, index):
     return slices
 
 
-def backward_runs(steps):
-    """Joins consecutive steps of the same link: one span per run, so that
-    a layer's backward is one block.
+def backward_runs(steps, phase_starts=()):
+    """Joins consecutive steps of the same link in one phase: one span per
+    run, so that a layer's backward is one block.
 
     Args:
         steps (list of ~.spans.Span): The backward steps, in order.
+        phase_starts (list of float): Where each phase starts, in order: a
+            run goes on over no phase's start (a model whose backward is
+            one link's, iteration after iteration).
 
     Returns:
         list of BackwardRun: Each with its number of steps and their
@@ -195,7 +200,9 @@ def backward_runs(steps):
     runs = []
     for step in steps:
         name, start, end = spans.name_of(step.record), step.start, step.end
-        if runs and runs[-1].name == name:
+        if runs and runs[-1].name == name and bisect.bisect_right(
+                phase_starts, runs[-1].end) == bisect.bisect_right(
+                    phase_starts, start):  # no phase started between
             last = runs[-1]
             runs[-1] = last._replace(end=end, steps=last.steps + 1,
                                      seconds=last.seconds + (end - start))
@@ -205,19 +212,14 @@ def backward_runs(steps):
 
 
 def _fit(child, parents, ends):
-    # ``child`` shortened to lie inside its phase: for a forward call the
-    # one holding its end (its functions are forward; the call starts a
-    # little before the first), for a backward run the one holding its
-    # start (a step's hooks end it a little after the phase's last mark),
-    # as is a garbage collection (a phase switched inside it, rare).
-    # Unchanged when no parent holds that point.  ``parents`` follow one
-    # another (phases, extension calls): sorted by start, ``ends`` theirs.
-    if child.category == 'link_forward':
-        i = bisect.bisect_left(ends, child.end)  # start < child.end <= end
-        holds = i < len(parents) and parents[i].start < child.end
-    else:
-        i = bisect.bisect_right(ends, child.start)  # start <= it < end
-        holds = i < len(parents) and parents[i].start <= child.start
+    # A garbage collection shortened to lie inside the phase holding its
+    # start: a phase switched inside it (a ``__del__`` applying a
+    # function, rare).  Unchanged when no parent holds that point.
+    # ``parents`` follow one another (phases, extension calls): sorted by
+    # start, ``ends`` theirs.  Link spans are never fitted: they and the
+    # phases come from the same clock reads.
+    i = bisect.bisect_right(ends, child.start)  # start <= it < end
+    holds = i < len(parents) and parents[i].start <= child.start
     parent = parents[i] if holds else None
     if parent is None:
         return child

@@ -216,8 +216,8 @@ def parent_of(event, candidates):
 
 
 def test_names_tracks_and_one_nesting_rule(tmp_path):
-    # A real clock: the model's call starts before its first function, so
-    # its span is fitted into the forward phase.
+    # A real clock: the model's call starts before its first function,
+    # and the forward phase with it.
     from tests.conftest import make_trainer
 
     trainer = make_trainer(tmp_path, stop=(6, 'iteration'))
