@@ -2,12 +2,13 @@
 
 Chainer keeps the global link hooks (``chainer._get_link_hooks()``) and
 function hooks (``chainer.get_function_hooks()``) of each thread in an
-``OrderedDict`` keyed by hook name, and refuses a second hook of the same
-name.  :func:`add` registers under a free key of this package's own
-(``chainer_hookext.<name>``), so that the plain names stay free for the
-user's hooks (``with chainer.link_hooks.TimerHook():`` inside training) and
-two hooks with the same ``name`` never collide; :func:`remove` takes out
-exactly what :func:`add` put in, and nothing the user registered.
+``OrderedDict`` keyed by hook name.  :func:`add` makes a hook a listener
+of the registry's one entry of this package (:mod:`._observer`), under a
+free key of its own (``chainer_hookext.<name>``), so that the plain names
+stay free for the user's hooks (``with chainer.link_hooks.TimerHook():``
+inside training) and two hooks with the same ``name`` never collide;
+:func:`remove` takes out exactly what :func:`add` put in, and nothing the
+user registered.
 :func:`add_optimizer_hook` and :func:`remove_optimizer_hook` do the same
 for an optimizer's hooks.
 """
@@ -16,6 +17,7 @@ import collections
 
 from chainer_hookext import _chainer
 from chainer_hookext import _copies
+from chainer_hookext import _observer
 
 
 #: What the keys of this package's registrations start with.
@@ -23,32 +25,35 @@ PREFIX = 'chainer_hookext.'
 
 
 def add(registry, hook, first=False):
-    """Registers ``hook`` in ``registry`` under a free key, then calls added.
+    """Makes ``hook`` a listener of the registry's observer, under a free
+    key, then calls its ``added(None)``.
 
-    The key is ``'chainer_hookext.' + hook.name``, followed by ``'_1'``,
-    ``'_2'`` ... when taken.  If ``hook.added(None)`` raises, the hook is
-    taken out again.
+    The registry then holds one entry of the package's, whatever the number
+    of its hooks there (:mod:`._observer`).  The key is
+    ``'chainer_hookext.' + hook.name``, followed by ``'_1'``, ``'_2'`` ...
+    when taken.  If ``hook.added(None)`` raises, the hook is taken out
+    again.
 
     Args:
         registry (dict): A registry returned by ``chainer._get_link_hooks()``
             or ``chainer.get_function_hooks()``.
         hook: A :class:`chainer.LinkHook` or :class:`chainer.FunctionHook`.
-        first (bool): Put it before the hooks registered earlier: Chainer
-            calls them in order.
+        first (bool): Call it before the package's other hooks there (its
+            work is done before they read the clock).
 
     Returns:
         Registration: ``(registry, key)``, the handle for :func:`remove`.
     """
-    key = free_key(registry, hook.name)
-    registry[key] = hook
-    if first:
-        registry.move_to_end(key, last=False)
-    try:
-        hook.added(None)
-    except BaseException:
-        del registry[key]
-        raise
+    key = free_key(_observer.listeners(registry).keys() | registry.keys(),
+                   hook.name)
+    _observer.join(registry, key, hook, first)
     return Registration(registry, key)
+
+
+def registered(registry):
+    """Returns ``{key: hook}`` of the package's hooks in ``registry``, in
+    the order Chainer calls them."""
+    return _observer.listeners(registry)
 
 
 class Registration(collections.namedtuple(
@@ -75,7 +80,7 @@ def free_key(taken, name):
 
 
 def remove(handle, hook):
-    """Unregisters ``hook`` added with :func:`add`, then calls deleted.
+    """Takes out ``hook`` added with :func:`add`, then calls deleted.
 
     Does nothing when the key no longer holds ``hook``, or when ``handle``
     is ``None`` (a copy's).
@@ -87,9 +92,7 @@ def remove(handle, hook):
     if handle is None:
         return
     registry, key = handle
-    if registry.get(key) is hook:
-        del registry[key]
-        hook.deleted(None)
+    _observer.leave(registry, key, hook)
 
 
 class OptimizerHook(object):

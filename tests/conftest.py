@@ -109,6 +109,20 @@ def make_trainer(out, stop=(4, 'iteration'), model=None, batchsize=8,
     return trainer
 
 
+def hook_keys(registry):
+    """The keys of a registry's hooks, each of the package's by its key
+    under the package's one entry there (``_observer``), in call order."""
+    from chainer_hookext import _observer
+    from chainer_hookext import _registry
+    keys = []
+    for key in registry:
+        if key == _observer.KEY:
+            keys.extend(_registry.registered(registry))
+        else:
+            keys.append(key)
+    return keys
+
+
 def registered_hooks(model):
     """Every hook left anywhere: the thread's registry and links' own."""
     found = list(chainer._get_link_hooks().values())

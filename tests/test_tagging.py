@@ -6,7 +6,9 @@ import chainer.functions as F
 import numpy
 import pytest
 
+from chainer_hookext import _registry
 from chainer_hookext import _tagging
+from tests.conftest import hook_keys
 
 
 class Recorder(_tagging.NodeTagger):
@@ -73,12 +75,16 @@ def test_register_is_counted_and_picks_a_free_name():
     other.name = 'chainer_hookext.Tag'
     with other:
         tagger = _tagging.new_tagger(Recorder, None, name='Tag')
-        tagger.register()
-        assert hooks['chainer_hookext.Tag_1'] is tagger
-        tagger.unregister()
-        assert hooks['chainer_hookext.Tag_1'] is tagger
-        tagger.unregister()
-        assert list(hooks) == ['chainer_hookext.Tag']
+        try:
+            tagger.register()
+            assert _registry.registered(hooks)[
+                'chainer_hookext.Tag_1'] is tagger
+            tagger.unregister()
+            assert _registry.registered(hooks)[
+                'chainer_hookext.Tag_1'] is tagger
+        finally:
+            tagger.unregister()
+        assert hook_keys(hooks) == ['chainer_hookext.Tag']
         assert not tagger.registered
         with pytest.raises(RuntimeError, match='new_tagger'):
             tagger.register()

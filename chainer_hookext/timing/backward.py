@@ -39,6 +39,7 @@ On a GPU, steps are timed with CUDA events, resolved with the forward ones.
 """
 
 from chainer_hookext import _chainer
+from chainer_hookext import _observer
 from chainer_hookext import _frames
 from chainer_hookext import _tagging
 from chainer_hookext.timing import clock
@@ -187,6 +188,7 @@ class BackwardTimer(_tagging.NodeTagger):
             self.__dict__.pop('backward_postprocess', None)
         if self.steps is not None:
             self._use_span_methods(gpu)
+        _observer.changed(self)  # its methods, called through the observer
 
     # -- spans, while a Timeline records -------------------------------------
     def start_spans(self, steps):
@@ -219,6 +221,7 @@ class BackwardTimer(_tagging.NodeTagger):
             self.backward_postprocess = self.gpu_backward_postprocess
         else:
             self.__dict__.pop('backward_postprocess', None)
+        _observer.changed(self)
 
     def _span_backward_postprocess(self, function, in_data, out_grad):
         # The class's postprocess (its tag number's copy), then the step's span

@@ -54,6 +54,7 @@ nested trainer's) is not timed (``docs/timing.md``, "Which calls count").
 import collections
 
 from chainer_hookext import _chainer
+from chainer_hookext import _observer
 from chainer_hookext import _frames
 from chainer_hookext.timing import clock
 
@@ -333,6 +334,7 @@ class CallStack(object):
             del self.forward_preprocess
             del self.forward_postprocess
         self.device_changed(gpu)
+        _observer.changed(self)
 
     def device_changed(self, gpu):
         """Called when the calls are timed on a GPU (``gpu``) or not.
@@ -374,12 +376,13 @@ class CallStack(object):
                 self.forward_postprocess = self.gpu_forward_postprocess
             else:
                 self.__dict__.pop('forward_postprocess', None)
-            return
-        if recording.gpu is not self.gpu:
-            recording.use_gpu(self.gpu)
-        self.forward_postprocess = (
-            self._gpu_span_forward_postprocess if self.gpu
-            else self._span_forward_postprocess)
+        else:
+            if recording.gpu is not self.gpu:
+                recording.use_gpu(self.gpu)
+            self.forward_postprocess = (
+                self._gpu_span_forward_postprocess if self.gpu
+                else self._span_forward_postprocess)
+        _observer.changed(self)  # its methods, called through the observer
 
     def _span_forward_postprocess(self, args):
         # The class's postprocess, then the call's span from the record's

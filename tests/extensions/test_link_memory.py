@@ -18,6 +18,7 @@ from tests.conftest import FakeComm
 from tests.conftest import make_dataset
 from tests.conftest import raise_boom
 from tests.conftest import registered_hooks
+from tests.conftest import hook_keys
 
 
 NAMES = ['main', 'main/predictor', 'main/predictor/l1', 'main/predictor/l2']
@@ -107,8 +108,8 @@ class Spy(MLP):
         self.seen = []
 
     def forward(self, x):
-        self.seen.append((sorted(chainer._get_link_hooks()),
-                          sorted(chainer.get_function_hooks())))
+        self.seen.append((sorted(hook_keys(chainer._get_link_hooks())),
+                          sorted(hook_keys(chainer.get_function_hooks()))))
         if len(self.seen) == self.at:
             raise self.error
         return super().forward(x)
@@ -299,7 +300,7 @@ def test_hooks_registered_during_measured_iterations_only(trainer_factory):
 def _raise_at(iteration, error, seen):
     @training.make_extension(trigger=(iteration, 'iteration'))
     def raising(trainer):
-        seen.append(sorted(chainer._get_link_hooks()))
+        seen.append(sorted(hook_keys(chainer._get_link_hooks())))
         raise error
     return raising
 

@@ -12,6 +12,7 @@ from tests.conftest import Boom
 from tests.conftest import SleepBackward
 from tests.conftest import raise_boom
 from tests.conftest import registered_hooks
+from tests.conftest import hook_keys
 
 
 class SlowBackwardMLP(chainer.Chain):
@@ -37,7 +38,7 @@ def function_hooks_seen(seen):
     """Records the thread's function hooks in each training iteration."""
     @training.make_extension(trigger=(1, 'iteration'))
     def look(trainer):
-        seen.append(list(chainer.get_function_hooks()))
+        seen.append(hook_keys(chainer.get_function_hooks()))
     return look
 
 

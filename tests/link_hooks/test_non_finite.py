@@ -11,6 +11,7 @@ import pytest
 from chainer_hookext import NonFiniteError
 from chainer_hookext import NonFiniteHook
 from tests.conftest import MLP
+from tests.conftest import hook_keys
 
 
 class Scale(chainer.Link):
@@ -239,11 +240,11 @@ def test_local_hooks_share_one_function_hook():
     hook = NonFiniteHook(action='report')
     model.l1.add_hook(hook)
     model.l2.add_hook(hook)
-    assert list(chainer.get_function_hooks()) == [
+    assert hook_keys(chainer.get_function_hooks()) == [
         'chainer_hookext.NonFiniteHook']
     model(x)
     model.l1.delete_hook(hook.name)
-    assert list(chainer.get_function_hooks()) == [
+    assert hook_keys(chainer.get_function_hooks()) == [
         'chainer_hookext.NonFiniteHook']
     model.l2.delete_hook(hook.name)
     assert chainer.get_function_hooks() == {}

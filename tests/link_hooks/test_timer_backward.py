@@ -20,6 +20,7 @@ from tests.conftest import MLP
 from tests.conftest import SleepBackward
 from tests.conftest import TICK
 from tests.conftest import data
+from tests.conftest import hook_keys
 
 
 PATHS = ['/', '/predictor', '/predictor/l1', '/predictor/l2']
@@ -224,7 +225,7 @@ def test_function_hook_lives_with_the_link_hook():
     hook = TimerHook(backward=True)
     assert chainer.get_function_hooks() == {}
     with hook:
-        assert list(chainer.get_function_hooks()) == [
+        assert hook_keys(chainer.get_function_hooks()) == [
             'chainer_hookext.TimerHook_backward']
         # Chainer's function TimerHook is named 'TimerHook': no clash.
         with chainer_function_timer.TimerHook():
@@ -263,7 +264,7 @@ def test_two_timers_at_once_both_time_backward(clock):
     for hook in (first, second):
         summary = hook.summary(by='path')
         assert all(e['backward_self_time'] > 0 for e in summary.values())
-    assert list(chainer.get_function_hooks()) == []
+    assert hook_keys(chainer.get_function_hooks()) == []
 
 
 def test_backward_after_the_hook_was_re_registered(clock):

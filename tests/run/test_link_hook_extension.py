@@ -19,6 +19,8 @@ from tests.conftest import MLP
 from tests.conftest import make_dataset
 from tests.conftest import raise_boom
 from tests.conftest import registered_hooks
+from chainer_hookext import _registry
+from tests.conftest import hook_keys
 
 
 class RecordingHook(chainer.LinkHook):
@@ -148,7 +150,7 @@ def test_same_hook_name_registered_twice(trainer_factory):
 
     @training.make_extension(trigger=(1, 'iteration'))
     def look(trainer):
-        names.append(sorted(chainer._get_link_hooks()))
+        names.append(sorted(hook_keys(chainer._get_link_hooks())))
 
     trainer.extend(ext1)
     trainer.extend(ext2)
@@ -507,8 +509,8 @@ def test_scoped_hook_is_registered_itself(trainer_factory, make, itself):
     def look(trainer):
         hooks = chainer._get_link_hooks()
         registered.append(
-            (list(hooks) == [ext.registered_name],
-             hooks.get(ext.registered_name) is hook))
+            (hook_keys(hooks) == [ext.registered_name],
+             _registry.registered(hooks).get(ext.registered_name) is hook))
 
     trainer.extend(ext)
     trainer.extend(look)

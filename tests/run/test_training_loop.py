@@ -24,6 +24,7 @@ from chainer_hookext import TimedLoop
 from chainer_hookext import UnchainVariables
 from tests.conftest import Boom
 from tests.conftest import FailingInit
+from tests.conftest import hook_keys
 
 
 def ours():
@@ -31,7 +32,7 @@ def ours():
     return sorted(
         key for registry in (chainer._get_link_hooks(),
                              chainer.get_function_hooks())
-        for key in registry if key.startswith(_registry.PREFIX))
+        for key in hook_keys(registry) if key.startswith(_registry.PREFIX))
 
 
 def model_of(trainer):
