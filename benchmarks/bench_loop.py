@@ -19,6 +19,12 @@ Variants, in shuffled order in each round, each on a fresh trainer:
   windows;
 * ``Timeline(iterations=N)`` fired before the first iteration: every
   iteration inside the window, the file written at the end included;
+* ``Timeline(outliers=True)`` whose trigger never fires: every iteration
+  recorded (the link spans of ``TimerHook(backward=True)``, the phases)
+  and judged, to compare with ``TimedLinks()``, which times the same
+  calls without keeping spans; the files of the outliers found (at most
+  10) are written, and with a threshold of an hour none is: the recording
+  alone;
 * ``TimedLinks()`` and ``TimedLinks(flops=True)`` (peaks given, reporting
   every 100 iterations): what counting FLOPs adds to timing the links.
 * ``LinkMemory()`` whose trigger (1000 iterations) does not fire: it
@@ -45,6 +51,7 @@ Run: ``python benchmarks/bench_loop.py [--model mlp|deep] [--rounds 15]
 
 import argparse
 import concurrent.futures
+import datetime
 import os
 import random
 import re
@@ -54,6 +61,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import warnings
 
 # One BLAS thread, as bench_timer.py sets it.
 for _var in ('OMP_NUM_THREADS', 'OPENBLAS_NUM_THREADS', 'MKL_NUM_THREADS'):
@@ -123,6 +131,11 @@ VARIANTS = {
         (chainer_hookext.Timeline(iterations=3), never)],
     'Timeline, every iteration in a window': lambda n: [
         (chainer_hookext.Timeline(iterations=n), first)],
+    'Timeline(outliers=True), outside windows': lambda n: [
+        (chainer_hookext.Timeline(outliers=True), never)],
+    'Timeline(outliers=1 hour), nothing written': lambda n: [
+        (chainer_hookext.Timeline(outliers=datetime.timedelta(hours=1)),
+         never)],
     'TimedLinks()': lambda n: [
         (chainer_hookext.TimedLinks(), (100, 'iteration'))],
     'TimedLinks(flops=True)': lambda n: [
@@ -147,7 +160,8 @@ VARIANTS = {
 }
 #: The variants counted in instructions.
 COUNTED = ('no extension', 'TimedLoop()', 'Timeline, outside windows',
-           'TimedLinks()', 'TimedLinks(flops=True)',
+           'Timeline(outliers=True), outside windows', 'TimedLinks()',
+           'TimedLinks(flops=True)',
            'LinkMemory, unmeasured iterations', 'all four together',
            'no extension, again')
 
@@ -158,7 +172,10 @@ def run(model, variant, iterations, out):
         trainer.extend(extension, trigger=trigger, call_before_training=(
             trigger is first))
     start = time.process_time()
-    trainer.run()
+    with warnings.catch_warnings():  # max_outliers reached: as designed
+        warnings.filterwarnings(
+            'ignore', 'Timeline: .* outlier traces are written')
+        trainer.run()
     return (time.process_time() - start) / iterations
 
 

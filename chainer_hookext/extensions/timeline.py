@@ -1,3 +1,4 @@
+import collections
 import os
 import time
 import warnings
@@ -5,16 +6,14 @@ import warnings
 import numpy
 from chainer.training import extension
 
-from chainer_hookext import _chainer
 from chainer_hookext import _checks
-from chainer_hookext import _registry
 from chainer_hookext import _state
-from chainer_hookext.extensions import timed_links
+from chainer_hookext.extensions import _timeline_outliers
+from chainer_hookext.extensions import _timeline_recorder
 from chainer_hookext.link_hooks import timer
 from chainer_hookext.report import gather
-from chainer_hookext.report import link_names
 from chainer_hookext.run import loop_phases
-from chainer_hookext.timing import spans
+from chainer_hookext.timing import phases
 from chainer_hookext.timing import trace
 from chainer_hookext.timing import trace_events
 
@@ -51,6 +50,15 @@ class Timeline(loop_phases.LoopExtension):
     is completed (without the iterations before the snapshot), and the
     trigger goes on as in an uninterrupted run.  One ``Timeline`` per trainer.
 
+    With ``outliers``, every iteration is recorded as a window's are (the
+    hook registered for the whole run; the spans of the running and of the
+    previous iteration kept, no more), and each iteration slower than a
+    threshold is written, beside the iteration before it, to
+    ``<trainer.out>/timeline/outlier_iteration_<N>.json.gz``, its
+    ``otherData`` and its ``iteration N`` slice saying why: its seconds,
+    the running median, the threshold, and the phase that grew most since
+    the previous iteration (``docs/timing.md``, "Outlier traces").
+
     Args:
         iterations (int): Iterations per window.
         warmup (int): Iterations skipped after the trigger fires, before
@@ -62,7 +70,18 @@ class Timeline(loop_phases.LoopExtension):
             every rank's window and writes one file, each rank a process of
             its own on one time axis (the hosts' clocks); without it, each
             rank writes its own file, the rank in its name
-            (``iteration_101_rank1.json.gz``).
+            (``iteration_101_rank1.json.gz``).  Outlier traces are each
+            rank's own, never gathered: ``_rank<k>`` in their names.
+        outliers: Write the outlier traces: ``True``, iterations slower
+            than 3 times the median of the last 100 iterations; a factor
+            above 1 (e.g. ``5.0``) in place of 3; or a
+            ``datetime.timedelta``, an absolute threshold.  The seconds of
+            an iteration leave out this extension's own work; none is
+            judged in the first 20 iterations (the warm-up), nor the first
+            of a resumed run.  ``None`` or ``False`` (default): off, at no
+            cost.
+        max_outliers (int): Outlier traces written at most in a training
+            run (resumes included); past it, one ``RuntimeWarning``.
 
     Attributes:
         written (list of str): The files this extension wrote, in order.
@@ -71,6 +90,12 @@ class Timeline(loop_phases.LoopExtension):
 
         >>> from chainer_hookext import Timeline
         >>> trainer.extend(Timeline(iterations=3), trigger=(1, 'epoch'))
+
+        Also the iterations slower than 5 times the running median:
+
+        >>> timeline = Timeline(iterations=3, outliers=5.0)
+        >>> timeline.outliers, timeline.max_outliers
+        (5.0, 10)
     """
 
     trigger = 1, 'epoch'
@@ -78,7 +103,7 @@ class Timeline(loop_phases.LoopExtension):
     default_name = 'Timeline'
 
     def __init__(self, iterations=3, *, warmup=0, validation=False,
-                 compress=True, comm=None):
+                 compress=True, comm=None, outliers=None, max_outliers=10):
         iterations = _checks.check_int(
             'Timeline', 'iterations', iterations, 1)
         warmup = _checks.check_int('Timeline', 'warmup', warmup, 0)
@@ -86,54 +111,90 @@ class Timeline(loop_phases.LoopExtension):
         compress = _checks.check_flag('Timeline', 'compress', compress)
         if comm is not None:
             gather.check_comm('Timeline', comm)
+        rule = _timeline_outliers.check(outliers)
+        max_outliers = _checks.check_int(
+            'Timeline', 'max_outliers', max_outliers, 1)
         super().__init__()
         self.iterations = iterations
         self.warmup = warmup
         self.validation = validation
         self.compress = compress
         self.comm = comm
+        self.outliers = rule
+        self.max_outliers = max_outliers
         self._next_window = None  # first iteration of the scheduled window
         self._timer = timer.TimerHook(name='Timeline', backward=True)
-        # (first iteration, Recording, the timer, its registry handle
-        # or None when it is TimedLinks')
-        self._window = None
-        self._iteration_starts = []
-        self._phase_spans = []  # the window's phases, from the clock
-        self._gc_spans = []  # the window's collections, from the clock
-        self._pauses = []  # the window's pauses of our own work, likewise
+        self._recorder = _timeline_recorder.Recorder(self._timer)
+        self._window = None  # _Window, while one records
+        self._iteration_starts = []  # the window's [(number, start)]
         self._unix_start = None
+        # The outlier traces (None when off): the rule's state, the
+        # iteration running (Started), the one that just ended and the
+        # one before it (_timeline_outliers.Iteration).
+        self._outliers = None if rule is None else (
+            _timeline_outliers.OutlierRule(rule, max_outliers))
+        self._started = self._ended = self._previous = None
+        self._own_phase = None  # this extension's phase in the loop clock
         self._loaded = False  # a snapshot loaded since the last run
         self._failed = False  # a file could not be written in this run
         self.written = []  # paths written in this process
 
     def initialize(self, trainer):
-        self._close_window(write=False)
+        self._discard()
         _checks.check_one_per_trainer(
             trainer, self, 'write the same files', 'use one Timeline, with a '
             'trigger that fires at every window wanted')
         _check_folder(os.path.join(trainer.out, 'timeline'))
         if not self._loaded:  # a reused Timeline: only this run's windows
             self._next_window = None
+            if self._outliers is not None:
+                self._outliers.reset()
+        if self._outliers is not None:
+            self._outliers.warned = False
         self._loaded = False
         self._failed = False
+        self._own_phase = phases.ExtensionPhase(
+            self.name or self.default_name)
         super().initialize(trainer)
 
     def __call__(self, trainer):
         if self._window is None and self._next_window is None:
             self._next_window = trainer.updater.iteration + 1 + self.warmup
 
+    def iteration_ended(self, trainer):
+        if self._outliers is None:
+            return
+        # Before any reader's own work here: the clock's totals are exact.
+        start = self._loop.iteration_start
+        own = self._clock.totals.get(self._own_phase, 0.0)
+        started = self._started
+        self._started = _timeline_outliers.Started(
+            trainer.updater.iteration + 1, start, own)
+        if started is not None and self._recorder.running:
+            self._ended = _timeline_outliers.ended(
+                started, start, self._recorder.cut(), own)
+
     def iteration_started(self, trainer):
         number = trainer.updater.iteration + 1  # the iteration starting
         start = self._loop.iteration_start
+        name = self.name or self.default_name
+        ended, self._ended = self._ended, None
         window = self._window
         if window is not None:
-            if number < window[0] + self.iterations:
+            if ended is not None:
+                window.pieces.append(ended.piece)
+            if number < window.first + self.iterations:
                 self._iteration_starts.append((number, start))
-                return
-            with self._loop.own_work(self.name or self.default_name):
-                self._close_window(write=True, end=start)
+            else:
+                with self._loop.own_work(name):
+                    self._close_window(write=True, end=start)
+        if ended is not None:
+            self._judge(ended)
+        if self._outliers is not None and not self._recorder.running:
+            with self._loop.own_work(name):
+                self._recorder.start(trainer, self._loop, self.validation)
         first = self._next_window
-        if first is None or number < first:
+        if self._window is not None or first is None or number < first:
             return
         self._next_window = None
         if number >= first + self.iterations:
@@ -143,123 +204,133 @@ class Timeline(loop_phases.LoopExtension):
                 'passed.'.format(first, first + self.iterations - 1),
                 RuntimeWarning)
             return
-        with self._loop.own_work(self.name or self.default_name):
+        with self._loop.own_work(name):
             self._open_window(trainer, first, number, start)
 
     def _open_window(self, trainer, first, number, start):
         # ``first`` the window's first iteration; ``number`` > ``first``
-        # when it resumes inside it.
-        model = link_names.model_link_names(trainer)
-        scope = {i: name for i, (name, _) in model.items()}
-        hook = _timed_links_timer(trainer, scope, self.validation)
-        handle = None
-        if hook is None:  # a timer of its own, for the window
-            hook = self._timer
-            hook.set_scope(scope, train=True, eval=self.validation)
-            optimizers = trainer.updater.get_all_optimizers()
-            for name, optimizer in optimizers.items():  # as TimedLinks'
-                hook.add_root(optimizer.target,
-                              '/' if len(optimizers) == 1 else '/' + name)
-            hook.set_iteration_parts(self._loop.parts)  # the update's calls
-            handle = _registry.add(_chainer.link_hooks(), hook)
-            self._loop.parts.set_phase_reader(hook)  # its reads, the phases'
-        recording = spans.Recording()
-        hook.start_spans(recording)
-        self._window = first, recording, hook, handle
-        # The clock has started this iteration: record its phases.
-        self._phase_spans = []
-        self._clock.span_lists.append(self._phase_spans)
-        self._gc_spans = []
-        self._clock.gc_lists.append(self._gc_spans)
-        self._pauses = []
-        self._clock.pause_lists.append(self._pauses)
+        # when it resumes inside it.  The clock has started this
+        # iteration: its phases are recorded from now.
+        if not self._recorder.running:
+            self._recorder.start(trainer, self._loop, self.validation)
+        self._window = _Window(first, [])
         self._iteration_starts = [(number, start)]
         # The hosts' clock at the window's start: ranks on one time axis.
         self._unix_start = time.time() - (self._clock.now() - start)
 
-    def release(self):
-        self._close_window(write=True)
-        super().release()
+    def _judge(self, ended):
+        # ``ended`` is judged, and written when an outlier; it is then the
+        # previous iteration.  A run's first iteration is not judged.
+        previous, self._previous = self._previous, ended
+        verdict = self._outliers.outlier(ended, previous)
+        if verdict is None:
+            return
+        with self._loop.own_work(self.name or self.default_name):
+            events, other = _timeline_outliers.outlier_trace(
+                ended, previous, verdict, self._rank(), self._own_phase)
+            if self._write('outlier_iteration_{}'.format(ended.number),
+                           events, other):
+                self._outliers.written += 1
 
-    def _close_window(self, write, end=None):
+    def release(self):
+        clock = self._clock
+        end = clock.cut() if (
+            clock is not None and self._recorder.running) else None
+        piece = self._recorder.stop()
+        try:
+            self._close_window(write=True, end=end, piece=piece)
+            started = self._started
+            if (piece is not None and started is not None
+                    and clock is not None and clock.phase == phases.OTHER):
+                # The stop trigger said stop: the last iteration is whole.
+                self._judge(_timeline_outliers.ended(
+                    started, end, piece,
+                    clock.totals.get(self._own_phase, 0.0)))
+        finally:
+            self._discard()
+            super().release()
+
+    def _discard(self):
+        # Nothing recorded is kept: the hook removed, the lists taken out.
+        self._recorder.stop()
+        self._window = None
+        self._started = self._ended = self._previous = None
+
+    def _close_window(self, write, end=None, piece=None):
         window, self._window = self._window, None
         if window is None:
             return
-        first, recording, hook, handle = window
-        phase_clock = self._clock
-        phase_spans, self._phase_spans = self._phase_spans, []
-        gc_spans, self._gc_spans = self._gc_spans, []
-        own_work, self._pauses = self._pauses, []
-        if phase_clock is not None:
-            if end is None:  # the loop ends: the running phase so far
-                end = phase_clock.cut()
-            phase_clock.span_lists.remove(phase_spans)
-            phase_clock.gc_lists.remove(gc_spans)
-            phase_clock.pause_lists.remove(own_work)
-        elif end is None:
+        if self._outliers is None and self._recorder.running:
+            # The recorder ran for the window alone.
+            if end is None and self._clock is not None:
+                end = self._clock.cut()  # the running phase so far
+            piece = self._recorder.stop()
+        if piece is not None:
+            window.pieces.append(piece)
+        if end is None:
             end = self._iteration_starts[-1][1]
-        hook.stop_spans()
-        if handle is not None:
-            parts = hook.parts
-            try:
-                _registry.remove(handle, hook)
-            finally:
-                hook.set_iteration_parts(None)
-                if parts is not None and parts.phase_marks is not None and (
-                        parts.phase_marks.reader is hook):
-                    parts.set_phase_reader(None)
-        if not write:
+        if not write or not window.pieces:
             return
-        recording.resolve()
-        recorded = trace_events.Window(
-            self._iteration_starts, end, phase_spans, recording, gc_spans,
-            own_work)
-        rank = self.comm.rank if self.comm is not None else (
-            _launcher_rank() or 0)
-        self._write(first, trace_events.window_events(
-            recorded, rank, recording.gpu))
+        self._write('iteration_{}'.format(window.first),
+                    _timeline_recorder.window_events(
+                        self._iteration_starts, end, window.pieces,
+                        self._rank()))
 
-    def _write(self, first, events):
-        name = 'iteration_{}'.format(first)
-        if self.comm is not None:
+    def _rank(self):
+        return self.comm.rank if self.comm is not None else (
+            _launcher_rank() or 0)
+
+    def _write(self, name, events, other=None):
+        # A window (``other`` None) is gathered under ChainerMN; an
+        # outlier trace is each rank's own, its rank in its name.
+        # Returns whether the file was written.
+        rank = _launcher_rank()
+        if self.comm is not None and other is None:
             gathered = self.comm.gather_obj(  # a collective
                 (self._unix_start, events))
             if self.comm.rank != 0:
-                return
+                return False
             earliest = min(unix for unix, _ in gathered)
             events = [
                 e for unix, rank_events in gathered
                 for e in trace_events.shift(
                     rank_events, int(round((unix - earliest) * 1e9)))]
-        elif _launcher_rank() is not None:
-            name += '_rank{}'.format(_launcher_rank())
+            rank = None
+        elif self.comm is not None:
+            rank = self.comm.rank
+        if rank is not None:
+            name += '_rank{}'.format(rank)
         path = os.path.join(
             self._trainer.out, 'timeline',
             name + ('.json.gz' if self.compress else '.json'))
         try:
-            written = trace.write(path, events, self.compress)
+            written = trace.write(path, events, self.compress, other=other)
         except (OSError, ValueError) as e:
             if not self._failed:
                 self._failed = True
                 warnings.warn('Timeline: {} could not be written ({}); '
                               'training goes on.'.format(path, e),
                               RuntimeWarning)
-            return
+            return False
         if written:
             self.written.append(path)
         else:
             warnings.warn(
                 'Timeline: {} exists already (a resumed run?); it is kept '
                 'as it is.'.format(path), RuntimeWarning)
+        return written
 
     def serialize(self, serializer):
-        """Saves or restores the scheduled window."""
+        """Saves or restores the scheduled window and, with outliers, the
+        recent iterations' seconds and the count of outliers written."""
         if not _state.is_loading(serializer):
             pending = self._next_window
             if self._window is not None:  # the window not written yet
-                pending = self._window[0]
+                pending = self._window.first
             serializer('next_window', numpy.asarray(
                 -1 if pending is None else pending, numpy.int64))
+            if self._outliers is not None:
+                self._outliers.save(serializer)
             return
         try:
             pending = int(_state.read(serializer, 'next_window'))
@@ -268,29 +339,13 @@ class Timeline(loop_phases.LoopExtension):
                                 'No window is scheduled.')
             return
         self._next_window = None if pending < 0 else pending
+        if self._outliers is not None:
+            self._outliers.load(serializer)
         self._loaded = True
 
 
-def _timed_links_timer(trainer, scope, validation):
-    # The timer of the trainer's TimedLinks when it times every link of
-    # ``scope`` in every mode the window shows: its clock reads are then
-    # the window's, and a span is exactly what TimedLinks charges.
-    for entry in _chainer.extension_entries(trainer).values():
-        extension = entry.extension
-        if not isinstance(extension, timed_links.TimedLinks):
-            continue
-        hook = extension.hook
-        registered = extension.registered_hook()
-        if registered is not hook or hook.parts is None:
-            return None
-        names = hook.link_names
-        if names is not None and any(names.get(i) != name
-                                     for i, name in scope.items()):
-            return None
-        if hook.config_train is True and validation:
-            return None
-        return hook
-    return None
+#: A window recording: its first iteration and the pieces recorded.
+_Window = collections.namedtuple('_Window', ('first', 'pieces'))
 
 
 def _launcher_rank():

@@ -7,7 +7,7 @@ and removed when it ends, every way out
 last extension reading them releases them.  ``TimedLoop`` and ``Timeline``
 in one trainer read one clock: the marks are never stacked.  The clock's
 :meth:`~.phases.PhaseClock.count_gc` is in ``gc.callbacks`` over the same
-span (a ``Timeline`` window adds a list to the clock's ``gc_lists`` to have
+span (a ``Timeline`` recording adds a list to the clock's ``gc_lists`` to have
 each collection's span).
 """
 

@@ -6,7 +6,7 @@ the last switch to the phase that was running, so the phases of an
 iteration add up to the whole of it.  What starts each phase is in
 :mod:`.marks`.  Its :meth:`~PhaseClock.count_gc`, a ``gc.callbacks``
 entry while the loop runs, adds the garbage collector's time apart: it
-runs inside the phases; while a window asks, each collection is kept as a
+runs inside the phases; while a Timeline records, each collection is kept as a
 :class:`GcSpan` too.  :class:`IterationTimes` keeps the tail of an
 interval's iterations.
 """
@@ -55,11 +55,11 @@ class PhaseClock(object):
             the first :meth:`switch` and after :meth:`stop`.
         started (float): When the running phase started.
         span_lists (list): Lists to which each ended phase is appended as
-            a :class:`Span` (a :class:`~chainer_hookext.Timeline` window
+            a :class:`Span` (a :class:`~chainer_hookext.Timeline` recording
             adds one).
         gc_lists (list): Lists to which each collection that ends while
             :meth:`count_gc` is registered is appended as a
-            :class:`GcSpan` (a :class:`~chainer_hookext.Timeline` window
+            :class:`GcSpan` (a :class:`~chainer_hookext.Timeline` recording
             adds one; with none, a collection costs two clock reads).
         pause_lists (list): Lists to which each pause of our own work
             (:meth:`paused`) is appended as a :class:`.pauses.Pause` (a

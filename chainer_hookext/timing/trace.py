@@ -63,8 +63,12 @@ def metadata(pid, process, threads):
     return events
 
 
-def write(path, events, compress=True):
+def write(path, events, compress=True, other=None):
     """Writes ``{'traceEvents': events}`` to ``path``, whole or not at all.
+
+    ``other`` (a dict of JSON values), when given, is written as the
+    trace's ``otherData``, the format's place for metadata of the whole
+    trace (Perfetto loads the events and leaves it aside).
 
     Returns:
         bool: ``False`` when ``path`` exists already (never overwritten).
@@ -73,8 +77,11 @@ def write(path, events, compress=True):
         return False
     os.makedirs(os.path.dirname(path) or '.', exist_ok=True)
     # allow_nan=False: one NaN makes Perfetto refuse the whole file.
-    data = json.dumps({'traceEvents': events, 'displayTimeUnit': 'ms'},
-                      separators=(',', ':'), allow_nan=False).encode('utf-8')
+    trace = {'traceEvents': events, 'displayTimeUnit': 'ms'}
+    if other is not None:
+        trace['otherData'] = other
+    data = json.dumps(trace, separators=(',', ':'),
+                      allow_nan=False).encode('utf-8')
     aside = '{}.{}.tmp'.format(path, os.getpid())
     try:
         with (gzip.open if compress else open)(aside, 'wb') as f:
@@ -86,7 +93,11 @@ def write(path, events, compress=True):
     return True
 
 
-def read(path):
-    """Returns the events of a file :func:`write` wrote."""
+def read(path, other=False):
+    """Returns the events of a file :func:`write` wrote; with ``other``,
+    ``(events, otherData)`` (``None`` when it has none)."""
     with (gzip.open if path.endswith('.gz') else open)(path, 'rb') as f:
-        return json.loads(f.read().decode('utf-8'))['traceEvents']
+        trace = json.loads(f.read().decode('utf-8'))
+    if other:
+        return trace['traceEvents'], trace.get('otherData')
+    return trace['traceEvents']

@@ -368,7 +368,7 @@ def test_unwritable_folder_refused_before_training(still, tmp_path):
 
 def test_failed_write_warns_once_and_training_goes_on(
         still, tmp_path, monkeypatch):
-    def full_disk(path, events, compress=True):
+    def full_disk(path, events, compress=True, other=None):
         raise OSError(28, 'No space left on device')
 
     monkeypatch.setattr(trace, 'write', full_disk)

@@ -1,0 +1,186 @@
+"""What a :class:`~chainer_hookext.Timeline` records, cut at iteration starts.
+
+A :class:`Recorder` records the spans of a timer (the trainer's
+``TimedLinks``' when it times every link the Timeline shows, in its modes:
+then each span is exactly what ``TimedLinks`` charges; else the Timeline's
+own :class:`~chainer_hookext.TimerHook`, registered meanwhile, whose reads
+the loop's phases take) and adds a list to the loop clock's
+``span_lists``, ``gc_lists`` and ``pause_lists``, from
+:meth:`~Recorder.start` to :meth:`~Recorder.stop`: one recording, whatever
+asks for it (a window, the outlier traces, or both).
+:meth:`~Recorder.cut` ends the :class:`Piece` recorded so far and starts
+the next one, without a clock read: a window keeps the pieces of its
+iterations, the outlier traces the last two.
+"""
+
+import collections
+
+from chainer_hookext import _chainer
+from chainer_hookext import _registry
+from chainer_hookext.extensions import timed_links
+from chainer_hookext.report import link_names
+from chainer_hookext.timing import spans
+from chainer_hookext.timing import trace_events
+
+#: What was recorded between two cuts: ``links`` a
+#: :class:`~chainer_hookext.timing.spans.Recording`, ``phase_spans`` the
+#: loop clock's :class:`~chainer_hookext.timing.phases.Span` and
+#: ``gc_spans`` its :class:`~chainer_hookext.timing.phases.GcSpan`,
+#: ``pauses`` its :class:`~chainer_hookext.timing.pauses.Pause` (our own
+#: work).
+Piece = collections.namedtuple(
+    'Piece', ('links', 'phase_spans', 'gc_spans', 'pauses'))
+
+
+def _new_piece():
+    return Piece(spans.Recording(), [], [], [])
+
+
+class Recorder(object):
+    """The Timeline's hook registered and its spans kept, or not.
+
+    Args:
+        timer (~chainer_hookext.TimerHook): The Timeline's own hook
+            (``backward=True``).
+    """
+
+    def __init__(self, timer):
+        self.timer = timer
+        self._hook = None  # the timer recorded: ``timer`` or TimedLinks'
+        self._handle = None  # ``timer``'s registration, when it is used
+        self._clock = None
+        self._piece = None  # the piece being recorded
+
+    @property
+    def running(self):
+        """Whether the hook is registered and spans are kept."""
+        return self._piece is not None
+
+    def start(self, trainer, loop, validation):
+        """Registers the hook on the update's calls (and an ``Evaluator``'s
+        with ``validation``) and starts a piece; the loop's clock runs.
+
+        Args:
+            trainer (~chainer.training.Trainer): The trainer.
+            loop (~chainer_hookext.run.loop_phases.LoopPhases): Its loop.
+            validation (bool): Also the calls inside ``Evaluator``\\ s.
+        """
+        model = link_names.model_link_names(trainer)
+        scope = {i: name for i, (name, _) in model.items()}
+        hook = _timed_links_timer(trainer, scope, validation)
+        if hook is None:  # the Timeline's own, meanwhile
+            hook = self.timer
+            hook.set_scope(scope, train=True, eval=validation)
+            optimizers = trainer.updater.get_all_optimizers()
+            for name, optimizer in optimizers.items():  # as TimedLinks'
+                hook.add_root(optimizer.target,
+                              '/' if len(optimizers) == 1 else '/' + name)
+            hook.set_iteration_parts(loop.parts)  # the update's calls
+            self._handle = _registry.add(_chainer.link_hooks(), hook)
+            loop.parts.set_phase_reader(hook)  # its reads, the phases'
+        self._hook = hook
+        self._clock = loop.clock
+        self._piece = _new_piece()
+        hook.start_spans(self._piece.links)
+        self._clock.span_lists.append(self._piece.phase_spans)
+        self._clock.gc_lists.append(self._piece.gc_spans)
+        self._clock.pause_lists.append(self._piece.pauses)
+
+    def cut(self):
+        """Returns the piece recorded so far; the next one starts."""
+        old = self._piece
+        new = self._piece = _new_piece()
+        self._hook.start_spans(new.links)
+        _replace(self._clock.span_lists, old.phase_spans, new.phase_spans)
+        _replace(self._clock.gc_lists, old.gc_spans, new.gc_spans)
+        _replace(self._clock.pause_lists, old.pauses, new.pauses)
+        return old
+
+    def stop(self):
+        """Returns the last piece, or ``None`` when not running; removes
+        the hook and the lists.  Safe to call again."""
+        piece, self._piece = self._piece, None
+        if piece is None:
+            return None
+        clock, self._clock = self._clock, None
+        hook, self._hook = self._hook, None
+        handle, self._handle = self._handle, None
+        _replace(clock.span_lists, piece.phase_spans, None)
+        _replace(clock.gc_lists, piece.gc_spans, None)
+        _replace(clock.pause_lists, piece.pauses, None)
+        hook.stop_spans()
+        if handle is None:  # TimedLinks' timer: it goes on timing
+            return piece
+        parts = hook.parts
+        try:
+            _registry.remove(handle, hook)
+        finally:
+            hook.set_iteration_parts(None)
+            if parts is not None and parts.phase_marks is not None and (
+                    parts.phase_marks.reader is hook):
+                parts.set_phase_reader(None)
+        return piece
+
+
+def _replace(lists, old, new):
+    # ``old`` (this very list: an equal one may be another's) replaced by
+    # ``new``, or taken out.
+    for i, found in enumerate(lists):
+        if found is old:
+            if new is None:
+                del lists[i]
+            else:
+                lists[i] = new
+            return
+
+
+def joined(pieces):
+    """Returns one piece of ``pieces``, in order, their link spans resolved
+    (CUDA events waited for).  One piece is returned as it is."""
+    for piece in pieces:
+        piece.links.resolve()
+    if len(pieces) == 1:
+        return pieces[0]
+    joined = _new_piece()
+    links = joined.links
+    for piece in pieces:
+        links.forward += piece.links.forward
+        links.backward += piece.links.backward
+        links.gpu = links.gpu or piece.links.gpu
+        joined.phase_spans.extend(piece.phase_spans)
+        joined.gc_spans.extend(piece.gc_spans)
+        joined.pauses.extend(piece.pauses)
+    links.resolve()  # nothing left to resolve: marks them resolved
+    return joined
+
+
+def window_events(iteration_starts, end, pieces, rank):
+    """Returns the trace events of the iterations that start at
+    ``iteration_starts`` (``[(number, start)]``) and end at ``end``,
+    recorded in ``pieces``, for process ``rank``."""
+    piece = joined(pieces)
+    recorded = trace_events.Window(
+        iteration_starts, end, piece.phase_spans, piece.links,
+        piece.gc_spans, piece.pauses)
+    return trace_events.window_events(recorded, rank, piece.links.gpu)
+
+
+def _timed_links_timer(trainer, scope, validation):
+    # The timer of the trainer's TimedLinks when it times every link of
+    # ``scope`` in every mode the Timeline shows: its clock reads are then
+    # the Timeline's, and a span is exactly what TimedLinks charges.
+    for entry in _chainer.extension_entries(trainer).values():
+        extension = entry.extension
+        if not isinstance(extension, timed_links.TimedLinks):
+            continue
+        hook = extension.hook
+        if extension.registered_hook() is not hook or hook.parts is None:
+            return None
+        names = hook.link_names
+        if names is not None and any(names.get(i) != name
+                                     for i, name in scope.items()):
+            return None
+        if hook.config_train is True and validation:
+            return None
+        return hook
+    return None
