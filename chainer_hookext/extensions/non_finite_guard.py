@@ -4,6 +4,7 @@ from chainer.training import extension
 from chainer_hookext import _checks
 from chainer_hookext import _registry
 from chainer_hookext.link_hooks import non_finite
+from chainer_hookext.report import keys
 from chainer_hookext.run import link_hook_extension
 from chainer_hookext.run import training_loop
 
@@ -122,7 +123,7 @@ class NonFiniteGuard(link_hook_extension.LinkHookExtension):
         self.hook.check()
         counts = self.hook.pop_counts()
         if counts:
-            reporter.report({'{}/{}/non_finite'.format(link, what): n
+            reporter.report({keys.non_finite_key(link, what): n
                              for (link, what), n in counts.items()})
 
     def on_error(self, trainer, exc, tb):

@@ -5,6 +5,7 @@ from chainer import backend
 
 from chainer_hookext import _arrays
 from chainer_hookext.link_hooks import _output_hook
+from chainer_hookext.report import keys as report_keys
 
 
 STATISTICS = ('mean', 'std', 'min', 'max', 'zero_fraction')
@@ -65,9 +66,7 @@ class ActivationStatisticsHook(_output_hook.OutputHook):
         for keys, array in _arrays.walk(args.out):
             if array.dtype.kind != 'f' or array.size == 0:
                 continue
-            key = name + '/out'
-            if keys:
-                key += ''.join('/{}'.format(k) for k in keys)
+            key = name, keys  # the link's, where in its output
             acc = self._acc.get(key)
             if acc is None:
                 acc = self._acc[key] = _Running(_mean(array))
@@ -83,10 +82,10 @@ class ActivationStatisticsHook(_output_hook.OutputHook):
         Returns:
             dict: ``{key: float}``, one device-to-host copy per device.
         """
-        keys = list(self._acc)
-        rows = _arrays.to_host([_with_shift(self._acc[k]) for k in keys])
+        outputs = list(self._acc)
+        rows = _arrays.to_host([_with_shift(self._acc[k]) for k in outputs])
         values = {}
-        for key, row in zip(keys, rows):
+        for key, row in zip(outputs, rows):
             total = self._acc[key].count
             s, sq, lo, hi, zeros, shift = row.tolist()
             mean = s / total  # of the values less the shift
@@ -95,7 +94,7 @@ class ActivationStatisticsHook(_output_hook.OutputHook):
                 'std': math.sqrt(max(sq / total - mean * mean, 0.0)),
                 'min': lo, 'max': hi, 'zero_fraction': zeros / total}
             for stat in self.statistics_names:
-                values['{}/{}'.format(key, stat)] = every[stat]
+                values[report_keys.activation_key(*key, stat)] = every[stat]
         return values
 
     def reset(self):

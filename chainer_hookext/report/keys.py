@@ -50,6 +50,7 @@ before lacks the field: it loads with a warning, timing afresh).
 import collections
 
 from chainer_hookext.timing import phases
+from chainer_hookext.timing import records
 
 
 #: The family of time figures: their keys start with ``time/``.
@@ -60,7 +61,7 @@ FLOPS = 'flops'
 #: training-mode keys (per training iteration) start with the family.
 EVAL_PREFIX = 'validation/'
 #: The bucket of backward steps of nodes created outside every timed link.
-OUTSIDE = '(outside)'
+OUTSIDE = records.OUTSIDE
 #: Prefix of :class:`~chainer_hookext.TimedLoop`'s keys.
 LOOP_PREFIX = 'time/loop/'
 #: What :func:`phase_figure` puts before an extension's name.
@@ -167,6 +168,34 @@ def memory_key(key, figure):
     'memory/main/predictor/activations/self'
     """
     return MEMORY + '/' + key + figure.suffix
+
+
+def activation_key(name, output, statistic):
+    """Returns the key of a statistic of a link's output
+    (:class:`~chainer_hookext.ActivationStatistics`).
+
+    Args:
+        name (str): The link's name, ``main/predictor/l1``.
+        output (tuple): Where the array is in the link's output (``()``:
+            the output itself; ``(0,)``: its first element).
+        statistic (str): ``mean``, ``std`` ...
+
+    >>> activation_key('main/predictor/l1', (), 'mean')
+    'main/predictor/l1/out/mean'
+    >>> activation_key('main/lstm', (1, 'h'), 'max')
+    'main/lstm/out/1/h/max'
+    """
+    return '/'.join([name, 'out'] + [str(k) for k in output] + [statistic])
+
+
+def non_finite_key(link, what):
+    """Returns the key of the count of non-finite values
+    (:class:`~chainer_hookext.NonFiniteGuard`) in ``what`` of a link.
+
+    >>> non_finite_key('main/predictor/l1', 'grad')
+    'main/predictor/l1/grad/non_finite'
+    """
+    return '{}/{}/non_finite'.format(link, what)
 
 
 #: The statistics of a figure over ChainerMN workers, each reported under

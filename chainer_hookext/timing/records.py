@@ -20,6 +20,10 @@ import collections
 #: The modes timed apart, by ``chainer.config.train``: each has its trees.
 MODES = ('train', 'eval')
 
+#: The name of the backward steps of nodes created outside every timed
+#: link (a loss computed in the updater).
+OUTSIDE = '(outside)'
+
 #: What names a record: its reporter-style name (``main/predictor/l1``, or
 #: the path without a scope), its path from the root (``/predictor/l1``) and
 #: its class name.

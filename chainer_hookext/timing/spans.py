@@ -14,8 +14,8 @@ synchronisation per call.
 
 import collections
 
-from chainer_hookext.report import keys
 from chainer_hookext.timing import clock
+from chainer_hookext.timing import records
 
 
 #: A link call or a backward step: ``record`` the call record timed (for a
@@ -28,7 +28,7 @@ def name_of(record):
     """Returns the name of a span's record: its link's reporter-style name
     (``main/predictor/l1``), or ``'(outside)'`` for steps of nodes created
     outside every timed link."""
-    return keys.OUTSIDE if record.labels is None else record.labels.name
+    return records.OUTSIDE if record.labels is None else record.labels.name
 
 
 class Recording(object):
