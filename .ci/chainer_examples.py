@@ -13,9 +13,10 @@ process each.  In that process, before the example runs:
   ``get_ptb_words``) are replaced by small random ones of the same shapes:
   nothing is downloaded;
 * every trainer gets, as it is made (before the example loads a snapshot),
-  ``TimedLinks(flops=True)``, ``TimedLoop``, ``Timeline``, ``LinkMemory``,
-  ``NonFiniteGuard``, ``ActivationStatistics``, ``CaptureOutputs`` and
-  ``UnchainVariables``, on the targets of all its optimizers;
+  ``TimedLinks(flops=True)``, ``TimedLoop``, ``Timeline`` (with
+  ``outliers=True``), ``LinkMemory``, ``NonFiniteGuard``,
+  ``ActivationStatistics``, ``CaptureOutputs`` and ``UnchainVariables``,
+  on the targets of all its optimizers;
 * for the Ctrl-C scenarios, a function hook of the user's raises
   ``KeyboardInterrupt`` in the middle of one iteration's forward.
 
@@ -107,7 +108,7 @@ def every_extension(trainer):
                trainer.updater.get_all_optimizers().values()]
     trainer.extend(chainer_hookext.TimedLinks(targets, flops=True))
     trainer.extend(chainer_hookext.TimedLoop())
-    trainer.extend(chainer_hookext.Timeline(iterations=2),
+    trainer.extend(chainer_hookext.Timeline(iterations=2, outliers=True),
                    trigger=triggers.ManualScheduleTrigger(1, 'epoch'))
     trainer.extend(chainer_hookext.LinkMemory(targets))
     trainer.extend(chainer_hookext.NonFiniteGuard(targets))
@@ -168,6 +169,12 @@ def left_behind(trainers):
                      chainer.get_function_hooks()):
         found += ['registered: {}'.format(k) for k in registry
                   if k.startswith('chainer_hookext')]
+    from chainer_hookext import _observer
+    from chainer_hookext.timing import pauses
+    found += ['an observer: {!r}'.format(o.listeners)
+              for o in _observer._observers.values()]
+    found += ['listening to pauses: {!r}'.format(listener)
+              for listener in pauses._listeners()]
     for trainer in trainers:
         if ours(trainer.stop_trigger):
             found.append('trainer.stop_trigger')

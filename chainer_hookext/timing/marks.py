@@ -94,8 +94,8 @@ class PhaseMarks(function_hook.FunctionHook):
         self.candidate = None  # a Candidate, while one waits
         self.updates = 0  # count_updates() at the backward's start
         self.warned = False
-        # A timer's clock reads (``read_step``, ``link_call_started``): a
-        # backward step's start or end, for ``read_function``'s step.
+        # The backward timer's read at the start or end of
+        # ``read_function``'s step, until taken; the first link call's.
         self.read_function = None
         self.read_time = None
         self.call_start = None  # the first link call of a forward waited
