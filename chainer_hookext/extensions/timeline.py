@@ -39,10 +39,15 @@ class Timeline(loop_phases.LoopExtension):
     ``Evaluator``'s link calls are shown too; an extension's own calls of
     the model are not (``docs/timing.md``, "Which calls count").
 
-    The links' spans are the clock reads of the extension's own
-    :class:`~chainer_hookext.TimerHook` (``backward=True``), registered
-    for the window only: nothing is recorded outside windows, where the
-    extension costs what :class:`~chainer_hookext.TimedLoop` does.  The
+    The links' spans and the phases come from the same clock reads: those
+    of the trainer's :class:`~chainer_hookext.TimedLinks` when it times
+    every link shown (then each span is exactly what it charges), else of
+    the extension's own :class:`~chainer_hookext.TimerHook`
+    (``backward=True``), registered for the window only.  Nothing is
+    recorded outside windows, where the extension costs what
+    :class:`~chainer_hookext.TimedLoop` does.  Another extension's work
+    inside a window (``LinkMemory``'s) is drawn as that extension's, the
+    spans it interrupted cut around it.  The
     output folder is checked when training starts; a file that cannot be
     written later is warned about, and training goes on.  A file is
     written aside then renamed, and never overwritten: after a resume,
