@@ -180,31 +180,37 @@ def _nothing(*args):
 
 
 def _calling_each(methods, kind, event):
-    # One function calling each of ``methods`` with Chainer's arguments.
+    # One function calling each of ``methods`` with Chainer's arguments;
+    # two (the common case: a timer and the phase marks) without a loop.
     if not methods:
         return _nothing
     if len(methods) == 1:
         return methods[0]
-    if kind is chainer.LinkHook:
-        if len(methods) == 2:
-            first, second = methods
-
+    if len(methods) == 2:
+        first, second = methods
+        if kind is chainer.LinkHook:
             def both(args):
                 first(args)
                 second(args)
-            return both
-
+        elif event.startswith('forward'):
+            def both(function, in_data):
+                first(function, in_data)
+                second(function, in_data)
+        else:
+            def both(function, in_data, out_grad):
+                first(function, in_data, out_grad)
+                second(function, in_data, out_grad)
+        return both
+    if kind is chainer.LinkHook:
         def each(args):
             for method in methods:
                 method(args)
-        return each
-    if event.startswith('forward'):
-        def each_forward(function, in_data):
+    elif event.startswith('forward'):
+        def each(function, in_data):
             for method in methods:
                 method(function, in_data)
-        return each_forward
-
-    def each_backward(function, in_data, out_grad):
-        for method in methods:
-            method(function, in_data, out_grad)
-    return each_backward
+    else:
+        def each(function, in_data, out_grad):
+            for method in methods:
+                method(function, in_data, out_grad)
+    return each
