@@ -23,7 +23,9 @@ The shape of Chainer's ``examples/mnist/train_mnist.py``, plus
   epoch, prints it as a table, and is drawn per epoch into ``loop_time.png``;
 * :class:`~chainer_hookext.Timeline` traces three iterations, the first of
   epoch 2, into ``timeline/iteration_<N>.json.gz`` (open it in Perfetto); the
-  first of them is drawn as a flame chart into ``timeline.png``;
+  first of them is drawn as a flame chart into ``timeline.png``; and each
+  outlier iteration beside the one before it, into
+  ``timeline/outlier_iteration_<N>.json.gz``;
 * :class:`~chainer_hookext.UnchainVariables` releases the computational graphs
   that ``DumpGraph`` keeps alive through ``keep_graph_on_report``.
 
@@ -522,7 +524,10 @@ def main(argv=None):
 
     # A trace of three iterations, the first of epoch 2 (epoch 1's imports
     # and first plots done), in timeline/iteration_<N>.json.gz: one window.
-    trainer.extend(chainer_hookext.Timeline(iterations=3),
+    # And each iteration 5x slower than the median of the last 100 (after
+    # 20), beside the one before it, in outlier_iteration_<N>.json.gz: here
+    # the ends of epochs, where the plots are drawn.
+    trainer.extend(chainer_hookext.Timeline(iterations=3, outliers=5.0),
                    trigger=end_of_epoch(1))
 
     # DumpGraph turns keep_graph_on_report on for its first iteration: the
