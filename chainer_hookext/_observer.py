@@ -18,7 +18,7 @@ the number of listeners:
 :func:`join` and :func:`leave` call the listener's ``added(None)`` and
 ``deleted(None)`` as Chainer's registration would.  A listener that swaps
 its own methods while it listens (a timer switching to CUDA events, or to
-recording spans) calls :func:`changed`.  Each registry of each thread
+recording spans) does it with :func:`use_method`.  Each registry of each thread
 has its observer, as Chainer's registries are thread-local.
 """
 
@@ -83,6 +83,28 @@ def changed(hook):
     for observer in list(_observers.values()):
         if any(listener is hook for listener in observer.listeners.values()):
             observer.compose()
+
+
+def use_method(hook, event, method=None):
+    """Makes ``method`` what the observers call for ``hook``'s ``event``
+    (an instance attribute over the class's), or the class's again
+    (``None``); tells them only when it changes.
+
+    Args:
+        hook: A listener, or a hook not listening yet.
+        event (str): ``'forward_preprocess'`` ...
+        method: A bound method of ``hook``, or ``None``.
+    """
+    current = vars(hook).get(event)
+    if method is None:
+        if current is None:
+            return
+        del vars(hook)[event]
+    elif current == method:
+        return
+    else:
+        setattr(hook, event, method)
+    changed(hook)
 
 
 def listeners(registry):

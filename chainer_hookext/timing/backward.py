@@ -180,15 +180,12 @@ class BackwardTimer(_tagging.NodeTagger):
         self.calls.events.resolve()
         self._mark = 0.0
         self._running = None
-        if gpu:
-            self.backward_preprocess = self.gpu_backward_preprocess
-            self.backward_postprocess = self.gpu_backward_postprocess
-        else:
-            self.__dict__.pop('backward_preprocess', None)
-            self.__dict__.pop('backward_postprocess', None)
+        _observer.use_method(self, 'backward_preprocess',
+                             self.gpu_backward_preprocess if gpu else None)
+        _observer.use_method(self, 'backward_postprocess',
+                             self.gpu_backward_postprocess if gpu else None)
         if self.steps is not None:
             self._use_span_methods(gpu)
-        _observer.changed(self)  # its methods, called through the observer
 
     # -- spans, while a Timeline records -------------------------------------
     def start_spans(self, steps):
@@ -214,14 +211,11 @@ class BackwardTimer(_tagging.NodeTagger):
 
     def _use_span_methods(self, gpu):
         if self.steps is not None:
-            self.backward_postprocess = (
-                self._gpu_span_backward_postprocess if gpu
-                else self._span_backward_postprocess)
-        elif gpu:
-            self.backward_postprocess = self.gpu_backward_postprocess
+            method = (self._gpu_span_backward_postprocess if gpu
+                      else self._span_backward_postprocess)
         else:
-            self.__dict__.pop('backward_postprocess', None)
-        _observer.changed(self)
+            method = self.gpu_backward_postprocess if gpu else None
+        _observer.use_method(self, 'backward_postprocess', method)
 
     def _span_backward_postprocess(self, function, in_data, out_grad):
         # The class's postprocess (its tag number's copy), then the step's span

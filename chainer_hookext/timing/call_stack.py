@@ -327,14 +327,11 @@ class CallStack(object):
     def _use_gpu(self, gpu):
         # Only while no call runs: the stack holds one kind of start.
         self.gpu = gpu
-        if gpu:
-            self.forward_preprocess = self.gpu_forward_preprocess
-            self.forward_postprocess = self.gpu_forward_postprocess
-        else:
-            del self.forward_preprocess
-            del self.forward_postprocess
+        _observer.use_method(self, 'forward_preprocess',
+                             self.gpu_forward_preprocess if gpu else None)
+        _observer.use_method(self, 'forward_postprocess',
+                             self.gpu_forward_postprocess if gpu else None)
         self.device_changed(gpu)
-        _observer.changed(self)
 
     def device_changed(self, gpu):
         """Called when the calls are timed on a GPU (``gpu``) or not.
@@ -372,17 +369,13 @@ class CallStack(object):
         # The postprocess for the device, recording spans or not.
         recording = self.recording
         if recording is None:
-            if self.gpu:
-                self.forward_postprocess = self.gpu_forward_postprocess
-            else:
-                self.__dict__.pop('forward_postprocess', None)
+            method = self.gpu_forward_postprocess if self.gpu else None
         else:
             if recording.gpu is not self.gpu:
                 recording.use_gpu(self.gpu)
-            self.forward_postprocess = (
-                self._gpu_span_forward_postprocess if self.gpu
-                else self._span_forward_postprocess)
-        _observer.changed(self)  # its methods, called through the observer
+            method = (self._gpu_span_forward_postprocess if self.gpu
+                      else self._span_forward_postprocess)
+        _observer.use_method(self, 'forward_postprocess', method)
 
     def _span_forward_postprocess(self, args):
         # The class's postprocess, then the call's span from the record's
