@@ -13,6 +13,7 @@ from chainer.training import extensions
 
 from chainer_hookext import TimedLinks
 from chainer_hookext import TimedLoop
+from tests.conftest import hook_keys
 from tests.conftest import make_trainer
 from tests.extensions.test_timeline import assert_nested_per_thread
 from tests.extensions.test_timeline import parent_of
@@ -116,3 +117,19 @@ def test_a_window_of_its_own_takes_the_phases_reads(clock, tmp_path):
     events = [e for name in files for e in files[name]]
     assert_nested_per_thread(events)
     assert not [e for e in spans(events) if 'fitted_ns' in e.get('args', {})]
+
+
+def test_outliers_record_timed_links_timer(clock, tmp_path):
+    # Every iteration recorded, from TimedLinks' reads: no second timer.
+    trainer = make_trainer(tmp_path, stop=(6, 'iteration'))
+    trainer.extend(TimedLinks(), trigger=(2, 'iteration'))
+    seen = []
+
+    @training.make_extension(trigger=(1, 'iteration'))
+    def look(trainer):
+        seen.append(hook_keys(chainer._get_link_hooks()))
+    trainer.extend(look)
+    timeline, _ = run_with_timeline(
+        trainer, iterations=2, outliers=True)
+    assert seen == [['chainer_hookext.TimedLinks']] * 6
+    assert timeline._timer.total_calls() == 0
