@@ -7,6 +7,7 @@ that of ``Trainer.run``.
 from chainer_hookext._version import __version__  # NOQA
 from chainer_hookext.extensions.activation_statistics import ActivationStatistics  # NOQA
 from chainer_hookext.extensions.capture_outputs import CaptureOutputs  # NOQA
+from chainer_hookext.extensions.gradient_statistics import GradientStatistics  # NOQA
 from chainer_hookext.extensions.link_memory import LinkMemory  # NOQA
 from chainer_hookext.extensions.non_finite_guard import NonFiniteGuard  # NOQA
 from chainer_hookext.extensions.timed_links import TimedLinks  # NOQA
@@ -17,6 +18,7 @@ from chainer_hookext.extensions.unchain_variables import UnchainVariables  # NOQ
 from chainer_hookext.link_hooks.activation_statistics import ActivationStatisticsHook  # NOQA
 from chainer_hookext.link_hooks.callback import CallbackHook  # NOQA
 from chainer_hookext.link_hooks.capture_outputs import CaptureOutputsHook  # NOQA
+from chainer_hookext.link_hooks.gradient_statistics import GradientStatisticsHook  # NOQA
 from chainer_hookext.link_hooks.non_finite import NonFiniteHook  # NOQA
 from chainer_hookext.link_hooks.non_finite_error import NonFiniteError  # NOQA
 from chainer_hookext.link_hooks.scoped_link_hook import ScopedLinkHook  # NOQA
@@ -32,6 +34,8 @@ __all__ = [
     'CallbackHook',
     'CaptureOutputs',
     'CaptureOutputsHook',
+    'GradientStatistics',
+    'GradientStatisticsHook',
     'LinkHookExtension',
     'LinkMemory',
     'NonFiniteError',

@@ -12,23 +12,25 @@ import numpy
 from chainer import backend
 
 
-def walk(out, keys=()):
+def walk(out, keys=(), variables=False):
     """Yields ``(keys, array)`` for each array in a link's output.
 
     ``out`` may be a :class:`~chainer.Variable`, an array, or tuples, lists
     and dicts of them; ``keys`` is the path of indices and dict keys to the
-    array, ``()`` for a single output.  Anything else is skipped.
+    array, ``()`` for a single output.  Anything else is skipped.  With
+    ``variables=True`` a :class:`~chainer.Variable` is yielded as it is,
+    not its array.
     """
     if isinstance(out, chainer.Variable):
-        yield keys, out.array
+        yield keys, out if variables else out.array
     elif isinstance(out, chainer.get_array_types()):
         yield keys, out
     elif isinstance(out, (tuple, list)):
         for i, item in enumerate(out):
-            yield from walk(item, keys + (i,))
+            yield from walk(item, keys + (i,), variables)
     elif isinstance(out, dict):
         for key, item in out.items():
-            yield from walk(item, keys + (key,))
+            yield from walk(item, keys + (key,), variables)
 
 
 def to_host(values):

@@ -1,14 +1,13 @@
 import collections
 import warnings
-import weakref
 
 import numpy
 
 from chainer_hookext import _arrays
 from chainer_hookext import _chainer
 from chainer_hookext import _checks
-from chainer_hookext import _tagging
 from chainer_hookext.link_hooks import _finite
+from chainer_hookext.link_hooks import _output_grads
 from chainer_hookext.link_hooks import _output_hook
 from chainer_hookext.link_hooks import non_finite_error
 
@@ -21,15 +20,17 @@ class NonFiniteHook(_output_hook.OutputHook):
 
     Checks every floating-point array of each hooked link's forward output
     and, with ``backward=True``, the gradients flowing backward into the
-    functions created during a hooked link's forward (a
-    :class:`chainer.FunctionHook` tags them with the innermost running
-    link).  A finding names the link, the iteration (given :attr:`updater`),
-    forward or backward, which output, and whether it was in training or
-    evaluation; ``action`` decides what follows.  :meth:`check_grads` checks
-    the gradients of parameters, which no hooked function receives in
-    backward (``F.sqrt(W)`` at ``W = 0``), after backward and before the
-    update.  :class:`~chainer_hookext.NonFiniteGuard` owns this hook in a
-    trainer, and calls :meth:`check_grads` from an optimizer hook.
+    functions created during a hooked link's forward (the thread's tagger
+    of link outputs' gradients, shared with ``CallbackHook(backward=...)``
+    and :class:`~chainer_hookext.GradientStatisticsHook`, tags them with
+    the running links).  A finding names the link, the iteration (given
+    :attr:`updater`), forward or backward, which output, and whether it was
+    in training or evaluation; ``action`` decides what follows.
+    :meth:`check_grads` checks the gradients of parameters, which no hooked
+    function receives in backward (``F.sqrt(W)`` at ``W = 0``), after
+    backward and before the update.
+    :class:`~chainer_hookext.NonFiniteGuard` owns this hook in a trainer,
+    and calls :meth:`check_grads` from an optimizer hook.
 
     NumPy arrays are checked at once, so a ``NonFiniteError`` is raised from
     the culprit's own call, and a forward finding also says whether the
@@ -101,18 +102,18 @@ class NonFiniteHook(_output_hook.OutputHook):
         self.counts = {}
         self._places = set()
         self._pending = []
-        self._grads = None  # the gradient check, while registered
+        self._grads = None  # the thread's OutputGrads, while listening
 
     def added(self, link):
         self.active.reset()
         if not self.backward:
             return
-        self._grads = _tagging.register(self._grads, _GradientCheck, self)
+        self._grads = _output_grads.subscribe(self, steps=True)
 
     def deleted(self, link):
         if self._grads is not None:
             self._grads.prev = None
-        self._grads = _tagging.unregister(self._grads)
+        self._grads = _output_grads.unsubscribe(self._grads, self)
         self.active.reset()
         action, self.action = self.action, 'report'
         try:
@@ -124,6 +125,32 @@ class NonFiniteHook(_output_hook.OutputHook):
                           'last check(): {}'.format(type(self).__name__,
                                                     late[0]),
                           RuntimeWarning)
+
+    def forward_preprocess(self, args):
+        super().forward_preprocess(args)
+        if self._grads is not None:
+            self._grads.update()
+
+    def forward_postprocess(self, args):
+        if self._grads is not None:
+            try:
+                super().forward_postprocess(args)
+            finally:
+                self._grads.update()
+            return
+        super().forward_postprocess(args)
+
+    def grad_step(self, function, running, out_grad, prev):
+        """Checks the gradients w.r.t. the outputs of a node made in a
+        hooked link's forward, before its backward runs (the thread's
+        :class:`~chainer_hookext.link_hooks._output_grads.OutputGrads`
+        calls it at each backward step)."""
+        names = _output_grads.names_in(running, self)
+        if not names:
+            return
+        for i, grad in enumerate(out_grad):
+            if grad is not None and grad.dtype.kind == 'f':
+                self._check(grad, 'backward', names[-1], (function, i, prev))
 
     def process(self, name, args):
         for keys, array in _arrays.walk(args.out):
@@ -235,7 +262,7 @@ class NonFiniteHook(_output_hook.OutputHook):
         hint = ''
         if prev is not None:
             grads = self._grads
-            links = (None if grads is None else grads.tag_of(prev)) or ()
+            links = () if grads is None else grads.names_of(self, prev)
             hint = ('it was computed by the backward of the functions using '
                     'that output; the previous backward step was {} '
                     '({})'.format(prev.label, 'link {!r}'.format(links[-1])
@@ -273,37 +300,6 @@ class NonFiniteHook(_output_hook.OutputHook):
 # A finding's fields but its kind (see NonFiniteError).
 _Record = collections.namedtuple(
     '_Record', 'link iteration phase output hint param mode')
-
-
-class _GradientCheck(_tagging.NodeTagger):
-    # Tags nodes with the running links' names; checks the gradients
-    # flowing into tagged nodes.
-
-    def __init__(self, hook):
-        super().__init__(hook.name)
-        self.hook = hook
-        self.prev = None  # weakref to the node of the last backward step
-
-    def __getstate__(self):
-        # A pickle or a copy (of the trainer, during training).
-        state = dict(vars(self))
-        state['prev'] = None
-        return state
-
-    def forward_preprocess(self, function, in_data):
-        names = self.hook.active.names
-        if names:
-            function._chainer_hookext_tag = names
-
-    def backward_preprocess(self, function, in_data, out_grad):
-        prev, self.prev = self.prev, weakref.ref(function)
-        links = self.tag_of(function) or ()
-        if not links:
-            return
-        for i, grad in enumerate(out_grad):
-            if grad is not None and grad.dtype.kind == 'f':
-                self.hook._check(grad, 'backward', links[-1],
-                                 (function, i, prev))
 
 
 def check_action(call, action):

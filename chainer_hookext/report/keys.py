@@ -188,6 +188,32 @@ def activation_key(name, output, statistic):
     return '/'.join([name, 'out'] + [str(k) for k in output] + [statistic])
 
 
+def gradient_key(name, output, statistic):
+    """Returns the key of a statistic of the gradient w.r.t. a link's output
+    (:class:`~chainer_hookext.GradientStatistics`).
+
+    The layout of :func:`activation_key` under ``grad`` in place of
+    ``out``.  It never is :func:`non_finite_key`'s ``<name>/grad/non_finite``
+    (NonFiniteGuard's), since no statistic is called ``non_finite`` and an
+    output's position comes before the statistic.
+
+    Args:
+        name (str): The link's name, ``main/predictor/l1``.
+        output (tuple): Where the array is in the link's output (``()``:
+            the output itself; ``(0,)``: its first element).
+        statistic (str): ``mean``, ``norm`` ...
+
+    >>> gradient_key('main/predictor/l1', (), 'norm')
+    'main/predictor/l1/grad/norm'
+    >>> gradient_key('main/lstm', (1,), 'std')
+    'main/lstm/grad/1/std'
+    """
+    if statistic == 'non_finite' and not output:
+        raise ValueError('gradient_key: `non_finite` is NonFiniteGuard\'s '
+                         'key under `<name>/grad/`')
+    return '/'.join([name, 'grad'] + [str(k) for k in output] + [statistic])
+
+
 def non_finite_key(link, what):
     """Returns the key of the count of non-finite values
     (:class:`~chainer_hookext.NonFiniteGuard`) in ``what`` of a link.

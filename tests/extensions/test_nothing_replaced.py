@@ -31,6 +31,7 @@ EXTENSIONS = {
     'Timeline': lambda: chainer_hookext.Timeline(iterations=1),
     'NonFiniteGuard': lambda: chainer_hookext.NonFiniteGuard(),
     'ActivationStatistics': lambda: chainer_hookext.ActivationStatistics(),
+    'GradientStatistics': lambda: chainer_hookext.GradientStatistics(),
     'CaptureOutputs': lambda: chainer_hookext.CaptureOutputs(),
     'UnchainVariables': lambda: chainer_hookext.UnchainVariables(),
     'LinkMemory': lambda: chainer_hookext.LinkMemory(),

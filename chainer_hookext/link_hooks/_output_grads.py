@@ -1,0 +1,341 @@
+"""The gradient w.r.t. each output of a link call: one tagger per thread.
+
+Three hooks read what flows backward into a link's outputs:
+:class:`~chainer_hookext.NonFiniteHook` (its gradient check),
+:class:`~chainer_hookext.CallbackHook` (``backward=``) and
+:class:`~chainer_hookext.GradientStatisticsHook`.  They share one path: the
+thread's :class:`OutputGrads`, a node tagger (:mod:`chainer_hookext._tagging`)
+registered once through :mod:`chainer_hookext._registry` while any of them
+listens (:func:`subscribe`, :func:`unsubscribe`: counted, removed when the
+last one leaves).
+
+* **Forward.** Each new function node is tagged with :attr:`~OutputGrads.
+  running`: the names of the links running for each *step listener*
+  (``NonFiniteHook``), one immutable tuple shared by the nodes made under
+  the same links.  At the end of a link call a listener calls
+  :meth:`~OutputGrads.mark` with the call's outputs (and, to have them, its
+  inputs): it makes one :class:`Call` record and adds ``(call, position,
+  index)`` to the tag of the node that created each output Variable
+  (``creator_node``; ``index``: which output of that node it is).
+* **Backward.** Chainer gives the step of a node the gradient w.r.t. each
+  of its outputs (``out_grad``), before that node's backward runs.  The
+  step listeners check it (every tagged node), then each mark of the node
+  hands its output's gradient to its call's listener
+  (``output_grad(call, position, grad)``, which reads it at once), and a
+  call whose every marked node was seen is done (``call_done(call)``: the
+  user's callback).  Readers come before callbacks at each step, so a
+  callback cannot change what was read.
+* **Outputs that get no gradient.** A node nothing downstream uses is never
+  stepped; nor is one none of whose inputs needs a gradient (Chainer calls
+  no hook for it).  A call some of whose nodes were seen is done with
+  ``None`` there when the next forward starts (the next link call of a
+  listener outside a backward step), at :meth:`~OutputGrads.flush`, or when
+  its listener leaves.  A call none of whose nodes is stepped (no backward)
+  is never done; its record dies with the nodes.
+* **F.forget.** Its forward runs the link without a graph: no node, no
+  mark.  Its backward step calls the link again (``in_recomputing``) and
+  runs a backward of its own over the new nodes, where the marks of that
+  call are seen: one call done per call of the user's forward.
+"""
+
+import threading
+import weakref
+
+import chainer
+
+from chainer_hookext import _arrays
+from chainer_hookext import _chainer
+from chainer_hookext import _tagging
+
+
+_local = threading.local()
+#: A position of a call whose node was not stepped yet.
+_WAITING = object()
+
+
+def subscribe(listener, steps=False):
+    """Makes ``listener`` listen to the thread's :class:`OutputGrads`.
+
+    Counted: each call needs one :func:`unsubscribe`.
+
+    Args:
+        listener: A hook with ``output_grad(call, position, grad)``
+            (returns what the call keeps for that position),
+            ``call_done(call)`` and ``waits`` (whether a call it marks
+            waits for every node), or with ``steps=True`` a hook with
+            ``active.names`` (an :class:`~._active_links.ActiveLinks`) and
+            ``grad_step(function, running, out_grad, prev)``, called at
+            every backward step.
+        steps (bool): Whether it is a step listener.
+
+    Returns:
+        OutputGrads: The thread's tagger, registered.
+    """
+    tagger = _tagging.register(getattr(_local, 'tagger', None), OutputGrads)
+    _local.tagger = tagger
+    tagger.join(listener, steps)
+    return tagger
+
+
+def unsubscribe(tagger, listener):
+    """Takes back one :func:`subscribe` of ``listener``.
+
+    On its last, the listener's calls still waiting are done (with
+    ``None`` for the nodes not seen).
+
+    Returns:
+        OutputGrads: ``tagger`` while still registered, else ``None``.
+    """
+    if tagger is None:
+        return None
+    try:
+        tagger.leave(listener)
+    finally:
+        left = _tagging.unregister(tagger)
+        if left is None and getattr(_local, 'tagger', None) is tagger:
+            _local.tagger = None
+    return left
+
+
+def names_in(running, listener):
+    """Returns the names of the links running for ``listener`` in a node's
+    ``running`` tag (``()`` when none)."""
+    if running:
+        for one, names in running:
+            if one is listener:
+                return names
+    return ()
+
+
+class Call(object):
+    """One call of a link, as a listener marked it.
+
+    Attributes:
+        listener: The hook that marked it.
+        link (~chainer.Link): The link called.
+        name (str): Its name, as the listener names it.
+        keys (list of tuple): Where each output array is in the output
+            (:func:`~chainer_hookext._arrays.walk`), one per output
+            position.
+        grads (list): One per position, outputs then inputs: what the
+            listener kept of its gradient, or ``None``.
+        waiting (int): The marks not seen yet.
+        started (bool): Whether a mark of it was seen.
+    """
+
+    __slots__ = ('listener', 'link', 'name', 'keys', 'grads', 'waiting',
+                 'started')
+
+    def __init__(self, listener, link, name, keys, grads):
+        self.listener = listener
+        self.link = link
+        self.name = name
+        self.keys = keys
+        self.grads = grads
+        self.waiting = 0
+        self.started = False
+
+    @property
+    def grad_outputs(self):
+        """The kept gradients w.r.t. the outputs, a tuple."""
+        return tuple(self.grads[:len(self.keys)])
+
+    @property
+    def grad_inputs(self):
+        """The kept gradients w.r.t. the inputs, a tuple."""
+        return tuple(self.grads[len(self.keys):])
+
+
+class Marked(object):
+    """The tag of a node that created a link call's output: what it would
+    be tagged with (``running``), and ``marks``, ``[(call, position,
+    index)]``."""
+
+    __slots__ = ('running', 'marks')
+
+    def __init__(self, running):
+        self.running = running
+        self.marks = []
+
+
+class OutputGrads(_tagging.NodeTagger):
+    """The thread's tagger of link outputs' gradients (see the module).
+
+    Attributes:
+        running (tuple): ``((listener, names), ...)`` for each step
+            listener with links running, stored on each new node.
+        started (list of Call): Calls of waiting listeners partly seen.
+        prev: A weak reference to the node of the last backward step, while
+            a step listener listens.
+    """
+
+    name = 'OutputGrads'
+
+    def __init__(self):
+        super().__init__()
+        self.running = ()
+        self.started = []
+        self.prev = None
+        self._counts = {}  # {listener: subscriptions}
+        self._steps = ()
+
+    def join(self, listener, steps):
+        count = self._counts.get(listener, 0)
+        self._counts[listener] = count + 1
+        if steps and listener not in self._steps:
+            self._steps += (listener,)
+            self.update()
+
+    def leave(self, listener):
+        count = self._counts.get(listener, 0) - 1
+        if count > 0:
+            self._counts[listener] = count
+            return
+        self._counts.pop(listener, None)
+        if listener in self._steps:
+            self._steps = tuple(s for s in self._steps if s is not listener)
+            self.update()
+            if not self._steps:
+                self.prev = None
+        self.flush(listener)
+
+    def update(self):
+        """Reads the step listeners' running links again; each calls it
+        when its stack changes."""
+        self.running = tuple((one, one.active.names) for one in self._steps
+                             if one.active.names)
+
+    def forward_preprocess(self, function, in_data):
+        function._chainer_hookext_tag = self.running
+
+    def mark(self, listener, link, name, out, inputs=None):
+        """Marks the nodes that created the outputs of one link call.
+
+        Args:
+            listener: The hook marking it (see :func:`subscribe`).
+            link (~chainer.Link): The link.
+            name (str): Its name.
+            out: The call's output (``args.out``).
+            inputs: The call's inputs (``(args.args, args.kwargs)``) to have
+                their gradients too, or ``None``.
+
+        Returns:
+            Call: The record, or ``None`` when no output has a node.
+        """
+        if isinstance(out, chainer.Variable):
+            keys, values = [()], [out]
+        else:
+            keys, values = [], []
+            for key, value in _arrays.walk(out, variables=True):
+                keys.append(key)
+                values.append(value)
+        if inputs is not None:
+            values.extend(v for _, v in _arrays.walk(inputs, variables=True))
+        call = Call(listener, link, name, keys, [None] * len(values))
+        for position, value in enumerate(values):
+            if not isinstance(value, chainer.Variable):
+                continue
+            node = value.creator_node
+            if node is None:
+                continue
+            index = _output_index(node, value.node)
+            if index is None:
+                continue
+            try:
+                tag = node._chainer_hookext_tag
+            except AttributeError:
+                tag = None
+            if type(tag) is not Marked:
+                tag = Marked(tag)
+                node._chainer_hookext_tag = tag
+            tag.marks.append((call, position, index))
+            call.grads[position] = _WAITING
+            call.waiting += 1
+        if _WAITING not in call.grads[:len(keys)]:
+            # No output can get a gradient: no call to be done.
+            call.grads = [None] * len(values)
+            call.waiting = 0
+            return None
+        return call
+
+    def names_of(self, listener, function):
+        """The names of the links running for ``listener`` when
+        ``function`` was made (``()`` when none)."""
+        try:
+            tag = function._chainer_hookext_tag
+        except AttributeError:
+            return ()
+        if type(tag) is Marked:
+            tag = tag.running
+        return names_in(tag, listener)
+
+    def backward_preprocess(self, function, in_data, out_grad):
+        try:
+            tag = function._chainer_hookext_tag
+        except AttributeError:
+            tag = None
+        marks = None
+        if type(tag) is Marked:
+            marks = tag.marks
+            tag = tag.running
+        if self._steps:
+            prev, self.prev = self.prev, weakref.ref(function)
+            for listener in self._steps:
+                listener.grad_step(function, tag, out_grad, prev)
+        if marks:
+            self._seen(marks, out_grad)
+
+    def _seen(self, marks, out_grad):
+        # Readers first, then the calls done (the callbacks).
+        done = []
+        for call, position, index in reversed(marks):
+            if call.grads[position] is not _WAITING:
+                continue  # done already (a call flushed, a second backward)
+            grad = out_grad[index]
+            call.grads[position] = None if grad is None else (
+                call.listener.output_grad(call, position, grad))
+            call.waiting -= 1
+            if not call.waiting:
+                done.append(call)
+            elif not call.started:
+                call.started = True
+                if call.listener.waits:
+                    self.started.append(call)
+        for call in done:
+            call.listener.call_done(call)
+
+    def forward_begins(self):
+        """Called by a waiting listener at a link call: outside a backward
+        step (``F.forget``'s recomputation), the calls partly seen are done.
+        """
+        if self.started and not _chainer.is_recomputing():
+            self.flush()
+
+    def flush(self, listener=None):
+        """Does the calls partly seen (of ``listener``; ``None``: all),
+        with ``None`` for the nodes not seen."""
+        calls, kept = self.started, []
+        self.started = kept
+        first_error = None
+        for call in calls:
+            if not call.waiting:
+                continue
+            if listener is not None and call.listener is not listener:
+                kept.append(call)
+                continue
+            call.grads = [None if g is _WAITING else g for g in call.grads]
+            call.waiting = 0
+            try:
+                call.listener.call_done(call)
+            except Exception as e:  # the others are done all the same
+                first_error = first_error or e
+        if first_error is not None:
+            raise first_error
+
+
+def _output_index(node, variable_node):
+    # Which output of ``node`` ``variable_node`` is.
+    for index, ref in enumerate(node.outputs):
+        if ref() is variable_node:
+            return index
+    return None

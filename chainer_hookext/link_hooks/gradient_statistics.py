@@ -1,0 +1,121 @@
+from chainer_hookext import _arrays
+from chainer_hookext.link_hooks import _output_grads
+from chainer_hookext.link_hooks import _output_hook
+from chainer_hookext.link_hooks import _running_statistics
+from chainer_hookext.report import keys as report_keys
+
+
+STATISTICS = ('mean', 'std', 'min', 'max', 'zero_fraction', 'norm')
+
+
+class GradientStatisticsHook(_output_hook.OutputHook):
+    """Link hook that accumulates statistics of the gradients w.r.t. the
+    links' outputs.
+
+    At the end of each hooked link call the nodes that created its outputs
+    are marked; in backward, the step of each such node receives the
+    gradient w.r.t. that output (the thread's tagger of link outputs'
+    gradients, shared with ``NonFiniteHook`` and
+    ``CallbackHook(backward=...)``), and its statistics are added to running
+    values, as :class:`~chainer_hookext.ActivationStatisticsHook` adds an
+    output's: on the array's device, in float64, about a shift, without
+    keeping the array and, on a GPU, without a synchronisation.
+    :meth:`statistics` computes, with one device-to-host copy per device,
+
+    * ``mean``, ``std`` (population), ``min``, ``max``, ``zero_fraction``
+      of the gradients' elements;
+    * ``norm``: the L2 norm of the gradient w.r.t. the output in one call,
+      averaged over the calls whose output got a gradient.
+
+    Keys are ``<link>/grad/<statistic>`` for a single output and
+    ``<link>/grad/<index or key>/<statistic>`` for each array of a tuple,
+    list or dict output (:func:`~chainer_hookext.report.keys.gradient_key`).
+    An output no gradient reaches adds nothing; nor does a call made
+    without a graph (``chainer.no_backprop_mode``); under ``F.forget`` the
+    gradient is seen in the recomputation of the link's call, once per
+    call.  :class:`~chainer_hookext.GradientStatistics` owns this hook in a
+    trainer.
+
+    Args:
+        statistics (tuple of str): Which of :data:`STATISTICS` to return.
+        train (bool): Watch calls made while ``chainer.config.train`` is
+            true.
+        eval (bool): Watch calls made while it is false.
+
+    .. admonition:: Example
+
+        >>> from chainer_hookext import GradientStatisticsHook
+        >>> link = L.Linear(2, 2)
+        >>> hook = GradientStatisticsHook(statistics=('mean', 'norm'))
+        >>> with hook:
+        ...     y = link(numpy.ones((1, 2), numpy.float32))
+        ...     F.sum(y * 3).backward()
+        >>> hook.statistics()
+        {'Linear/grad/mean': 3.0, 'Linear/grad/norm': 4.242640687119285}
+    """
+
+    name = 'GradientStatisticsHook'
+    #: Its calls are not waited for: each gradient is read when seen.
+    waits = False
+
+    def __init__(self, *, statistics=STATISTICS, train=True, eval=False):
+        self.statistics_names = check_statistics(
+            type(self).__name__, statistics)
+        super().__init__(train=train, eval=eval)
+        self._acc = {}  # {(link name, where in its output): Running}
+        self._grads = None  # the thread's OutputGrads, while registered
+
+    def added(self, link):
+        self._grads = _output_grads.subscribe(self)
+
+    def deleted(self, link):
+        self._grads = _output_grads.unsubscribe(self._grads, self)
+
+    def process(self, name, args):
+        grads = self._grads
+        if grads is not None:
+            grads.mark(self, args.link, name, args.out)
+
+    def output_grad(self, call, position, grad):
+        """Adds the gradient w.r.t. an output (the tagger calls it)."""
+        if grad.dtype.kind == 'f' and grad.size:
+            key = call.name, call.keys[position]
+            acc = self._acc.get(key)
+            if acc is None:
+                acc = self._acc[key] = _running_statistics.Running(
+                    grad, norm=True)
+            acc.add(grad)
+
+    def call_done(self, call):
+        pass
+
+    def statistics(self):
+        """Returns what was accumulated since :meth:`reset`.
+
+        Returns:
+            dict: ``{key: float}``, one device-to-host copy per device.
+        """
+        outputs = list(self._acc)
+        rows = _arrays.to_host([self._acc[k].row() for k in outputs])
+        values = {}
+        for key, row in zip(outputs, rows):
+            every = self._acc[key].values(row)
+            for stat in self.statistics_names:
+                values[report_keys.gradient_key(*key, stat)] = every[stat]
+        return values
+
+    def reset(self):
+        """Forgets what was accumulated."""
+        self._acc = {}
+
+
+def check_statistics(call, statistics):
+    """Returns ``statistics`` as a tuple of names of :data:`STATISTICS`.
+
+    Raises:
+        TypeError: Naming ``call``, when it is not a name or an iterable of
+            names.
+        ValueError: Naming ``call``, when it is empty or names one not in
+            :data:`STATISTICS`.
+    """
+    return _running_statistics.check_statistics(call, statistics, STATISTICS)
