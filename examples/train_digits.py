@@ -329,7 +329,7 @@ def plot_roofline(timed, path):
 TIMELINE_CATEGORIES = (('iteration', 'lightgray'), ('phase', 'tab:blue'),
                        ('extension', 'tab:purple'),
                        ('link_forward', 'tab:orange'),
-                       ('link_backward', 'tab:green'))
+                       ('link_backward', 'tab:green'), ('gc', 'tab:red'))
 
 
 def end_of_epoch(epoch):
