@@ -1,12 +1,9 @@
-from chainer import reporter
-from chainer.training import extension
-
 from chainer_hookext import _checks
+from chainer_hookext.extensions import _statistics
 from chainer_hookext.link_hooks import activation_statistics
-from chainer_hookext.run import link_hook_extension
 
 
-class ActivationStatistics(link_hook_extension.LinkHookExtension):
+class ActivationStatistics(_statistics.StatisticsExtension):
     """Trainer extension that reports statistics of the links' outputs.
 
     Owns an :class:`~chainer_hookext.link_hooks.ActivationStatisticsHook`
@@ -35,8 +32,6 @@ class ActivationStatistics(link_hook_extension.LinkHookExtension):
         >>> trainer.extend(extensions.LogReport())
     """
 
-    trigger = 1, 'epoch'
-    priority = extension.PRIORITY_WRITER
     default_name = 'activation_statistics'
 
     def __init__(self, links=None, *,
@@ -48,17 +43,3 @@ class ActivationStatistics(link_hook_extension.LinkHookExtension):
         hook = activation_statistics.ActivationStatisticsHook(
             statistics=statistics, train=train, eval=eval)
         super().__init__(hook, links, train=train, eval=eval)
-
-    def initialize(self, trainer):
-        super().initialize(trainer)
-        self.hook.reset()
-
-    def __call__(self, trainer):
-        values = self.hook.statistics()
-        self.hook.reset()
-        if values:
-            reporter.report(values)
-
-    def finalize(self):
-        super().finalize()
-        self.hook.reset()

@@ -1,11 +1,8 @@
-from chainer import reporter
-from chainer.training import extension
-
+from chainer_hookext.extensions import _statistics
 from chainer_hookext.link_hooks import gradient_statistics
-from chainer_hookext.run import link_hook_extension
 
 
-class GradientStatistics(link_hook_extension.LinkHookExtension):
+class GradientStatistics(_statistics.StatisticsExtension):
     """Trainer extension that reports statistics of the gradients w.r.t.
     the links' outputs.
 
@@ -36,8 +33,6 @@ class GradientStatistics(link_hook_extension.LinkHookExtension):
         >>> trainer.extend(extensions.LogReport())
     """
 
-    trigger = 1, 'epoch'
-    priority = extension.PRIORITY_WRITER
     default_name = 'gradient_statistics'
 
     def __init__(self, links=None, *,
@@ -47,17 +42,3 @@ class GradientStatistics(link_hook_extension.LinkHookExtension):
         hook = gradient_statistics.GradientStatisticsHook(
             statistics=statistics, train=True, eval=False)
         super().__init__(hook, links, train=True, eval=False)
-
-    def initialize(self, trainer):
-        super().initialize(trainer)
-        self.hook.reset()
-
-    def __call__(self, trainer):
-        values = self.hook.statistics()
-        self.hook.reset()
-        if values:
-            reporter.report(values)
-
-    def finalize(self):
-        super().finalize()
-        self.hook.reset()

@@ -21,9 +21,51 @@ import math
 import numpy
 from chainer import backend
 
+from chainer_hookext import _arrays
+
 
 #: Per-call rows kept before they are folded into one.
 FOLD = 64
+
+
+class Table(object):
+    """The running values of each key of one hook, and its report.
+
+    Args:
+        statistics (tuple of str): The names reported.
+        key (callable): ``key(*table_key, statistic)``: the reported key
+            (:mod:`chainer_hookext.report.keys`).
+        norm (bool): Keep each array's L2 norm too (gradients).
+    """
+
+    def __init__(self, statistics, key, norm=False):
+        self.statistics = statistics
+        self.key = key
+        self.norm = norm
+        self.running = {}  # {key: Running}
+
+    def add(self, key, array):
+        """Adds ``array`` (non-empty, floating point) to ``key``'s values."""
+        running = self.running.get(key)
+        if running is None:
+            running = self.running[key] = Running(array, norm=self.norm)
+        running.add(array)
+
+    def values(self):
+        """Returns ``{reported key: float}``, one device-to-host copy per
+        device."""
+        keys = list(self.running)
+        rows = _arrays.to_host([self.running[k].row() for k in keys])
+        values = {}
+        for key, row in zip(keys, rows):
+            every = self.running[key].values(row)
+            for statistic in self.statistics:
+                values[self.key(*key, statistic)] = every[statistic]
+        return values
+
+    def reset(self):
+        """Forgets every key's values."""
+        self.running = {}
 
 
 class Running(object):

@@ -52,17 +52,15 @@ class ActivationStatisticsHook(_output_hook.OutputHook):
         self.statistics_names = check_statistics(
             type(self).__name__, statistics)
         super().__init__(train=train, eval=eval)
-        self._acc = {}  # {key: _Running}
+        # by (link name, where in its output)
+        self._table = _running_statistics.Table(
+            self.statistics_names, report_keys.activation_key)
 
     def process(self, name, args):
         for keys, array in _arrays.walk(args.out):
             if array.dtype.kind != 'f' or array.size == 0:
                 continue
-            key = name, keys  # the link's, where in its output
-            acc = self._acc.get(key)
-            if acc is None:
-                acc = self._acc[key] = _running_statistics.Running(array)
-            acc.add(array)
+            self._table.add((name, keys), array)
 
     def statistics(self):
         """Returns what was accumulated since :meth:`reset`.
@@ -70,18 +68,11 @@ class ActivationStatisticsHook(_output_hook.OutputHook):
         Returns:
             dict: ``{key: float}``, one device-to-host copy per device.
         """
-        outputs = list(self._acc)
-        rows = _arrays.to_host([self._acc[k].row() for k in outputs])
-        values = {}
-        for key, row in zip(outputs, rows):
-            every = self._acc[key].values(row)
-            for stat in self.statistics_names:
-                values[report_keys.activation_key(*key, stat)] = every[stat]
-        return values
+        return self._table.values()
 
     def reset(self):
         """Forgets what was accumulated."""
-        self._acc = {}
+        self._table.reset()
 
 
 def check_statistics(call, statistics):

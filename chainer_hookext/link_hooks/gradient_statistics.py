@@ -1,4 +1,3 @@
-from chainer_hookext import _arrays
 from chainer_hookext.link_hooks import _output_grads
 from chainer_hookext.link_hooks import _output_hook
 from chainer_hookext.link_hooks import _running_statistics
@@ -62,7 +61,9 @@ class GradientStatisticsHook(_output_hook.OutputHook):
         self.statistics_names = check_statistics(
             type(self).__name__, statistics)
         super().__init__(train=train, eval=eval)
-        self._acc = {}  # {(link name, where in its output): Running}
+        # by (link name, where in its output)
+        self._table = _running_statistics.Table(
+            self.statistics_names, report_keys.gradient_key, norm=True)
         self._grads = None  # the thread's OutputGrads, while registered
 
     def added(self, link):
@@ -79,12 +80,7 @@ class GradientStatisticsHook(_output_hook.OutputHook):
     def output_grad(self, call, position, grad):
         """Adds the gradient w.r.t. an output (the tagger calls it)."""
         if grad.dtype.kind == 'f' and grad.size:
-            key = call.name, call.keys[position]
-            acc = self._acc.get(key)
-            if acc is None:
-                acc = self._acc[key] = _running_statistics.Running(
-                    grad, norm=True)
-            acc.add(grad)
+            self._table.add((call.name, call.keys[position]), grad)
 
     def call_done(self, call):
         pass
@@ -95,18 +91,11 @@ class GradientStatisticsHook(_output_hook.OutputHook):
         Returns:
             dict: ``{key: float}``, one device-to-host copy per device.
         """
-        outputs = list(self._acc)
-        rows = _arrays.to_host([self._acc[k].row() for k in outputs])
-        values = {}
-        for key, row in zip(outputs, rows):
-            every = self._acc[key].values(row)
-            for stat in self.statistics_names:
-                values[report_keys.gradient_key(*key, stat)] = every[stat]
-        return values
+        return self._table.values()
 
     def reset(self):
         """Forgets what was accumulated."""
-        self._acc = {}
+        self._table.reset()
 
 
 def check_statistics(call, statistics):

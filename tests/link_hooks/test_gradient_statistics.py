@@ -127,7 +127,7 @@ def test_link_called_twice_and_forget(forget):
     assert hook.statistics() == {
         'm/grad/max': 4.0, 'm/grad/norm': 5.0,
         'm/inner/grad/max': 4.0, 'm/inner/grad/norm': 5.0}
-    assert hook._acc['m/inner', ()].calls == 2
+    assert hook._table.running['m/inner', ()].calls == 2
 
 
 class Two(chainer.Link):
