@@ -51,6 +51,7 @@ Run: ``python benchmarks/bench_loop.py [--model mlp|deep] [--rounds 15]
 
 import argparse
 import concurrent.futures
+import gc
 import datetime
 import os
 import random
@@ -171,6 +172,13 @@ def run(model, variant, iterations, out):
     for extension, trigger in VARIANTS[variant](iterations):
         trainer.extend(extension, trigger=trigger, call_before_training=(
             trigger is first))
+    # The objects made so far out of the collector's way: a full
+    # collection landing in one variant's counted iterations and not in
+    # another's (where depends on every allocation, the variant's name in
+    # argv included) otherwise moves counts by some 60,000 instructions
+    # per iteration (the A/A rows).
+    gc.collect()
+    gc.freeze()
     start = time.process_time()
     with warnings.catch_warnings():  # max_outliers reached: as designed
         warnings.filterwarnings(
