@@ -28,7 +28,7 @@ EXTENSIONS = {
     'TimedLinks': lambda: chainer_hookext.TimedLinks(
         flops=True, peak_flops=1e15, peak_bandwidth=1e15),
     'TimedLoop': lambda: chainer_hookext.TimedLoop(),
-    'Timeline': lambda: chainer_hookext.Timeline(iterations=1),
+    'Timeline': lambda: chainer_hookext.Timeline(iterations=1, outliers=True),
     'NonFiniteGuard': lambda: chainer_hookext.NonFiniteGuard(),
     'ActivationStatistics': lambda: chainer_hookext.ActivationStatistics(),
     'GradientStatistics': lambda: chainer_hookext.GradientStatistics(),
