@@ -58,6 +58,12 @@ def timeline(out):
             for path in (out / 'timeline').glob('*.json.gz')}
 
 
+def windows(files):
+    """The names of the window traces among ``files``, not the outliers'.
+    """
+    return sorted(name for name in files if not name.startswith('outlier_'))
+
+
 def spans(events, category):
     # One name per span; a span cut around our own work (``args.piece``)
     # counts once.
@@ -119,8 +125,7 @@ def test_runs_and_reports(tmp_path):
     files = timeline(out)
     # The window; outliers (the ends of epochs, slower by their plots) only
     # after 20 iterations.
-    assert [f for f in files if not f.startswith('outlier_')] == [
-        'iteration_16.json.gz']
+    assert windows(files) == ['iteration_16.json.gz']
     assert all(int(f.split('_')[2].split('.')[0]) > 20
                for f in files if f.startswith('outlier_'))
     events = files['iteration_16.json.gz']
@@ -215,9 +220,10 @@ def test_killed_run_resumes_where_it_stopped(tmp_path):
     assert summary['/']['occurrence'] == iterations(epochs)
 
     # One window in each: kept if the killed run wrote it, else written
-    # by the resumed run from the snapshot's schedule.
+    # by the resumed run from the snapshot's schedule (beside the outlier
+    # traces, which depend on the machine's timing).
     for files in (timeline(out), timeline(straight)):
-        assert list(files) == ['iteration_16.json.gz']
+        assert windows(files) == ['iteration_16.json.gz']
         assert spans(files['iteration_16.json.gz'], 'iteration') == WINDOW
 
 
