@@ -2,6 +2,7 @@ import chainer
 
 from chainer_hookext import _chainer
 from chainer_hookext import _checks
+from chainer_hookext import _registry
 
 
 class ScopedLinkHook(chainer.LinkHook):
@@ -98,6 +99,25 @@ no mode to act in: ...
         self.link_names = None if link_names is None else dict(link_names)
         self.scope_modes = scope
         self.config_train = mode
+
+    # -- with hook: ----------------------------------------------------------
+    #: The registration of ``with hook:``, while in it.
+    _with = None
+
+    def __enter__(self):
+        """Registers the hook in the thread, as one of the package's: a
+        listener of its one entry in the registry, under a key of its own
+        (``chainer_hookext.<name>``, so that the plain name stays free)."""
+        if self._with is not None:
+            raise RuntimeError(
+                '{}: `with hook:` entered again inside itself; a hook is '
+                'registered once.'.format(type(self).__name__))
+        self._with = _registry.add(_chainer.link_hooks(), self)
+        return self
+
+    def __exit__(self, *exc_info):
+        handle, self._with = self._with, None
+        _registry.remove(handle, self)
 
     def in_scope(self, link):
         """Returns whether ``link`` is in scope in the current mode."""

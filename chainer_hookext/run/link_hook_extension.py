@@ -1,3 +1,4 @@
+import itertools
 import warnings
 import weakref
 
@@ -125,7 +126,9 @@ class LinkHookExtension(extension.Extension):
                 '{}: hook {!r} is already owned by the trainer extension '
                 '{!r}; give each extension its own hook instance.'.format(
                     call, self.hook, owner.name or owner))
-        if any(h is self.hook for h in _chainer.link_hooks().values()):
+        registry = _chainer.link_hooks()
+        if any(h is self.hook for h in itertools.chain(
+                registry.values(), _registry.registered(registry).values())):
             raise ValueError(
                 '{}: hook {!r} is already registered globally (a `with '
                 'hook:` block?); let the extension register it, or do not '

@@ -1,12 +1,14 @@
 import re
 
 import chainer
+import chainer.link_hooks
 import chainer.links as L
 import numpy
 import pytest
 
 import chainer_hookext
 from chainer_hookext import ScopedLinkHook
+from chainer_hookext import _observer
 from tests.conftest import MLP
 
 
@@ -137,3 +139,17 @@ def test_output_hooks_keep_their_own_modes(make, seen, expected):
         with chainer.using_config('train', False):
             link(numpy.ones((2, 2), numpy.float32))
     assert seen(hook) == expected
+
+
+def test_with_hook_is_a_listener_of_the_packages_one_entry():
+    ours = chainer_hookext.TimerHook()
+    link = L.Linear(2, 2)
+    with ours:
+        assert chainer._get_link_hooks() == {_observer.KEY: ours}
+        # The plain name stays free for Chainer's TimerHook.
+        with chainer.link_hooks.TimerHook() as theirs:
+            link(numpy.ones((1, 2), numpy.float32))
+        with pytest.raises(RuntimeError, match='entered again'):
+            ours.__enter__()
+    assert chainer._get_link_hooks() == {}
+    assert ours.total_calls() == 1 and len(theirs.call_history) == 1

@@ -9,6 +9,7 @@ from chainer.link_hooks import TimerHook
 from chainer.training import extensions
 from chainer.training import triggers
 
+import chainer_hookext
 from chainer_hookext import CallbackHook
 from chainer_hookext import CaptureOutputsHook
 from chainer_hookext import LinkHookExtension
@@ -332,6 +333,17 @@ def test_hook_already_registered_by_user_is_refused(trainer_factory):
         with pytest.raises(ValueError, match='already registered'):
             trainer.run()
         assert chainer._get_link_hooks() == {'RecordingHook': hook}
+
+
+def test_hook_of_ours_in_a_with_block_is_refused(trainer_factory):
+    trainer = trainer_factory()
+    hook = chainer_hookext.TimerHook()
+    trainer.extend(LinkHookExtension(hook))
+    with hook:  # a listener of the package's one entry
+        with pytest.raises(ValueError, match='already registered'):
+            trainer.run()
+        assert _registry.registered(chainer._get_link_hooks()) == {
+            'chainer_hookext.TimerHook': hook}
 
 
 def test_default_name():
