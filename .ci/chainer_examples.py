@@ -15,7 +15,8 @@ process each.  In that process, before the example runs:
 * every trainer gets, as it is made (before the example loads a snapshot),
   ``TimedLinks(flops=True)``, ``TimedLoop``, ``Timeline`` (with
   ``outliers=True``), ``LinkMemory``, ``NonFiniteGuard``,
-  ``ActivationStatistics``, ``CaptureOutputs`` and ``UnchainVariables``,
+  ``ActivationStatistics``, ``GradientStatistics``, ``CaptureOutputs`` and
+  ``UnchainVariables``,
   on the targets of all its optimizers;
 * for the Ctrl-C scenarios, a function hook of the user's raises
   ``KeyboardInterrupt`` in the middle of one iteration's forward.
@@ -113,6 +114,7 @@ def every_extension(trainer):
     trainer.extend(chainer_hookext.LinkMemory(targets))
     trainer.extend(chainer_hookext.NonFiniteGuard(targets))
     trainer.extend(chainer_hookext.ActivationStatistics(targets))
+    trainer.extend(chainer_hookext.GradientStatistics(targets))
     trainer.extend(chainer_hookext.CaptureOutputs(targets))
     trainer.extend(chainer_hookext.UnchainVariables())
 
