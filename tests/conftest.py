@@ -302,6 +302,21 @@ def loop_log(trainer):
             for e in trainer.get_extension('LogReport').log]
 
 
+def observe(trainer, suffix):
+    """Returns a list that gets, at each iteration's end (after the
+    writers), the trainer's observed values whose keys end with
+    ``suffix``."""
+    reports = []
+
+    @training.make_extension(trigger=(1, 'iteration'),
+                             priority=training.PRIORITY_READER)
+    def read(trainer):
+        reports.append({k: v for k, v in trainer.observation.items()
+                        if k.endswith(suffix)})
+    trainer.extend(read)
+    return reports
+
+
 def snapshot_of(trainer):
     """The trainer's state, as a snapshot holds it."""
     target = {}

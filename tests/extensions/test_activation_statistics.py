@@ -1,13 +1,13 @@
 import chainer
 import numpy
 import pytest
-from chainer import training
 from chainer.training import extensions
 
 from chainer_hookext import ActivationStatistics
 from chainer_hookext import CallbackHook
 from chainer_hookext import LinkHookExtension
 from tests.conftest import registered_hooks
+from tests.conftest import observe
 
 
 def collect_l1(trainer, train=True, eval=False):
@@ -21,18 +21,6 @@ def collect_l1(trainer, train=True, eval=False):
     trainer.extend(LinkHookExtension(
         hook, model.predictor.l1, train=train, eval=eval))
     return seen
-
-
-def observe(trainer, suffix):
-    reports = []
-
-    @training.make_extension(trigger=(1, 'iteration'),
-                             priority=training.PRIORITY_READER)
-    def read(trainer):
-        reports.append({k: v for k, v in trainer.observation.items()
-                        if k.endswith(suffix)})
-    trainer.extend(read)
-    return reports
 
 
 def check_reports_at_trigger(trainer):

@@ -11,6 +11,7 @@ from chainer_hookext import NonFiniteGuard
 from tests.conftest import Boom
 from tests.conftest import hook_keys
 from tests.conftest import registered_hooks
+from tests.conftest import observe
 
 
 def collect_l1(trainer):
@@ -23,18 +24,6 @@ def collect_l1(trainer):
          chainer.backend.CpuDevice().send(grads[0]).copy())))
     trainer.extend(LinkHookExtension(hook, model.predictor.l1))
     return seen
-
-
-def observe(trainer, suffix):
-    reports = []
-
-    @training.make_extension(trigger=(1, 'iteration'),
-                             priority=training.PRIORITY_READER)
-    def read(trainer):
-        reports.append({k: v for k, v in trainer.observation.items()
-                        if k.endswith(suffix)})
-    trainer.extend(read)
-    return reports
 
 
 def check_reports_at_trigger(trainer):
