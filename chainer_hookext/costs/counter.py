@@ -83,6 +83,23 @@ class FlopCounter(backward.BackwardTimer):
         rec.backward_flops += cost.flops
         rec.backward_bytes += cost.bytes
 
+    # -- by function type (functions=True) -----------------------------------
+    def node_flops(self, function, in_data):
+        """The FLOPs of a node, 0 without a formula (counted again: the
+        formulas' results are memoized)."""
+        cost = flops.count(function, in_data)
+        return 0 if cost is None else cost.flops
+
+    def step_node_applied(self, function, in_data):
+        """Charges a node applied in a step to the step's type, as backward
+        FLOPs."""
+        running = self._running
+        tag = self.tag_of(running)
+        rec = self._outside() if tag is None else tag.charged
+        if rec is not None:
+            backward.function_record(rec, running).backward_flops += (
+                self.node_flops(function, in_data))
+
     # -- slow path -----------------------------------------------------------
     @staticmethod
     def _add_unknown(rec, function):

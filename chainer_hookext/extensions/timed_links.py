@@ -73,6 +73,20 @@ class TimedLinks(link_hook_extension.LinkHookExtension):
     without a formula are listed (:meth:`unknown_functions`), never counted
     as zero.
 
+    With ``functions=True``, what inside each link costs the time: per
+    function type (the node's class name, ``LinearFunction``, ``ReLU``),
+    ``time/function/<Type>``, the forward of its nodes, and
+    ``time/function/<Type>/backward``, their backward steps (the step of a
+    ``LinearFunction`` node, with the gradient nodes it applies), per
+    training iteration summed over the links, nodes made outside every link
+    (a loss in the updater) included; with ``flops=True``,
+    ``flops/function/<Type>`` and ``.../backward`` too.  The printed table
+    and :meth:`summary` split each link's self time into its function
+    types and the rest (its own Python between them), and
+    :meth:`function_summary` gives the types' totals, like
+    ``torch.profiler``'s ``key_averages()``.  Host clock only: on a GPU the
+    split is not measured.
+
     Only the calls and backward steps of the trainer's update are counted,
     whatever ``chainer.config.train`` says there (an update with frozen
     BatchNorm statistics is training): an
@@ -116,6 +130,8 @@ class TimedLinks(link_hook_extension.LinkHookExtension):
             registers no function hook: function calls cost nothing more.
         flops (bool): Also count FLOPs and bytes per link (needs
             ``backward=True``).
+        functions (bool): Also report figures per function type, and split
+            each link's figures by type (needs ``backward=True``).
         peak_flops (float): The machine's peak FLOP/s, for the roofline;
             by default measured once per process, device and dtype (a
             short matrix product), on the device and in the dtype of the
@@ -141,17 +157,19 @@ class TimedLinks(link_hook_extension.LinkHookExtension):
 
     def __init__(self, links=None, *, validation=False, print_report=False,
                  unit='auto', comm=None, local_report=False, backward=True,
-                 flops=False, peak_flops=None, peak_bandwidth=None):
-        validation, print_report, local_report, backward, flops = (
+                 flops=False, functions=False, peak_flops=None,
+                 peak_bandwidth=None):
+        validation, print_report, local_report, backward, flops, functions = (
             _checks.check_flag('TimedLinks', arg, value) for arg, value in (
                 ('validation', validation), ('print_report', print_report),
                 ('local_report', local_report), ('backward', backward),
-                ('flops', flops)))
-        if flops and not backward:
-            raise ValueError(
-                '`TimedLinks(flops=True, backward=False)`: FLOPs are counted '
-                'by the function hook that times backward; keep '
-                '`backward=True`.')
+                ('flops', flops), ('functions', functions)))
+        for arg, value in (('flops', flops), ('functions', functions)):
+            if value and not backward:
+                raise ValueError(
+                    '`TimedLinks({}=True, backward=False)`: the function hook '
+                    'that times backward does it; keep `backward=True`.'
+                    .format(arg))
         for arg, value in (('peak_flops', peak_flops),
                            ('peak_bandwidth', peak_bandwidth)):
             if value is not None:
@@ -169,11 +187,12 @@ class TimedLinks(link_hook_extension.LinkHookExtension):
                 'communicator every report is local already.')
         super().__init__(
             timer.TimerHook(name='TimedLinks', backward=backward,
-                            flops=flops), links,
+                            flops=flops, functions=functions), links,
             train=True, eval=validation)
         self.validation = validation
         self.backward = backward
         self.flops = flops
+        self.functions = functions
         self.peak_flops = None if peak_flops is None else (
             _checks.check_positive('TimedLinks', 'peak_flops', peak_flops))
         self.peak_bandwidth = None if peak_bandwidth is None else (
@@ -188,6 +207,7 @@ class TimedLinks(link_hook_extension.LinkHookExtension):
         self._names = []
         self._last_iteration = None
         self._baseline = {}  # {mode: [Entry]}, the totals at the last report
+        self._function_baseline = {}  # {mode: [FunctionEntry]}, likewise
 
     @property
     def _modes(self):
@@ -202,7 +222,8 @@ class TimedLinks(link_hook_extension.LinkHookExtension):
         link_names.warn_unhooked(
             'TimedLinks', [model[i] for i in names])
         keys.check_link_names('TimedLinks', names.values(), self.backward,
-                              spread=self.comm is not None)
+                              spread=self.comm is not None,
+                              functions=self.functions)
         super().initialize(trainer)
         optimizers = trainer.updater.get_all_optimizers()
         # Paths from each optimizer's target, under the optimizer's name
@@ -264,28 +285,35 @@ class TimedLinks(link_hook_extension.LinkHookExtension):
         # figures of an earlier one are forgotten.
         self.hook.reset()
         self._last_iteration = trainer.updater.iteration
-        self._baseline = self._totals()
+        self._baseline, self._function_baseline = self._totals()
 
     def _totals(self):
-        # The cumulative rows of each mode: {mode: [Entry]}.
-        return {mode: self.hook.entries('name', mode) for mode in self._modes}
+        # The cumulative rows of each mode: {mode: [Entry]}, and with
+        # functions {mode: [FunctionEntry]}.
+        return ({mode: self.hook.entries('name', mode)
+                 for mode in self._modes},
+                {mode: self.hook.function_entries('name', mode)
+                 for mode in self._modes} if self.functions else {})
 
     def __call__(self, trainer):
         iteration = trainer.updater.iteration
         self._add_links(iteration)
         if self._peaks_from is not None:
             self._set_roofline(self._peaks_from, last_chance=True)
-        totals = self._totals()
+        totals, function_totals = self._totals()
         reports = []
         for mode in self._modes:
-            report = self._report(mode, totals[mode], iteration)
+            report = self._report(mode, totals[mode], iteration,
+                                  function_totals.get(mode, ()))
             if report is not None:
                 reports.append(report)
         self._baseline = totals
+        self._function_baseline = function_totals
         self._last_iteration = iteration
         if self.comm is not None:
             gathered = gather.gather(self.comm, reports, self.backward,
-                                     flops=self.flops)
+                                     flops=self.flops,
+                                     functions=self.functions)
             if gathered is not None:
                 self._report_gathered(gathered, iteration)
                 return
@@ -309,6 +337,15 @@ class TimedLinks(link_hook_extension.LinkHookExtension):
                 backward=keys.backward_reported(report.mode, self.backward),
                 points=None if self.roofline_ is None else
                 self.roofline_.link_points(entries))
+            if self.functions:
+                self_times = collections.OrderedDict(
+                    (e.key, (e.self_time, e.backward_self_time))
+                    for e in report.entries)
+                self_times.setdefault(keys.OUTSIDE, (0.0, 0.0))
+                tables.print_function_table(
+                    report.functions, self_times, self.unit, sys.stdout,
+                    backward=keys.backward_reported(
+                        report.mode, self.backward), flops=self.flops)
         if self.flops:
             _print_unknown(self.unknown_functions(by='name'), sys.stdout)
 
@@ -323,7 +360,7 @@ class TimedLinks(link_hook_extension.LinkHookExtension):
             try:
                 keys.check_link_names(
                     'TimedLinks', self._names + [link.name], self.backward,
-                    spread=self.comm is not None)
+                    spread=self.comm is not None, functions=self.functions)
             except ValueError as e:
                 warnings.warn('{} It was added to the model during training '
                               'and is not reported.'.format(e),
@@ -339,7 +376,7 @@ class TimedLinks(link_hook_extension.LinkHookExtension):
                                'iteration {}'.format(self._last_iteration)),
                 RuntimeWarning)
 
-    def _report(self, mode, totals, iteration):
+    def _report(self, mode, totals, iteration, function_totals=()):
         # The Report of the calls since the baseline, or None when nothing
         # ran in the mode.
         now = {e.key: e for e in totals}
@@ -355,7 +392,9 @@ class TimedLinks(link_hook_extension.LinkHookExtension):
             names.append(keys.OUTSIDE)
         return keys.Report(mode, per, [
             _difference(key, now.get(key), then.get(key), per)
-            for key in names])
+            for key in names], _function_differences(
+                function_totals, self._function_baseline.get(mode, ()),
+                set(names) | {keys.OUTSIDE}, per))
 
     def _report_gathered(self, gathered, iteration):
         observation = {}
@@ -381,6 +420,25 @@ class TimedLinks(link_hook_extension.LinkHookExtension):
         timed with ``validation=True``.
         """
         return self.hook.summary(by=by, mode=mode)
+
+    def function_summary(self, mode='train'):
+        """Returns the cumulative figures of each function type, largest
+        time (forward and backward) first (``functions=True``).
+
+        Returns:
+            collections.OrderedDict: ``{type: {'time', 'backward_time',
+            'occurrence'}}`` (and ``'flops'``, ``'backward_flops'`` with
+            ``flops=True``): seconds and nodes of the run, every link and
+            ``(outside)`` summed.
+        """
+        fields = [f for f in records.FUNCTION_FIELDS
+                  if self.flops or f not in ('flops', 'backward_flops')]
+        totals = sorted(keys.function_totals(
+            self.hook.function_entries('name', mode)),
+            key=lambda row: -(row.time + row.backward_time))
+        return collections.OrderedDict(
+            (row.function, {f: getattr(row, f) for f in fields})
+            for row in totals)
 
     def roofline(self, by='path', mode='train'):
         """Returns each link's place under the roofline, over the whole run.
@@ -458,6 +516,14 @@ class TimedLinks(link_hook_extension.LinkHookExtension):
                     for field in records.FIELDS:
                         columns[field].append(getattr(e, field))
             _state.save_rows(serializer['baseline'], labels, columns)
+            labels, columns = [], {f: [] for f in records.FUNCTION_FIELDS}
+            for mode, rows in self._function_baseline.items():
+                for row in rows:
+                    labels.append([mode, row.link, row.function])
+                    for field in records.FUNCTION_FIELDS:
+                        columns[field].append(getattr(row, field))
+            _state.save_rows(serializer['function_baseline'], labels,
+                             columns)
             return
         last = int(_state.read(serializer, 'last_iteration'))
         rows = _state.load_rows(
@@ -469,6 +535,16 @@ class TimedLinks(link_hook_extension.LinkHookExtension):
             values['occurrence'] = int(values['occurrence'])
             self._baseline.setdefault(mode, []).append(
                 records.Entry(key=key, parent=parent, **values))
+        self._function_baseline = {}
+        try:  # older snapshots: no function types timed
+            rows = _state.load_rows(_state.child(
+                serializer, 'function_baseline'), records.FUNCTION_FIELDS)
+        except _state.MissingState:
+            rows = []
+        for (mode, link, function), values in rows:
+            values['occurrence'] = int(values['occurrence'])
+            self._function_baseline.setdefault(mode, []).append(
+                records.FunctionEntry(link, function, **values))
 
 
 def _model_calls(entries):
@@ -490,6 +566,24 @@ def _difference(key, now, then, per):
         values[field] = delta if field == 'occurrence' else max(
             delta, 0.0) / per
     return records.Entry(key=key, parent=now.parent, **values)
+
+
+def _function_differences(now, then, links, per):
+    # The FunctionEntry rows of the links since ``then``, per ``per``.
+    before = {(row.link, row.function): row for row in then}
+    out = []
+    for row in now:
+        if row.link not in links:
+            continue
+        old = before.get((row.link, row.function))
+        values = {}
+        for field in records.FUNCTION_FIELDS:
+            delta = getattr(row, field) - (
+                0 if old is None else getattr(old, field))
+            values[field] = delta if field == 'occurrence' else max(
+                delta, 0.0) / per
+        out.append(row._replace(**values))
+    return out
 
 
 def _print_unknown(unknown, file):

@@ -1,6 +1,7 @@
 import collections
 import sys
 import threading
+import warnings
 
 import chainer
 
@@ -28,6 +29,8 @@ _SAVED = {'elapsed_time': 'elapsed', 'occurrence': 'count',
           'backward_bytes': 'backward_bytes'}
 #: Columns a snapshot of an earlier version lacks: they load as zeros.
 _ADDED = ('flops', 'bytes', 'backward_flops', 'backward_bytes')
+#: What a snapshot keeps of each function type's figures under a record.
+_FUNCTION_SAVED = ('forward', 'count', 'backward', 'flops', 'backward_flops')
 #: What a snapshot keeps of each mode's ``(outside)`` record.
 _SAVED_OUTSIDE = {'backward_time': 'backward',
                   'backward_flops': 'backward_flops',
@@ -88,6 +91,13 @@ class TimerHook(call_stack.CallStack, scoped_link_hook.ScopedLinkHook):
       ``self_flops``, ``backward_flops``, ``backward_self_flops``,
       ``bytes`` and ``backward_bytes``; :meth:`unknown_functions` lists the
       function types without a formula.
+    * With ``functions=True`` (and ``backward=True``), each link's self
+      figures split by function type (``LinearFunction``, ``ReLU`` ...):
+      the forward of each function node, its backward step, and with
+      ``flops=True`` their FLOPs (:meth:`function_entries`; in summaries
+      by path or name, ``functions`` and ``rest_time``, the link's own
+      Python between its nodes).  Host clock only: on a GPU the split is
+      not measured (a warning says so).
 
     Reading figures (:meth:`summary`, :meth:`print_report` ...) from another
     thread while the timed thread runs is safe: it gives the calls ended so
@@ -100,6 +110,8 @@ class TimerHook(call_stack.CallStack, scoped_link_hook.ScopedLinkHook):
             :class:`~chainer_hookext.TimedLinks` turns it on.
         flops (bool): Also count FLOPs and bytes per link (needs
             ``backward=True``).
+        functions (bool): Also split each link's figures by function type
+            (needs ``backward=True``).
 
     .. admonition:: Example
 
@@ -137,19 +149,24 @@ class TimerHook(call_stack.CallStack, scoped_link_hook.ScopedLinkHook):
     name = 'TimerHook'
     table = dict(units.FACTORS)
 
-    def __init__(self, *, name=None, backward=False, flops=False):
+    def __init__(self, *, name=None, backward=False, flops=False,
+                 functions=False):
         if name is not None:
             self.name = _checks.check_name('TimerHook', 'name', name)
         self.backward = _checks.check_flag('TimerHook', 'backward', backward)
         self.flops = _checks.check_flag('TimerHook', 'flops', flops)
-        if flops and not backward:
-            raise ValueError(
-                '`TimerHook(flops=True)` needs `backward=True`: FLOPs are '
-                'counted by the function hook that times backward.')
+        self.functions = _checks.check_flag(
+            'TimerHook', 'functions', functions)
+        for arg, value in (('flops', flops), ('functions', functions)):
+            if value and not backward:
+                raise ValueError(
+                    '`TimerHook({}=True)` needs `backward=True`: the function '
+                    'hook that times backward does it.'.format(arg))
         call_stack.CallStack.__init__(self)
         self._stored = {mode: records.CallRecord() for mode in _MODES[None]}
         self._backward_timer = None
         self._pause_listeners = None  # the timed thread's, from added
+        self._warned_gpu_functions = False
 
     # -- registration --------------------------------------------------------
     def added(self, link):
@@ -164,6 +181,8 @@ class TimerHook(call_stack.CallStack, scoped_link_hook.ScopedLinkHook):
             else backward_module.BackwardTimer, self, self.name + '_backward')
         if new and self.gpu:
             self._backward_timer.use_gpu(True)
+        if new and self.functions:
+            self._use_functions()
 
     def deleted(self, link):
         """Keeps the figures, and lets go of every link it referred to."""
@@ -202,6 +221,7 @@ class TimerHook(call_stack.CallStack, scoped_link_hook.ScopedLinkHook):
         if timer is not None:
             timer.paused = paused = self.outside_update()
             timer.marks = None if paused else self.phase_marks()
+            timer.forget_running()
 
     def phase_marks(self):
         """The loop's phase marks taking this timer's reads (the host
@@ -281,7 +301,20 @@ class TimerHook(call_stack.CallStack, scoped_link_hook.ScopedLinkHook):
     def device_changed(self, gpu):
         if self._backward_timer is not None:
             self._backward_timer.use_gpu(gpu)
+            if self.functions:
+                self._use_functions()
         super().device_changed(gpu)
+
+    def _use_functions(self):
+        # The split by function type, on the host clock only.
+        self._backward_timer.use_functions(not self.gpu)
+        if self.gpu and not self._warned_gpu_functions:
+            self._warned_gpu_functions = True
+            warnings.warn(
+                '{}(functions=True): the model runs on a GPU, where the time '
+                'of each function node is not measured (it would need a CUDA '
+                'event pair per node); the figures by function type stay '
+                'empty.'.format(self.name), RuntimeWarning)
 
     # -- figures -------------------------------------------------------------
     def flush(self):
@@ -313,7 +346,8 @@ class TimerHook(call_stack.CallStack, scoped_link_hook.ScopedLinkHook):
         for m in _MODES[mode]:
             outside.backward += self.outside[m].backward
             records.add_costs(self.outside[m], outside)
-        if outside.backward <= 0 and not outside.backward_flops:
+        if (outside.backward <= 0 and not outside.backward_flops
+                and not outside.functions):
             return None
         return records.empty_entry(keys.OUTSIDE)._replace(
             backward_time=outside.backward,
@@ -365,6 +399,27 @@ class TimerHook(call_stack.CallStack, scoped_link_hook.ScopedLinkHook):
             rows.append(outside)
         return rows
 
+    def function_entries(self, by='path', mode=None):
+        """Returns each link's self figures by function type
+        (``functions=True``; none without).
+
+        Args:
+            by (str): ``'path'`` or ``'name'``: how the links are keyed.
+            mode (str): ``'train'``, ``'eval'`` or ``None`` (both).
+
+        Returns:
+            list of ~chainer_hookext.timing.records.FunctionEntry: Links in
+            order of first call (``'(outside)'`` last: nodes made outside
+            every timed link), each's types in order of first use.
+        """
+        _checks.check_choice('TimerHook.function_entries', 'by', by,
+                             ('path', 'name'), 'a way to key the links')
+        root = self._merged('TimerHook.function_entries', mode)
+        outside = records.CallRecord()
+        for m in _MODES[mode]:
+            records.add_costs(self.outside[m], outside)
+        return records.function_entries(root, by, outside)
+
     def unknown_functions(self, by='path', mode=None):
         """Returns the function types counted without a formula.
 
@@ -411,7 +466,10 @@ class TimerHook(call_stack.CallStack, scoped_link_hook.ScopedLinkHook):
             ``'backward_self_time'`` too (and the FLOPs and bytes with
             ``flops=True``); the last key is ``'(outside)'``
             when backward steps of nodes created outside the timed links
-            were timed.
+            were timed.  With ``functions=True``, by path or name, each
+            link's ``'functions'``: ``{type: {'time', 'backward_time',
+            'occurrence'}}`` (and ``'flops'``, ``'backward_flops'``), and
+            its ``'rest_time'``: its self time outside its nodes' forward.
         """
         fields = records.FIELDS
         if by == 'class':  # as Chainer's: no backward times
@@ -419,9 +477,12 @@ class TimerHook(call_stack.CallStack, scoped_link_hook.ScopedLinkHook):
             fields = [f for f in fields if f not in backward]
         if by == 'class' or not self.flops:
             fields = [f for f in fields if f not in records.COST_FIELDS]
-        return collections.OrderedDict(
+        out = collections.OrderedDict(
             (e.key, {f: getattr(e, f) for f in fields})
             for e in self.entries(by, mode))
+        if by != 'class' and self.functions:
+            _add_functions(out, self.function_entries(by, mode), self.flops)
+        return out
 
     def print_report(self, unit='auto', file=None, *, by='class', mode=None):
         """Prints the summary as a table (see :meth:`summary`).
@@ -469,52 +530,57 @@ class TimerHook(call_stack.CallStack, scoped_link_hook.ScopedLinkHook):
                 column: [getattr(self.outside[m], attribute)
                          for m in _MODES[None]]
                 for column, attribute in _SAVED_OUTSIDE.items()})
-            self._save_unknown(serializer)
+            self._save_by_type(serializer)
             return
         calls = _state.load_rows(
             _state.child(serializer, 'calls'), tuple(_SAVED), _ADDED)
         outside = _state.load_rows(
             _state.child(serializer, 'outside'), tuple(_SAVED_OUTSIDE),
             _ADDED)
-        unknown = self._load_unknown(serializer)
+        unknown = _load_by_type(serializer, 'unknown', ('nodes',))
+        functions = _load_by_type(serializer, 'functions', _FUNCTION_SAVED)
         self.reset()
         self._stored = _trees_from_rows(calls)
         for mode, values in outside:
             for column, attribute in _SAVED_OUTSIDE.items():
                 setattr(self.outside[mode], attribute, _number(
                     attribute, values[column]))
-        saved = [r for m in _MODES[None] for _, r in records.walk(
-            self._stored[m])] + [self.outside[m] for m in _MODES[None]]
-        for (index, name), values in unknown:
-            if not 0 <= index < len(saved):
-                raise ValueError(
-                    'TimerHook.serialize: bad unknown-function row {!r} in '
-                    'the saved state.'.format([index, name]))
-            rec = saved[index]
+        saved = self._saved_records(self._stored)
+        for rec, name, values in _by_record(saved, unknown, 'unknown'):
             if rec.unknown is None:
                 rec.unknown = {}
             rec.unknown[name] = int(values['nodes'])
+        for rec, name, values in _by_record(saved, functions, 'function'):
+            one = records.function_record(rec, name)
+            for attribute in _FUNCTION_SAVED:
+                setattr(one, attribute, getattr(one, attribute) + _number(
+                    attribute, values[attribute]))
 
-    def _save_unknown(self, serializer):
-        # Rows [index of the record, class name]: records in the order of
-        # the saved call rows (modes in turn), then each mode's outside.
-        saved = [r for m in _MODES[None] for _, r in records.walk(
-            self._merged(None, m))] + [self.outside[m] for m in _MODES[None]]
+    def _saved_records(self, trees):
+        # The records of the saved call rows (modes in turn), then each
+        # mode's outside: what rows by type refer to by index.
+        return [r for m in _MODES[None] for _, r in records.walk(
+            trees[m])] + [self.outside[m] for m in _MODES[None]]
+
+    def _save_by_type(self, serializer):
+        # Rows [index of the record, class name]: the unknown nodes, and
+        # the figures by function type.
+        saved = self._saved_records(
+            {m: self._merged(None, m) for m in _MODES[None]})
         labels, nodes = [], []
+        function_labels = []
+        function_columns = {column: [] for column in _FUNCTION_SAVED}
         for index, rec in enumerate(saved):
             for name, count in (rec.unknown or {}).items():
                 labels.append([index, name])
                 nodes.append(count)
+            for one in (rec.functions or {}).values():
+                function_labels.append([index, one.name])
+                for column in _FUNCTION_SAVED:
+                    function_columns[column].append(getattr(one, column))
         _state.save_rows(serializer['unknown'], labels, {'nodes': nodes})
-
-    @staticmethod
-    def _load_unknown(serializer):
-        # A snapshot of an earlier version has no table: none unknown.
-        try:
-            return _state.load_rows(
-                _state.child(serializer, 'unknown'), ('nodes',))
-        except _state.MissingState:
-            return []
+        _state.save_rows(serializer['functions'], function_labels,
+                         function_columns)
 
     def reset(self):
         """Forgets every time and count so far; the links' paths are kept.
@@ -524,6 +590,39 @@ class TimerHook(call_stack.CallStack, scoped_link_hook.ScopedLinkHook):
         self._stored = {m: records.CallRecord() for m in _MODES[None]}
         for mode in _MODES[None]:
             self.outside[mode].__init__()  # the same record, emptied
+
+
+def _load_by_type(serializer, table, fields):
+    # A snapshot of an earlier version has no table: no rows.
+    try:
+        return _state.load_rows(_state.child(serializer, table), fields)
+    except _state.MissingState:
+        return []
+
+
+def _by_record(saved, rows, what):
+    # Yields (record, class name, values) of rows [index, class name].
+    for (index, name), values in rows:
+        if not 0 <= index < len(saved):
+            raise ValueError(
+                'TimerHook.serialize: bad {} row {!r} in the saved '
+                'state.'.format(what, [index, name]))
+        yield saved[index], name, values
+
+
+def _add_functions(summary, rows, flops):
+    # Each link's split by function type, and the rest of its self time.
+    fields = [f for f in records.FUNCTION_FIELDS
+              if flops or f not in ('flops', 'backward_flops')]
+    for row in rows:
+        link = summary.setdefault(row.link, {})
+        link.setdefault('functions', collections.OrderedDict())[
+            row.function] = {f: getattr(row, f) for f in fields}
+    for key, link in summary.items():
+        if key != keys.OUTSIDE:
+            link.setdefault('functions', collections.OrderedDict())
+            link['rest_time'] = link['self_time'] - sum(
+                one['time'] for one in link['functions'].values())
 
 
 def _trees_from_rows(rows):
@@ -550,4 +649,5 @@ def _trees_from_rows(rows):
 
 def _number(attribute, value):
     # A saved value (float64) as the record keeps it: counts as integers.
-    return value if attribute in ('elapsed', 'backward') else int(value)
+    return value if attribute in ('elapsed', 'backward', 'forward') else int(
+        value)

@@ -18,6 +18,7 @@ iteration, and nothing between two calls may raise on one worker only
 import collections
 
 from chainer_hookext.report import keys
+from chainer_hookext.timing import records
 
 
 #: A figure over the workers that reported it: its mean, and each of
@@ -27,8 +28,10 @@ Spread = collections.namedtuple('Spread', ('mean',) + keys.STATISTICS)
 GatheredEntry = collections.namedtuple(
     'GatheredEntry', ('key', 'parent', 'spreads'))
 #: One mode's :class:`~.keys.Report` gathered over ``workers`` processes:
-#: ``entries`` are :class:`GatheredEntry` s.
-Gathered = collections.namedtuple('Gathered', ('mode', 'workers', 'entries'))
+#: ``entries`` are :class:`GatheredEntry` s; ``functions`` too, one per
+#: function type (its ``key``), of each worker's sum over its links.
+Gathered = collections.namedtuple(
+    'Gathered', ('mode', 'workers', 'entries', 'functions'), defaults=((),))
 
 
 def check_comm(call, comm):
@@ -47,7 +50,7 @@ pass chainermn.create_communicator(...), or None for one process.
             'process.'.format(call, comm))
 
 
-def gather(comm, reports, backward, root=0, flops=False):
+def gather(comm, reports, backward, root=0, flops=False, functions=False):
     """Gathers every worker's reports and summarises them on ``root``.
 
     Args:
@@ -56,6 +59,7 @@ def gather(comm, reports, backward, root=0, flops=False):
         backward (bool): Backward is timed (which figures are reported).
         root (int): Rank that receives the summary.
         flops (bool): FLOPs are counted (reported too).
+        functions (bool): Function types' figures are reported.
 
     Returns:
         list of Gathered: On ``root``, one per report of ``root``;
@@ -69,9 +73,27 @@ def gather(comm, reports, backward, root=0, flops=False):
         mode = report.mode
         rows = [[e for r in sent if r.mode == mode for e in r.entries]
                 for sent in per_rank]
+        types = []
+        if functions:
+            shown = [f.field for f in keys.function_figures(
+                keys.backward_reported(mode, backward), flops)]
+            types = summarise([_type_totals(
+                [f for r in sent if r.mode == mode for f in r.functions])
+                for sent in per_rank], lambda row: shown)
         gathered.append(Gathered(mode, len(per_rank), summarise(
-            rows, _reported_fields(mode, backward, flops))))
+            rows, _reported_fields(mode, backward, flops)), types))
     return gathered
+
+
+#: A function type's total over one worker's links, as :func:`summarise`
+#: reads rows: ``key`` is the type's name.
+_TypeTotal = collections.namedtuple(
+    '_TypeTotal', ('key', 'parent') + records.FUNCTION_FIELDS)
+
+
+def _type_totals(rows):
+    return [_TypeTotal(total.function, None, *total[2:])
+            for total in keys.function_totals(rows)]
 
 
 def _reported_fields(mode, backward, flops):
@@ -157,6 +179,11 @@ def figures(gathered):
         for field, spread in entry.spreads.items():
             out.update(spread_figures(
                 keys.figure_key(gathered.mode, entry.key, field), spread))
+    figures = {f.field: f for f in keys.FUNCTION_FIGURES}
+    for entry in gathered.functions:
+        for field, spread in entry.spreads.items():
+            out.update(spread_figures(keys.function_key(
+                gathered.mode, entry.key, figures[field]), spread))
     return out
 
 

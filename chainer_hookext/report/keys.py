@@ -19,7 +19,16 @@ gives the FLOPs per iteration of each link's function nodes::
     flops/main/predictor/l1/backward       backward, inclusive
     flops/main/predictor/l1/backward/self  backward, self
     flops/(outside)/backward               backward of nodes made outside
-  Gathered over
+
+With ``functions=True``, per function type (the node's class name), summed
+over the links and ``(outside)``::
+
+    time/function/LinearFunction           its nodes' forward
+    time/function/LinearFunction/backward  their backward steps
+    flops/function/LinearFunction          (flops=True) their FLOPs
+    flops/function/LinearFunction/backward the gradient nodes' in the steps
+
+Gathered over
 ChainerMN workers, each of those keys is the mean over workers, with the
 spread below it (``.../min``, ``.../max``, ``.../slowest_rank``).
 :class:`~chainer_hookext.TimedLoop` reports ``time/loop/<phase>``, an
@@ -109,6 +118,64 @@ FIGURES = (
            'BackwardSelfFLOPs', 'BackwardSelfFLOPsMean', FLOPS),
 )
 _FIGURES = {figure.field: figure for figure in FIGURES}
+
+#: What comes after the family in the keys of function types' figures.
+FUNCTION = 'function'
+
+#: A reported figure of a function type: ``field`` of
+#: :class:`~.records.FunctionEntry`, ``suffix`` after the type's name,
+#: ``backward`` (reported when backward is timed), ``title`` in a table,
+#: ``family`` as in :class:`Figure`.
+FunctionFigure = collections.namedtuple('FunctionFigure', (
+    'field', 'suffix', 'backward', 'title', 'family'))
+
+#: The reported figures of a function type, in table order.
+FUNCTION_FIGURES = (
+    FunctionFigure('time', '', False, 'Time', TIME),
+    FunctionFigure('backward_time', '/backward', True, 'BackwardTime', TIME),
+    FunctionFigure('flops', '', False, 'FLOPs', FLOPS),
+    FunctionFigure('backward_flops', '/backward', True, 'BackwardFLOPs',
+                   FLOPS),
+)
+
+
+def function_figures(backward, flops=False):
+    """Returns the :data:`FUNCTION_FIGURES` reported (see
+    :func:`link_figures`)."""
+    return tuple(f for f in FUNCTION_FIGURES if (
+        backward or not f.backward) and (flops or f.family == TIME))
+
+
+def function_key(mode, function, figure):
+    """Returns the reported key of a function type's figure.
+
+    >>> function_key('train', 'LinearFunction', FUNCTION_FIGURES[1])
+    'time/function/LinearFunction/backward'
+    >>> function_key('eval', 'ReLU', FUNCTION_FIGURES[2])
+    'validation/flops/function/ReLU'
+    """
+    return prefix(mode, figure.family) + FUNCTION + '/' + function + (
+        figure.suffix)
+
+
+def function_totals(rows):
+    """Returns one :class:`~.records.FunctionEntry` per function type, the
+    sum of its rows over the links (``link`` is ``None``).
+
+    >>> from chainer_hookext.timing.records import FunctionEntry
+    >>> rows = function_totals([FunctionEntry('a', 'ReLU', 1.0, 2.0, 1),
+    ...                         FunctionEntry('b', 'ReLU', 0.5, 0.5, 2)])
+    >>> rows[0].time, rows[0].backward_time, rows[0].occurrence
+    (1.5, 2.5, 3)
+    """
+    sums = collections.OrderedDict()
+    for row in rows:
+        mine = sums.get(row.function)
+        sums[row.function] = row._replace(link=None) if mine is None else (
+            mine._replace(**{f: getattr(mine, f) + getattr(row, f)
+                             for f in records.FUNCTION_FIELDS}))
+    return list(sums.values())
+
 
 #: The family of memory figures (:class:`~chainer_hookext.LinkMemory`):
 #: their keys start with ``memory/``.
@@ -230,8 +297,11 @@ STATISTICS = ('min', 'max', 'slowest_rank')
 
 #: One mode's figures at one report: ``entries`` (:class:`~.records.Entry`)
 #: are seconds per training iteration (``mode='train'``) or per outermost
-#: call of the model (``'eval'``), averaged over ``per`` of them.
-Report = collections.namedtuple('Report', ('mode', 'per', 'entries'))
+#: call of the model (``'eval'``), averaged over ``per`` of them;
+#: ``functions`` (:class:`~.records.FunctionEntry`, with
+#: ``functions=True``) likewise, per link and function type.
+Report = collections.namedtuple(
+    'Report', ('mode', 'per', 'entries', 'functions'), defaults=((),))
 
 
 def prefix(mode, family=TIME):
@@ -306,6 +376,11 @@ def figures(report, backward, flops=False):
         for figure in reported(report.mode, entry.key, backward, flops):
             out[figure_key(report.mode, entry.key, figure.field)] = getattr(
                 entry, figure.field)
+    shown = function_figures(backward_reported(report.mode, backward), flops)
+    for total in function_totals(report.functions):
+        for figure in shown:
+            out[function_key(report.mode, total.function, figure)] = getattr(
+                total, figure.field)
     return out
 
 
@@ -355,13 +430,15 @@ _Owner = collections.namedtuple(
     '_Owner', ('key', 'name', 'figure', 'statistic'))
 
 
-def check_link_names(call, names, backward, spread, memory=False):
+def check_link_names(call, names, backward, spread, memory=False,
+                     functions=False):
     """Refuses link names that would make two reported keys one.
 
     A link named ``self`` would have the key of its parent's self time;
     ``backward`` (with backward timing) its parent's backward time;
     ``min``, ``max`` or ``slowest_rank`` (gathered over workers) its
-    parent's spread.
+    parent's spread; with ``functions``, a link named ``function`` at the
+    top (an optimizer's name) the keys of the function types.
 
     Args:
         call (str): The class to name in the error.
@@ -370,6 +447,7 @@ def check_link_names(call, names, backward, spread, memory=False):
         spread (bool): Figures are gathered over ChainerMN workers.
         memory (bool): Check :data:`MEMORY_FIGURES` instead (a link named
             ``backward`` would report its parent's backward peak).
+        functions (bool): Function types' figures are reported.
 
     Raises:
         ValueError: Naming the link, its key, and what to do.
@@ -383,6 +461,12 @@ it out with `links=`.
     """
     owners = {}  # {key: _Owner}
     for name in names:
+        if functions and name.split('/')[0] == FUNCTION:
+            raise ValueError(
+                '{}: the link {!r} would report under `time/{}/`, where '
+                'the function types\' figures are (functions=True); rename '
+                'the optimizer (its name in the updater) or leave the link '
+                'out with `links=`.'.format(call, name, FUNCTION))
         for figure in (MEMORY_FIGURES if memory else link_figures(backward)):
             key = (memory_key(name, figure) if memory else
                    figure_key('train', name, figure.field))

@@ -80,6 +80,66 @@ def _roofline_cells(link_points, backward):
     return cells
 
 
+#: The label of a link's self time outside its nodes' forward.
+REST = '(rest)'
+
+
+def print_function_table(rows, self_times, unit, file, backward=False,
+                         flops=False):
+    """Prints each link's self figures split by function type, then each
+    type's total, largest first::
+
+        Link / Function       Time   BackwardTime  Calls
+        main/predictor/l1  30.00us        50.00us
+          LinearFunction   20.00us        50.00us      1
+          (rest)           10.00us
+        (all links)
+          LinearFunction   20.00us        50.00us      1
+
+    Args:
+        rows (list of ~.records.FunctionEntry): By link, in link order.
+        self_times (dict): ``{link: (self time, backward self time)}`` of
+            the links to show, in order; a link's ``(rest)`` is its self
+            time minus its types' forward.
+        unit (str): A unit of :data:`.units.UNITS`.
+        file: Stream to write to.
+        backward (bool): Add the backward columns.
+        flops (bool): Add the FLOPs columns.
+    """
+    figures = keys.function_figures(backward, flops)
+    times = [f for f in figures if f.family == keys.TIME]
+    fmt = units.formatter(unit, [getattr(r, f.field) for r in rows
+                                 for f in times] + [
+        t for pair in self_times.values() for t in pair])
+    table = [['Link / Function'] + [f.title for f in figures] + ['Calls']]
+
+    def cells(row):
+        return [fmt(getattr(row, f.field)) if f.family == keys.TIME
+                else units.count(getattr(row, f.field))
+                for f in figures] + [str(row.occurrence)]
+
+    by_link = {}
+    for row in rows:
+        by_link.setdefault(row.link, []).append(row)
+    for link, (own, backward_own) in self_times.items():
+        mine = by_link.get(link, [])
+        if not mine:
+            continue
+        table.append([link] + [
+            fmt(own) if f.field == 'time' and link != keys.OUTSIDE else
+            fmt(backward_own) if f.field == 'backward_time' else ''
+            for f in figures] + [''])
+        table += [['  ' + row.function] + cells(row) for row in mine]
+        if link != keys.OUTSIDE:
+            rest = own - sum(row.time for row in mine)
+            table.append(['  ' + REST, fmt(rest)] + [''] * len(figures))
+    table.append(['(all links)'] + [''] * len(figures) + [''])
+    totals = sorted(keys.function_totals(rows), key=lambda row: -(
+        row.time + row.backward_time))
+    table += [['  ' + row.function] + cells(row) for row in totals]
+    _write(table, '<' + '>' * (len(table[0]) - 1), file)
+
+
 def print_spread_table(entries, unit, file, header='LinkName',
                        backward=False):
     """Prints figures gathered over workers as an indented tree.

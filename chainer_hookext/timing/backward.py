@@ -36,13 +36,27 @@ hook was removed charges later steps (of nodes still alive) to the stored
 record (:func:`.records.merge`).
 
 On a GPU, steps are timed with CUDA events, resolved with the forward ones.
+
+With :meth:`~BackwardTimer.use_functions` (``TimerHook(functions=True)``, host
+clock only) each record's self figures are split by function type too
+(``record.functions``, :class:`~.records.FunctionRecord`): the forward of
+each node between its ``forward_preprocess`` and ``forward_postprocess``,
+charged to the type under the record the node is tagged with (or, for a
+node made outside every timed link in the update or an ``Evaluator``, under
+the mode's ``outside`` record); each step's time to the type of the step's
+node, as it is charged to the record.  A node applied inside a step (a
+gradient node, ``F.forget``'s forward run again) is that step's work, not a
+forward of its own: its FLOPs go to the step's type as backward FLOPs.
 """
+
+from chainer.function import FunctionAdapter
 
 from chainer_hookext import _chainer
 from chainer_hookext import _observer
 from chainer_hookext import _frames
 from chainer_hookext import _tagging
 from chainer_hookext.timing import clock
+from chainer_hookext.timing import records
 
 from chainer_hookext.timing import spans
 
@@ -70,6 +84,8 @@ class BackwardTimer(_tagging.NodeTagger):
     #: ``None``: each step's reads are theirs too, so that ``backward``
     #: starts and ends where the steps' spans do (host clock only).
     marks = None
+    #: Whether figures are split by function type (:meth:`use_functions`).
+    functions = False
 
     def __init__(self, calls, name):
         super().__init__(name)
@@ -78,6 +94,9 @@ class BackwardTimer(_tagging.NodeTagger):
         self._mark = 0.0  # start of the running step: a time or an event
         self._running = None  # the node whose step runs, between pre / post
         self.steps = None  # spans of the steps, while recorded
+        # Nodes whose forward runs, with functions: [node, its type's
+        # FunctionRecord, start], innermost last.
+        self._open = []
         #: ``calls.outside_update()``, kept up to date by the loop's
         #: callback (``TimerHook.set_iteration_parts``): one attribute read
         #: per step (reading the loop's own flag: 30 to 40 ns more).
@@ -123,23 +142,31 @@ class BackwardTimer(_tagging.NodeTagger):
                 self._mark = t
                 return
         rec.charged.backward += t - self._mark
+        if self.functions:
+            function_record(rec.charged, function).backward += t - self._mark
         self._mark = t
 
     def own_work_done(self, start, end):
         """Takes a pause of our own work (:mod:`.pauses`) out of the
-        running step (host clock only)."""
+        running step and node forwards (host clock only)."""
         if not self.calls.gpu:
             self._mark += end - start
+            for opened in self._open:
+                opened[2] += end - start
 
     # -- F.forget ----------------------------------------------------------
     def _recomputed(self):
         # The tag of a node created inside a backward step: the step's own
-        # when it recomputes (F.forget); a step left running by an
-        # exception is forgotten.
+        # when it recomputes (F.forget), else none (a gradient node).
         if not _chainer.is_recomputing():
-            self._running = None
             return None
         return self.tag_of(self._running)
+
+    def forget_running(self):
+        """Forgets a step left running by an exception (and node forwards
+        left open): no step runs at a trainer's update's start or end."""
+        self._running = None
+        del self._open[:]
 
     def _charge_running(self, t):
         # F.forget's step, before its inner steps; a step left by an
@@ -149,6 +176,9 @@ class BackwardTimer(_tagging.NodeTagger):
         rec = self.tag_of(self._running) or self._outside()
         if rec is not None:
             rec.charged.backward += t - self._mark
+            if self.functions:
+                function_record(rec.charged, self._running).backward += (
+                    t - self._mark)
             if self.steps is not None:
                 self.steps.append(spans.Span(rec.charged, self._mark, t))
 
@@ -158,6 +188,63 @@ class BackwardTimer(_tagging.NodeTagger):
         if train is None:
             return None
         return self.calls.outside['train' if train else 'eval']
+
+    # -- by function type ----------------------------------------------------
+    def use_functions(self, on):
+        """Splits the figures by function type (``on``) or stops.
+
+        The forward of each node is timed by instance methods over the
+        class's (the class's run first), as the GPU methods are: without
+        it the hot path is the class's, unchanged.
+        """
+        self.functions = on
+        del self._open[:]
+        _observer.use_method(self, 'forward_preprocess',
+                             self._function_forward_preprocess if on else None)
+        _observer.use_method(self, 'forward_postprocess',
+                             self._function_forward_postprocess if on
+                             else None)
+
+    def _function_forward_preprocess(self, function, in_data):
+        type(self).forward_preprocess(self, function, in_data)
+        rec = self.calls.top
+        if rec is not self.bottom:
+            rec = rec.charged
+        elif self._running is not None:  # applied in a step: the step's
+            self.step_node_applied(function, in_data)
+            return
+        else:  # outside every timed link, in the update or an Evaluator
+            rec = self._outside()
+            if rec is None:
+                return
+        one = function_record(rec, function)
+        one.flops += self.node_flops(function, in_data)
+        self._open.append([function, one, clock.now()])
+
+    def _function_forward_postprocess(self, function, in_data):
+        t = clock.now()
+        opened = self._open
+        if opened and opened[-1][0] is function:
+            one, start = opened.pop()[1:]
+        else:  # not timed, or forwards that raised above it
+            index = next((i for i in range(len(opened) - 1, -1, -1)
+                          if opened[i][0] is function), None)
+            if index is None:
+                return
+            one, start = opened[index][1:]
+            del opened[index:]
+        one.forward += t - start
+        one.count += 1
+        if opened:  # a node applied in another's forward: not the other's
+            opened[-1][2] += t - start
+
+    def node_flops(self, function, in_data):
+        """The FLOPs of a node (:class:`~.costs.counter.FlopCounter`
+        counts them): 0 here."""
+        return 0
+
+    def step_node_applied(self, function, in_data):
+        """Called, with functions, for each node applied in a step."""
 
     # -- GPU -----------------------------------------------------------------
     def gpu_backward_preprocess(self, function, in_data, out_grad):
@@ -237,3 +324,16 @@ class BackwardTimer(_tagging.NodeTagger):
         rec = self.tag_of(function) or self._outside()
         if rec is not None:
             self.steps.append(spans.Span(rec.charged, start, self._mark))
+
+
+def function_record(rec, function):
+    """Returns the :class:`~.records.FunctionRecord` of ``function``'s type
+    under the call record ``rec``, made when first asked for."""
+    cls = type(function)
+    if cls is FunctionAdapter:  # an old-style Function: its own class
+        cls = type(function.function)
+    functions = rec.functions
+    one = None if functions is None else functions.get(cls)
+    if one is None:
+        one = records.function_record(rec, cls, cls.__name__)
+    return one

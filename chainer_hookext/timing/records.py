@@ -46,6 +46,52 @@ FIELDS = Entry._fields[2:]
 #: The fields counted only with ``flops=True``.
 COST_FIELDS = FIELDS[-6:]
 
+#: One function type's figures in one link's self figures (``functions=True``,
+#: :class:`FunctionRecord`): ``link`` is the link's key (or :data:`OUTSIDE`),
+#: ``function`` the node's class name (``LinearFunction``); ``time`` the
+#: forward seconds of its nodes, ``backward_time`` their backward steps';
+#: ``occurrence`` the nodes applied; FLOPs as in :class:`Entry`, backward
+#: those of the gradient nodes applied in the steps.
+FunctionEntry = collections.namedtuple('FunctionEntry', (
+    'link', 'function', 'time', 'backward_time', 'occurrence', 'flops',
+    'backward_flops'), defaults=(0, 0))
+
+#: The numeric fields of a :class:`FunctionEntry`.
+FUNCTION_FIELDS = FunctionEntry._fields[2:]
+
+
+class FunctionRecord(object):
+    """The figures of one function type under one call record.
+
+    A link's self figures split by the class of its function nodes
+    (``TimerHook(functions=True)``); kept per call path and type, never
+    per node.
+
+    Attributes:
+        name (str): The node's class name (:func:`.costs.flops.name_of`).
+        forward (float): Seconds of the forward of its nodes.
+        count (int): Nodes applied.
+        backward (float): Seconds of their backward steps.
+        flops, backward_flops (int): Their FLOPs, forward and of the
+            gradient nodes applied in their steps (``flops=True``).
+    """
+
+    __slots__ = ('name', 'forward', 'count', 'backward', 'flops',
+                 'backward_flops')
+
+    def __init__(self, name):
+        self.name = name
+        self.forward = self.backward = 0.0
+        self.count = self.flops = self.backward_flops = 0
+
+    def add(self, other):
+        """Adds the figures of ``other``, a record of the same type."""
+        self.forward += other.forward
+        self.count += other.count
+        self.backward += other.backward
+        self.flops += other.flops
+        self.backward_flops += other.backward_flops
+
 
 class _Sums(object):
     """The sums of one key's records, as :func:`entries` adds them up."""
@@ -109,6 +155,9 @@ class CallRecord(object):
         unknown (dict): ``{function class name: nodes}`` charged to the
             record that have no formula (:func:`.costs.flops.count`), or
             ``None`` when there was none.
+        functions (dict): With ``functions=True``, its self figures by
+            function type: ``{node class: FunctionRecord}`` (by class name
+            in a stored tree), or ``None`` when none was applied.
         charged (CallRecord): The record charged for this record's backward
             steps and costs: itself; for a link out of scope, its nearest timed
             ancestor; after :func:`merge` with ``move=True``, the stored
@@ -122,7 +171,7 @@ class CallRecord(object):
                  'loop_code',
                  'elapsed', 'count', 'backward', 'charged', 'out_of_scope',
                  'flops', 'bytes', 'backward_flops', 'backward_bytes',
-                 'unknown')
+                 'unknown', 'functions')
 
     def __init__(self, key=None, parent=None, labels=None,
                  out_of_scope=False):
@@ -142,6 +191,7 @@ class CallRecord(object):
         self.flops = self.bytes = 0
         self.backward_flops = self.backward_bytes = 0
         self.unknown = None
+        self.functions = None
         self.out_of_scope = out_of_scope
         self.charged = parent.charged if out_of_scope else self
 
@@ -181,8 +231,25 @@ def merge(src, dst, move=False):
             src.children = {}
 
 
+def function_record(rec, key, name=None):
+    """Returns the :class:`FunctionRecord` under ``rec`` keyed by ``key``
+    (a node's class, or its name in a stored record), made when first
+    asked for and named ``name`` (by default ``key``)."""
+    functions = rec.functions
+    if functions is None:
+        functions = rec.functions = {}
+    one = functions.get(key)
+    if one is None:
+        one = functions[key] = FunctionRecord(key if name is None else name)
+    return one
+
+
 def add_costs(src, dst):
-    """Adds the FLOPs, bytes and unknown nodes of ``src`` to ``dst``."""
+    """Adds the FLOPs, bytes, unknown nodes and function types' figures of
+    ``src`` to ``dst`` (those of a stored record keyed by class name)."""
+    if src.functions:
+        for one in list(src.functions.values()):
+            function_record(dst, one.name).add(one)
     dst.flops += src.flops
     dst.bytes += src.bytes
     dst.backward_flops += src.backward_flops
@@ -254,6 +321,37 @@ def entries(root, by):
     for child in root.children.values():
         visit(child, None, frozenset())
     return [row.entry() for row in sums.values()]
+
+
+def function_entries(root, by, outside=None):
+    """Returns the :class:`FunctionEntry` rows of a stored tree.
+
+    Records with the same key are summed, as in :func:`entries`.
+
+    Args:
+        root (CallRecord): A stored tree.
+        by (str): ``'name'`` or ``'path'``.
+        outside (CallRecord): The record of nodes made outside every link,
+            whose rows come last under :data:`OUTSIDE`.
+
+    Returns:
+        list of FunctionEntry: Links in order of first call, each's types
+        in order of first application.
+    """
+    sums = collections.OrderedDict()  # {(link key, name): FunctionRecord}
+    counted = [(getattr(record.labels, by), record)
+               for _, record in walk(root)]
+    if outside is not None:
+        counted.append((OUTSIDE, outside))
+    for key, record in counted:
+        for one in (record.functions or {}).values():
+            mine = sums.get((key, one.name))
+            if mine is None:
+                mine = sums[key, one.name] = FunctionRecord(one.name)
+            mine.add(one)
+    return [FunctionEntry(key, name, one.forward, one.backward, one.count,
+                          one.flops, one.backward_flops)
+            for (key, name), one in sums.items()]
 
 
 def class_entries(root):
