@@ -282,6 +282,29 @@ class _Sleeping(chainer.FunctionNode):
         return grad_outputs
 
 
+class SlowNode(chainer.FunctionNode):
+    """Identity whose forward and backward take known seconds on a
+    :class:`StillClock`; its backward applies ``inner`` (a node) to the
+    gradient when given, as Chainer's backward methods apply gradient
+    nodes."""
+
+    def __init__(self, clock, forward=0.0, backward=0.0, inner=None):
+        self.clock = clock
+        self.forward_seconds = forward
+        self.backward_seconds = backward
+        self.inner = inner
+
+    def forward(self, inputs):
+        self.clock.sleep(self.forward_seconds)
+        return inputs
+
+    def backward(self, indexes, grad_outputs):
+        self.clock.sleep(self.backward_seconds)
+        if self.inner is not None:
+            return self.inner.apply(grad_outputs)
+        return grad_outputs
+
+
 class SlowIterator(chainer.iterators.SerialIterator):
     def __init__(self, clock, *args, **kwargs):
         super().__init__(*args, **kwargs)

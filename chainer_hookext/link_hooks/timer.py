@@ -506,6 +506,14 @@ class TimerHook(call_stack.CallStack, scoped_link_hook.ScopedLinkHook):
             header = 'LinkPath' if by == 'path' else 'LinkName'
             tables.print_tree_table(
                 entries, unit, file, header, backward=self.backward)
+            if self.functions:
+                self_times = collections.OrderedDict(
+                    (e.key, (e.self_time, e.backward_self_time))
+                    for e in entries)
+                self_times.setdefault(keys.OUTSIDE, (0.0, 0.0))
+                tables.print_function_table(
+                    self.function_entries(by, mode), self_times, unit, file,
+                    backward=True, flops=self.flops)
 
     # -- snapshots -----------------------------------------------------------
     def serialize(self, serializer):
