@@ -56,7 +56,7 @@ class Recorder(object):
         """Whether the hook is registered and spans are kept."""
         return self._piece is not None
 
-    def start(self, trainer, loop, validation):
+    def start(self, trainer, loop, validation, functions=False):
         """Registers the hook on the update's calls (and an ``Evaluator``'s
         with ``validation``) and starts a piece; the loop's clock runs.
 
@@ -64,10 +64,12 @@ class Recorder(object):
             trainer (~chainer.training.Trainer): The trainer.
             loop (~chainer_hookext.run.loop_phases.LoopPhases): Its loop.
             validation (bool): Also the calls inside ``Evaluator``\\ s.
+            functions (bool): Also the spans of function nodes (a
+                ``TimedLinks`` timer is recorded only when it times them).
         """
         model = link_names.model_link_names(trainer)
         scope = {i: name for i, (name, _) in model.items()}
-        hook = _timed_links_timer(trainer, scope, validation)
+        hook = _timed_links_timer(trainer, scope, validation, functions)
         if hook is None:  # the Timeline's own, meanwhile
             hook = self.timer
             hook.set_scope(scope, train=True, eval=validation)
@@ -146,6 +148,7 @@ def joined(pieces):
     for piece in pieces:
         links.forward += piece.links.forward
         links.backward += piece.links.backward
+        links.functions += piece.links.functions
         links.gpu = links.gpu or piece.links.gpu
         joined.phase_spans.extend(piece.phase_spans)
         joined.gc_spans.extend(piece.gc_spans)
@@ -165,7 +168,7 @@ def window_events(iteration_starts, end, pieces, rank):
     return trace_events.window_events(recorded, rank, piece.links.gpu)
 
 
-def _timed_links_timer(trainer, scope, validation):
+def _timed_links_timer(trainer, scope, validation, functions):
     # The timer of the trainer's TimedLinks when it times every link of
     # ``scope`` in every mode the Timeline shows: its clock reads are then
     # the Timeline's, and a span is exactly what TimedLinks charges.
@@ -181,6 +184,8 @@ def _timed_links_timer(trainer, scope, validation):
                                      for i, name in scope.items()):
             return None
         if hook.config_train is True and validation:
+            return None
+        if functions and not hook.functions:
             return None
         return hook
     return None

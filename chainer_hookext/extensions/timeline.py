@@ -87,6 +87,11 @@ class Timeline(loop_phases.LoopExtension):
             cost.
         max_outliers (int): Outlier traces written at most in a training
             run (resumes included); past it, one ``RuntimeWarning``.
+        functions (bool): Also a span per function node's forward
+            (``LinearFunction``, category ``function_forward``) and per
+            backward step (``LinearFunction (backward)``,
+            ``function_backward``), inside the link span holding it, its
+            link in ``args``.  Host clock only: none on a GPU.
 
     Attributes:
         written (list of str): The files this extension wrote, in order.
@@ -108,7 +113,8 @@ class Timeline(loop_phases.LoopExtension):
     default_name = 'Timeline'
 
     def __init__(self, iterations=3, *, warmup=0, validation=False,
-                 compress=True, comm=None, outliers=None, max_outliers=10):
+                 compress=True, comm=None, outliers=None, max_outliers=10,
+                 functions=False):
         iterations = _checks.check_int(
             'Timeline', 'iterations', iterations, 1)
         warmup = _checks.check_int('Timeline', 'warmup', warmup, 0)
@@ -119,6 +125,7 @@ class Timeline(loop_phases.LoopExtension):
         rule = _timeline_outliers.check(outliers)
         max_outliers = _checks.check_int(
             'Timeline', 'max_outliers', max_outliers, 1)
+        functions = _checks.check_flag('Timeline', 'functions', functions)
         super().__init__()
         self.iterations = iterations
         self.warmup = warmup
@@ -127,8 +134,10 @@ class Timeline(loop_phases.LoopExtension):
         self.comm = comm
         self.outliers = rule
         self.max_outliers = max_outliers
+        self.functions = functions
         self._next_window = None  # first iteration of the scheduled window
-        self._timer = timer.TimerHook(name='Timeline', backward=True)
+        self._timer = timer.TimerHook(name='Timeline', backward=True,
+                                      functions=functions)
         self._recorder = _timeline_recorder.Recorder(self._timer)
         self._window = None  # _Window, while one records
         self._iteration_starts = []  # the window's [(number, start)]
@@ -197,7 +206,8 @@ class Timeline(loop_phases.LoopExtension):
             self._judge(ended)
         if self._outliers is not None and not self._recorder.running:
             with self._loop.own_work(name):
-                self._recorder.start(trainer, self._loop, self.validation)
+                self._recorder.start(trainer, self._loop, self.validation,
+                                     self.functions)
         first = self._next_window
         if self._window is not None or first is None or number < first:
             return
@@ -217,7 +227,8 @@ class Timeline(loop_phases.LoopExtension):
         # when it resumes inside it.  The clock has started this
         # iteration: its phases are recorded from now.
         if not self._recorder.running:
-            self._recorder.start(trainer, self._loop, self.validation)
+            self._recorder.start(trainer, self._loop, self.validation,
+                                 self.functions)
         self._window = _Window(first, [])
         self._iteration_starts = [(number, start)]
         # The hosts' clock at the window's start: ranks on one time axis.

@@ -246,7 +246,9 @@ class TimerHook(call_stack.CallStack, scoped_link_hook.ScopedLinkHook):
         """
         super().start_spans(recording)
         if self._backward_timer is not None:
-            self._backward_timer.start_spans(recording.backward)
+            self._backward_timer.start_spans(
+                recording.backward,
+                recording.functions if self.functions else None)
 
     def stop_spans(self):
         """Stops keeping spans; safe to call when none are kept."""

@@ -95,8 +95,10 @@ class BackwardTimer(_tagging.NodeTagger):
         self._running = None  # the node whose step runs, between pre / post
         self.steps = None  # spans of the steps, while recorded
         # Nodes whose forward runs, with functions: [node, its type's
-        # FunctionRecord, start], innermost last.
+        # FunctionRecord, start, the call record charged, seconds of the
+        # nodes applied in its forward], innermost last.
         self._open = []
+        self.function_spans = None  # spans of the nodes, while recorded
         #: ``calls.outside_update()``, kept up to date by the loop's
         #: callback (``TimerHook.set_iteration_parts``): one attribute read
         #: per step (reading the loop's own flag: 30 to 40 ns more).
@@ -181,6 +183,11 @@ class BackwardTimer(_tagging.NodeTagger):
                     t - self._mark)
             if self.steps is not None:
                 self.steps.append(spans.Span(rec.charged, self._mark, t))
+                if self.function_spans is not None:
+                    self.function_spans.append(spans.FunctionSpan(
+                        rec.charged, function_record(
+                            rec.charged, self._running).name,
+                        self._mark, t, True))
 
     def _outside(self):
         # The bucket of the current mode, or None when out of scope.
@@ -219,24 +226,31 @@ class BackwardTimer(_tagging.NodeTagger):
                 return
         one = function_record(rec, function)
         one.flops += self.node_flops(function, in_data)
-        self._open.append([function, one, clock.now()])
+        t = clock.now()
+        marks = self.marks
+        if marks is not None and not self._open:  # a forward may start
+            marks.link_call_started(t)
+        self._open.append([function, one, t, rec, 0.0])
 
     def _function_forward_postprocess(self, function, in_data):
         t = clock.now()
         opened = self._open
         if opened and opened[-1][0] is function:
-            one, start = opened.pop()[1:]
+            _, one, start, rec, inner = opened.pop()
         else:  # not timed, or forwards that raised above it
             index = next((i for i in range(len(opened) - 1, -1, -1)
                           if opened[i][0] is function), None)
             if index is None:
                 return
-            one, start = opened[index][1:]
+            _, one, start, rec, inner = opened[index]
             del opened[index:]
-        one.forward += t - start
+        one.forward += t - start - inner
         one.count += 1
         if opened:  # a node applied in another's forward: not the other's
-            opened[-1][2] += t - start
+            opened[-1][4] += t - start
+        if self.function_spans is not None:
+            self.function_spans.append(
+                spans.FunctionSpan(rec, one.name, start, t, False))
 
     def node_flops(self, function, in_data):
         """The FLOPs of a node (:class:`~.costs.counter.FlopCounter`
@@ -275,7 +289,7 @@ class BackwardTimer(_tagging.NodeTagger):
             self._use_span_methods(gpu)
 
     # -- spans, while a Timeline records -------------------------------------
-    def start_spans(self, steps):
+    def start_spans(self, steps, function_spans=None):
         """Appends a span to ``steps`` for each step charged, until
         :meth:`stop_spans`: the record charged (the ``owner``) and the
         clock reads (CUDA events) of its charge.
@@ -287,13 +301,18 @@ class BackwardTimer(_tagging.NodeTagger):
 
         Args:
             steps (list): Where the :class:`~.spans.Span` go.
+            function_spans (list): With functions, where the
+                :class:`~.spans.FunctionSpan` of each node's forward and
+                each step go.
         """
         self.steps = steps
+        self.function_spans = function_spans
         self._use_span_methods(self.calls.gpu)
 
     def stop_spans(self):
         """Stops recording spans; safe to call when none are recorded."""
         self.steps = None
+        self.function_spans = None
         self._use_span_methods(self.calls.gpu)
 
     def _use_span_methods(self, gpu):
@@ -314,6 +333,10 @@ class BackwardTimer(_tagging.NodeTagger):
         rec = self.tag_of(function) or self._outside()
         if rec is not None:
             self.steps.append(spans.Span(rec.charged, start, self._mark))
+            if self.function_spans is not None:
+                self.function_spans.append(spans.FunctionSpan(
+                    rec.charged, function_record(rec.charged, function).name,
+                    start, self._mark, True))
 
     def _gpu_span_backward_postprocess(self, function, in_data, out_grad):
         if self.paused:

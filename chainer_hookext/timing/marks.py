@@ -125,8 +125,9 @@ class PhaseMarks(function_hook.FunctionHook):
 
     # -- the timers' reads -------------------------------------------------
     def link_call_started(self, t):
-        """An outermost link call of the update started at ``t`` (a link
-        timer's read): a forward waited for starts there."""
+        """An outermost link call of the update, or a function node timed
+        by type, started at ``t`` (a timer's read): a forward waited for
+        starts there."""
         if self.watch_forward and not self.steps and self.call_start is None:
             self.call_start = t
 

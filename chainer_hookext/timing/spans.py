@@ -24,6 +24,14 @@ from chainer_hookext.timing import records
 Span = collections.namedtuple('Span', ('record', 'start', 'end'))
 
 
+#: A function node's forward, or a backward step, by type
+#: (``functions=True``): ``record`` the call record charged, ``function``
+#: the node's class name, ``start`` and ``end`` clock seconds (the host
+#: clock's only), ``backward`` whether a step.
+FunctionSpan = collections.namedtuple(
+    'FunctionSpan', ('record', 'function', 'start', 'end', 'backward'))
+
+
 def name_of(record):
     """Returns the name of a span's record: its link's reporter-style name
     (``main/predictor/l1``), or ``'(outside)'`` for steps of nodes created
@@ -37,12 +45,15 @@ class Recording(object):
     Attributes:
         forward (list of Span): Each ended call of a link in scope.
         backward (list of Span): Each backward step, in order.
+        functions (list of FunctionSpan): With functions, each node's
+            forward and each step, by type.
         gpu (bool): Whether the latest spans' times are CUDA events.
     """
 
     def __init__(self):
         self.forward = []
         self.backward = []
+        self.functions = []
         self.gpu = False
         self._origin = None  # (seconds, event) for the events not resolved
         self._resolved = 0, 0  # spans resolved, forward and backward

@@ -7,7 +7,10 @@ thread (``tid`` = ``pid``), ``training loop``, holds, nested by time:
 (``extension``) > the links' spans: ``main/predictor/l1`` (category
 ``link_forward``) and ``main/predictor/l1 (backward)``
 (``link_backward``, one span per run of consecutive backward steps of the
-link: :func:`backward_runs`), the link's name in ``args``.  A link span
+link: :func:`backward_runs`), the link's name in ``args``; with functions,
+inside them, each node's forward ``LinearFunction`` (``function_forward``)
+and each step ``LinearFunction (backward)`` (``function_backward``), the
+link in ``args``.  A link span
 and the phases come from the same clock reads (the phase marks take the
 timer's: ``forward`` starts at the update's first link call, ``backward``
 at its first step and ends at its last), so link spans nest in their
@@ -179,6 +182,16 @@ def _links(window, ns, index):
                 'link': run.name, 'steps': run.steps, 'steps_ns': busy,
                 'share': round(busy / (end - start), 4) if end > start
                 else 1.0}))
+    for span in window.links.functions:
+        span = real(span)
+        name = spans.name_of(span.record)
+        if span.backward:
+            label, category = span.function + ' (backward)', (
+                'function_backward')
+        else:
+            label, category = span.function, 'function_forward'
+        slices.append(_Slice(label, category, ns(span.start), ns(span.end),
+                             {'link': name}))
     return slices
 
 
