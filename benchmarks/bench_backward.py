@@ -27,9 +27,13 @@ a record per call):
    shared machine, with the "plain tagging" variant too.
 3. Whole training iteration (forward, backward, SGD update) of the MLP
    classifiers of ``bench_timer.py``: no hook, empty link and function
-   hooks, and our forward timing without and with backward timing, set up
+   hooks, Chainer's function ``TimerHook``, and our forward timing without
+   and with backward timing, and by function type, set up
    as :class:`~chainer_hookext.TimedLinks` sets them up (reporter names,
    paths from the model, training mode only).
+
+"by function type" (``TimedLinks(functions=True)``) is backward timing plus
+two clock reads around each node's forward and the sums by node class.
 
 Variants alternate (shuffled order in each round); tables give the best of
 ``--rounds``, or the median over rounds of the difference (ratio) to the
@@ -177,9 +181,11 @@ class Hooks(object):
             hook.__exit__(*args)
 
 
-def timed_links_hook(model, backward):
-    """Our hook configured as ``TimedLinks(backward=...)`` configures it."""
-    hook = chainer_hookext.TimerHook(name='TimedLinks', backward=backward)
+def timed_links_hook(model, backward, functions=False):
+    """Our hook configured as ``TimedLinks(backward=..., functions=...)``
+    configures it."""
+    hook = chainer_hookext.TimerHook(name='TimedLinks', backward=backward,
+                                     functions=functions)
     names = {id(link): 'main' if path == '/' else 'main' + path
              for path, link in model.namedlinks()}
     hook.set_scope(names, train=True, eval=False)
@@ -187,8 +193,9 @@ def timed_links_hook(model, backward):
     return hook
 
 
+BY_TYPE = 'ours, by function type (TimedLinks(functions=True))'
 PER_CALL = ('forward timing only', 'empty FunctionHook',
-            'Chainer function TimerHook', 'ours, backward timing',
+            'Chainer function TimerHook', 'ours, backward timing', BY_TYPE,
             'forward timing only, again')
 PLAIN = 'ours, backward timing, plain tagging (getattr / setattr)'
 # The instruction counts: the real thing's variants but the A/A one, and
@@ -204,6 +211,7 @@ def per_call_hooks(variant, model):
         'Chainer function TimerHook': Hooks(
             forward_only, chainer_function_timer.TimerHook()),
         'ours, backward timing': timed_links_hook(model, backward=True),
+        BY_TYPE: timed_links_hook(model, backward=True, functions=True),
         'forward timing only, again': forward_only,
         PLAIN: Hooks(forward_only, PlainTagging(forward_only)),
     }[variant]
@@ -406,8 +414,10 @@ def instructions_table():
 
 
 ITERATION = ('no hook', 'empty LinkHook + FunctionHook',
+             'Chainer function TimerHook',
              'ours, forward timing (TimedLinks(backward=False))',
              'ours, forward and backward timing (TimedLinks())',
+             'ours, by function type (TimedLinks(functions=True))',
              'no hook, again')
 
 
@@ -424,8 +434,10 @@ def iteration_table(n_units, batchsize, rounds, number):
 
     hooks = dict(zip(ITERATION, (
         None, Hooks(bench_timer.EmptyHook(), EmptyFunctionHook()),
+        chainer_function_timer.TimerHook(),
         timed_links_hook(model, backward=False),
-        timed_links_hook(model, backward=True), None)))
+        timed_links_hook(model, backward=True),
+        timed_links_hook(model, backward=True, functions=True), None)))
     times = bench_timer.batch_times(iteration, hooks, rounds, number)
     bare = times['no hook']
     best = {key: min(values) for key, values in times.items()}
