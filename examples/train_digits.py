@@ -10,7 +10,9 @@ The shape of Chainer's ``examples/mnist/train_mnist.py``, plus
   prints the per-link tree table, and its self times are drawn per epoch,
   stacked, into ``link_time.png``; it counts each link's FLOPs too
   (``flops/main/predictor/l1`` ...) and places the links under the
-  machine's roofline, drawn into ``roofline.png``;
+  machine's roofline, drawn into ``roofline.png``; and splits each link's
+  time by function type (``time/function/LinearFunction`` ...), printed
+  per link beside the rest of its self time (its own Python);
 * :class:`~chainer_hookext.LinkMemory` measures one training iteration per
   epoch and reports the bytes each link's forward keeps for backward, its
   parameters, gradients and optimizer state
@@ -266,6 +268,8 @@ def link_times(timed):
     them: the summary, and with FLOPs counted the roofline and the function
     types without a formula."""
     out = {'links': timed.summary(by='path')}
+    if timed.functions:
+        out['functions'] = timed.function_summary()
     if timed.flops:
         out['peaks'] = timed.roofline_.peaks._asdict()
         out['roofline'] = {
@@ -329,7 +333,10 @@ def plot_roofline(timed, path):
 TIMELINE_CATEGORIES = (('iteration', 'lightgray'), ('phase', 'tab:blue'),
                        ('extension', 'tab:purple'),
                        ('link_forward', 'tab:orange'),
-                       ('link_backward', 'tab:green'), ('gc', 'tab:red'))
+                       ('link_backward', 'tab:green'),
+                       ('function_forward', 'gold'),
+                       ('function_backward', 'yellowgreen'),
+                       ('gc', 'tab:red'))
 
 
 def end_of_epoch(epoch):
@@ -500,9 +507,12 @@ def main(argv=None):
     # Per-link forward and backward time, reported every epoch into the
     # observation (time/main/predictor/l1 ...) and printed as a tree.
     # FLOPs too (they need backward timing), with each link's FLOP/s against
-    # the machine's peaks, measured when training starts.
+    # the machine's peaks, measured when training starts; and by function
+    # type (time/function/LinearFunction ...), each link's self time split
+    # into its functions and the rest.
     timed = chainer_hookext.TimedLinks(
-        print_report=True, backward=args.backward, flops=args.backward)
+        print_report=True, backward=args.backward, flops=args.backward,
+        functions=args.backward)
     trainer.extend(timed, trigger=(1, 'epoch'))
 
     # Per-link bytes of one training iteration per epoch, the first of it
@@ -527,7 +537,9 @@ def main(argv=None):
     # And each iteration 5x slower than the median of the last 100 (after
     # 20), beside the one before it, in outlier_iteration_<N>.json.gz: here
     # the ends of epochs, where the plots are drawn.
-    trainer.extend(chainer_hookext.Timeline(iterations=3, outliers=5.0),
+    # Each function node's forward and backward step is a span too.
+    trainer.extend(chainer_hookext.Timeline(iterations=3, outliers=5.0,
+                                            functions=True),
                    trigger=end_of_epoch(1))
 
     # DumpGraph turns keep_graph_on_report on for its first iteration: the

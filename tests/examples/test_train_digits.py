@@ -140,8 +140,18 @@ def test_runs_and_reports(tmp_path):
     assert l1['backward']['bound'] in ('compute', 'memory')
     assert 0 < l1['forward']['percent'] <= 100
     assert times['unknown_functions'] == {}
+    assert times['functions']['LinearFunction']['occurrence'] == 3 * (
+        iterations(2))
+    linear = times['links']['/predictor/l1']
+    assert list(linear['functions']) == ['LinearFunction']
+    assert linear['rest_time'] + linear['functions']['LinearFunction'][
+        'time'] == pytest.approx(linear['self_time'], abs=1e-12)
+    assert spans(events, 'function_forward').count('LinearFunction') == 9
+    assert 'ReLU (backward)' in spans(events, 'function_backward')
     for entry in log:
         assert entry['flops/main/predictor/l1'] > 0
+        assert entry['time/function/LinearFunction'] > 0
+        assert entry['flops/function/LinearFunction/backward'] > 0
         for key, value in memory_expected().items():
             assert entry[key] == value, key
         assert entry['memory/main/activations'] == entry[
@@ -154,6 +164,7 @@ def test_runs_and_reports(tmp_path):
         'memory/main/activations']
     # The per-epoch table and the whole-run tree are printed.
     assert 'TimedLinks at iteration 15' in proc.stdout
+    assert 'Link / Function' in proc.stdout and '(rest)' in proc.stdout
     assert 'LinkPath' in proc.stdout and '    l3 ' in proc.stdout
     assert 'TimedLoop at iteration 15' in proc.stdout
     assert 'LinkMemory at iteration 15' in proc.stdout
