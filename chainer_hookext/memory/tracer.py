@@ -11,8 +11,8 @@ registered it keeps:
   (:class:`~chainer_hookext.link_hooks._output_grads.OutputGrads`, which
   it listens to while registered), each function node created with
   backprop, tagged with the name of the innermost running link in scope
-  (``None`` outside every one), or, for a node created in a backward step that runs with backprop
-  (the gradient's graph of ``chainer.grad(...,
+  (``None`` outside every one), or, for a node created in a backward step
+  that runs with backprop (the gradient's graph of ``chainer.grad(...,
   enable_double_backprop=True)``), with the tag of the step's node (a node
   created in a step without backprop, ``F.forget``'s forward run again
   among them, is tagged so but not kept);
@@ -331,4 +331,3 @@ def _buffer_keys(refs):
         if buffer is not None:
             keys.add(buffer.key)
     return keys
-
