@@ -78,6 +78,15 @@ def leave(registry, key, hook):
     return observer is not None and observer.leave(key, hook)
 
 
+def move(registry, key, hook, first):
+    """Moves ``hook``, a listener under ``key``, before the registry's other
+    listeners (``first``) or after them."""
+    observer = observer_of(registry)
+    if observer is not None and observer.listeners.get(key) is hook:
+        observer.listeners.move_to_end(key, last=not first)
+        observer.compose()
+
+
 def changed(hook):
     """Tells the observers that ``hook``, a listener, swapped methods."""
     for observer in list(_observers.values()):

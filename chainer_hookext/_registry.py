@@ -79,6 +79,13 @@ def free_key(taken, name):
     return key
 
 
+def move(handle, hook, first):
+    """Moves ``hook``, added with :func:`add`, before the package's other
+    hooks in its registry (``first``), or after them."""
+    if handle is not None:
+        _observer.move(handle.registry, handle.key, hook, first)
+
+
 def remove(handle, hook):
     """Takes out ``hook`` added with :func:`add`, then calls deleted.
 

@@ -9,9 +9,9 @@ lives and dies with the node: the tagger keeps nothing per node.
 
 Its users write the tag as a plain attribute named :data:`TAG`:
 :class:`~chainer_hookext.timing.backward.BackwardTimer` (the
-timer's running call record) and
-:class:`~chainer_hookext.link_hooks.non_finite.NonFiniteHook`'s gradient
-check (the names of the running links).
+timer's running call record) and the thread's one tagger of the other
+features, :class:`~chainer_hookext.link_hooks._output_grads.OutputGrads`
+(the names of the running links, :mod:`chainer_hookext._running_links`).
 
 Several taggers registered at once in a thread need several attribute names.
 :func:`new_tagger` gives each the lowest free *tag number*: number 0 runs
@@ -171,6 +171,13 @@ class NodeTagger(chainer.FunctionHook):
         if self._handle is None:
             self._handle = _registry.add(
                 chainer.get_function_hooks(), self, first=self.first)
+
+    def put_first(self, first):
+        """Moves the registered tagger before the thread's other function
+        hooks (``first``), or after them."""
+        self.first = first
+        if self._handle is not None:
+            _registry.move(self._handle, self, first)
 
     def unregister(self):
         """Answers one :meth:`register`; the last one removes the hook."""

@@ -3,6 +3,7 @@ from chainer.training import extension
 
 from chainer_hookext import _checks
 from chainer_hookext import _registry
+from chainer_hookext import _running_links
 from chainer_hookext.link_hooks import non_finite
 from chainer_hookext.report import keys
 from chainer_hookext.run import link_hook_extension
@@ -119,7 +120,7 @@ class NonFiniteGuard(link_hook_extension.LinkHookExtension):
         self._remove_grad_checks()
 
     def __call__(self, trainer):
-        self.hook.active.reset()
+        _running_links.drop_calls_left_open()
         self.hook.check()
         counts = self.hook.pop_counts()
         if counts:

@@ -1,18 +1,21 @@
-"""The gradient w.r.t. each output of a link call: one tagger per thread.
+"""The thread's one node tagger: link outputs' gradients, LinkMemory's nodes.
 
-Three hooks read what flows backward into a link's outputs:
-:class:`~chainer_hookext.NonFiniteHook` (its gradient check),
-:class:`~chainer_hookext.CallbackHook` (``backward=``) and
-:class:`~chainer_hookext.GradientStatisticsHook`.  They share one path: the
+Four hooks read function nodes through one function hook per thread, the
 thread's :class:`OutputGrads`, a node tagger (:mod:`chainer_hookext._tagging`)
 registered once through :mod:`chainer_hookext._registry` while any of them
 listens (:func:`subscribe`, :func:`unsubscribe`: counted, removed when the
-last one leaves).
+last one leaves): :class:`~chainer_hookext.NonFiniteHook` (its gradient
+check), :class:`~chainer_hookext.CallbackHook` (``backward=``),
+:class:`~chainer_hookext.GradientStatisticsHook`, which read what flows
+backward into a link's outputs, and ``LinkMemory``'s
+:class:`~chainer_hookext.memory.tracer.MemoryTracer`, which keeps the nodes
+of its measured iteration.
 
-* **Forward.** Each new function node is tagged with :attr:`~OutputGrads.
-  running`: the names of the links running for each *step listener*
-  (``NonFiniteHook``), one immutable tuple shared by the nodes made under
-  the same links.  At the end of a link call a listener calls
+* **Forward.** Each new function node is tagged with the tag of the
+  thread's running links (:attr:`~chainer_hookext._running_links.
+  RunningLinks.tag`: the innermost running link of each listener that
+  tags, one immutable tuple shared by the nodes made under the same links).
+  At the end of a link call a listener calls
   :meth:`~OutputGrads.mark` with the call's outputs (and, to have them, its
   inputs): it makes one :class:`Call` record and adds ``(call, position,
   index)`` to the tag of the node that created each output Variable
@@ -36,6 +39,13 @@ last one leaves).
   mark.  Its backward step calls the link again (``in_recomputing``) and
   runs a backward of its own over the new nodes, where the marks of that
   call are seen: one call done per call of the user's forward.
+* **LinkMemory.** Its tracer, a *node listener*, is told of each node
+  created (it may give the node another name of its own, that of the
+  backward step it is created in) and of each backward step's start and
+  end.  Its work is a pause of every measurement
+  (:mod:`chainer_hookext.timing.pauses`): while it listens the tagger is
+  first in the thread's function hooks, before any other hook reads the
+  clock.
 """
 
 import threading
@@ -45,6 +55,8 @@ import chainer
 
 from chainer_hookext import _arrays
 from chainer_hookext import _chainer
+from chainer_hookext import _observer
+from chainer_hookext import _running_links
 from chainer_hookext import _tagging
 
 
@@ -53,7 +65,7 @@ _local = threading.local()
 _WAITING = object()
 
 
-def subscribe(listener, steps=False):
+def subscribe(listener, steps=False, nodes=False):
     """Makes ``listener`` listen to the thread's :class:`OutputGrads`.
 
     Counted: each call needs one :func:`unsubscribe`.
@@ -62,18 +74,26 @@ def subscribe(listener, steps=False):
         listener: A hook with ``output_grad(call, position, grad)``
             (returns what the call keeps for that position),
             ``call_done(call)`` and ``waits`` (whether a call it marks
-            waits for every node), or with ``steps=True`` a hook with
-            ``active.names`` (an :class:`~._active_links.ActiveLinks`) and
+            waits for every node); with ``steps=True`` a hook with
             ``grad_step(function, running, out_grad, prev)``, called at
-            every backward step.
+            every backward step (``running``: the node's tag of running
+            links); with ``nodes=True`` one with ``tag_node(function,
+            in_data, tag)`` (returns the tag to store),
+            ``backward_step_started(function, tag)`` and
+            ``backward_step_ended(function, tag)``.
         steps (bool): Whether it is a step listener.
+        nodes (bool): Whether it is the node listener (one at a time).
 
     Returns:
         OutputGrads: The thread's tagger, registered.
     """
     tagger = _tagging.register(getattr(_local, 'tagger', None), OutputGrads)
     _local.tagger = tagger
-    tagger.join(listener, steps)
+    try:
+        tagger.join(listener, steps, nodes)
+    except BaseException:
+        unsubscribe(tagger, listener)
+        raise
     return tagger
 
 
@@ -95,16 +115,6 @@ def unsubscribe(tagger, listener):
         if left is None and getattr(_local, 'tagger', None) is tagger:
             _local.tagger = None
     return left
-
-
-def names_in(running, listener):
-    """Returns the names of the links running for ``listener`` in a node's
-    ``running`` tag (``()`` when none)."""
-    if running:
-        for one, names in running:
-            if one is listener:
-                return names
-    return ()
 
 
 class Call(object):
@@ -162,8 +172,9 @@ class OutputGrads(_tagging.NodeTagger):
     """The thread's tagger of link outputs' gradients (see the module).
 
     Attributes:
-        running (tuple): ``((listener, names), ...)`` for each step
-            listener with links running, stored on each new node.
+        links (~chainer_hookext._running_links.RunningLinks): The thread's
+            running links, whose tag each new node gets.
+        recorder: The node listener, or ``None``.
         started (list of Call): Calls of waiting listeners partly seen.
         prev: A weak reference to the node of the last backward step, while
             a step listener listens.
@@ -173,18 +184,24 @@ class OutputGrads(_tagging.NodeTagger):
 
     def __init__(self):
         super().__init__()
-        self.running = ()
+        self.links = _running_links.subscribe(self)
+        self.recorder = None
         self.started = []
         self.prev = None
         self._counts = {}  # {listener: subscriptions}
         self._steps = ()
 
-    def join(self, listener, steps):
+    def join(self, listener, steps, nodes):
+        if nodes and self.recorder is not listener:
+            if self.recorder is not None:
+                raise RuntimeError(
+                    '{}: {!r} listens to the nodes already; one node '
+                    'listener at a time.'.format(self.name, self.recorder))
+            self._record(listener)
         count = self._counts.get(listener, 0)
         self._counts[listener] = count + 1
         if steps and listener not in self._steps:
             self._steps += (listener,)
-            self.update()
 
     def leave(self, listener):
         count = self._counts.get(listener, 0) - 1
@@ -192,21 +209,34 @@ class OutputGrads(_tagging.NodeTagger):
             self._counts[listener] = count
             return
         self._counts.pop(listener, None)
+        if listener is self.recorder:
+            self._record(None)
         if listener in self._steps:
             self._steps = tuple(s for s in self._steps if s is not listener)
-            self.update()
             if not self._steps:
                 self.prev = None
         self.flush(listener)
 
-    def update(self):
-        """Reads the step listeners' running links again; each calls it
-        when its stack changes."""
-        self.running = tuple((one, one.active.names) for one in self._steps
-                             if one.active.names)
+    def unregister(self):
+        super().unregister()
+        if not self.registered:
+            self.links = _running_links.unsubscribe(self.links, self)
+
+    def _record(self, recorder):
+        # The node listener joins (first in the function hooks: its work
+        # is a pause told of before another hook reads the clock) or
+        # leaves (``None``).
+        self.recorder = recorder
+        self.put_first(recorder is not None)
+        _observer.use_method(self, 'backward_postprocess', None if (
+            recorder is None) else self._step_ended)
 
     def forward_preprocess(self, function, in_data):
-        function._chainer_hookext_tag = self.running
+        tag = self.links.tag
+        recorder = self.recorder
+        if recorder is not None:
+            tag = recorder.tag_node(function, in_data, tag)
+        function._chainer_hookext_tag = tag
 
     def mark(self, listener, link, name, out, inputs=None):
         """Marks the nodes that created the outputs of one link call.
@@ -258,16 +288,16 @@ class OutputGrads(_tagging.NodeTagger):
             return None
         return call
 
-    def names_of(self, listener, function):
-        """The names of the links running for ``listener`` when
-        ``function`` was made (``()`` when none)."""
+    def name_of(self, listener, function):
+        """The name of the innermost link running for ``listener`` when
+        ``function`` was made (``None`` when none)."""
         try:
             tag = function._chainer_hookext_tag
         except AttributeError:
-            return ()
+            return None
         if type(tag) is Marked:
             tag = tag.running
-        return names_in(tag, listener)
+        return _running_links.name_in(tag, listener)
 
     def backward_preprocess(self, function, in_data, out_grad):
         try:
@@ -278,12 +308,24 @@ class OutputGrads(_tagging.NodeTagger):
         if type(tag) is Marked:
             marks = tag.marks
             tag = tag.running
+        if self.recorder is not None:
+            self.recorder.backward_step_started(function, tag)
         if self._steps:
             prev, self.prev = self.prev, weakref.ref(function)
             for listener in self._steps:
                 listener.grad_step(function, tag, out_grad, prev)
         if marks:
             self._seen(marks, out_grad)
+
+    def _step_ended(self, function, in_data, out_grad):
+        # backward_postprocess, while a node listener listens.
+        try:
+            tag = function._chainer_hookext_tag
+        except AttributeError:
+            tag = None
+        if type(tag) is Marked:
+            tag = tag.running
+        self.recorder.backward_step_ended(function, tag)
 
     def _seen(self, marks, out_grad):
         # Readers first, then the calls done (the callbacks).

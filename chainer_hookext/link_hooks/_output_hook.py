@@ -1,7 +1,7 @@
 """Base of the debugging hooks: scoped links' forward outputs, by name."""
 
 from chainer_hookext import _chainer
-from chainer_hookext.link_hooks import _active_links
+from chainer_hookext import _running_links
 from chainer_hookext.link_hooks import scoped_link_hook
 
 
@@ -10,58 +10,60 @@ class OutputHook(scoped_link_hook.ScopedLinkHook):
 
     Names come from the scope (:meth:`set_scope`, as
     :class:`~chainer_hookext.LinkHookExtension` sets it: ``main/predictor/l1``)
-    or, without a scope, from the stack of running links
-    (:class:`~chainer_hookext._active_links.ActiveLinks`: ``MLP/l1``).  The
-    stack is kept only when needed: without a scope, or when
-    :attr:`track_links` is true (for function-node tagging).  With a scope
-    and no tracking, ``forward_preprocess`` does nothing.
+    or, without a scope, from the thread's running links
+    (:mod:`chainer_hookext._running_links`: ``MLP/l1``).  The hook tells
+    them of its links' calls only when it needs them: without a scope, or
+    when :attr:`track_links` is true (its innermost running link tags the
+    function nodes).  With a scope and no tracking, ``forward_preprocess``
+    does nothing.
 
     ``train`` / ``eval`` are the hook's own modes; a scope narrows them
     (:class:`~chainer_hookext.link_hooks.ScopedLinkHook`).
 
     Subclasses implement ``process(name, args)``, where ``args`` is the
     ``forward_postprocess`` argument (``args.out``, ``args.args``,
-    ``args.kwargs``, ``args.link``).
+    ``args.kwargs``, ``args.link``), and call this class's ``added`` and
+    ``deleted``.
     """
 
     track_links = False
+    #: The thread's running links, while the hook is added.
+    _running = None
 
     def __init__(self, train=True, eval=True):
         super().__init__(train=train, eval=eval)
-        self.active = _active_links.ActiveLinks()
         self.set_scope(None)
 
     def set_scope(self, link_names=None, train=True, eval=True):
         super().set_scope(link_names, train=train, eval=eval)
         self._stacked = self.track_links or self.link_names is None
-        self.active.reset()
+
+    def added(self, link):
+        self._running = _running_links.subscribe(self, self.track_links)
+
+    def deleted(self, link):
+        self._running = _running_links.unsubscribe(self._running, self)
 
     def forward_preprocess(self, args):
-        if not self._stacked:
-            return
-        link = args.link
+        if self._stacked:
+            self._running.enter(args)
+
+    def forward_postprocess(self, args):
         names = self.link_names
-        name = None
-        if names is not None:
-            name = names.get(id(link))
+        if names is None:
+            call = self._running.leave(args)
+            if call is None:
+                return
+            name = call.path
+        else:
+            if self._stacked:
+                self._running.leave(args)
+            name = names.get(id(args.link))
             if name is None:
                 return
         mode = self.config_train
-        if mode is None or mode == _chainer.is_train():
-            self.active.enter(link, name)
-
-    def forward_postprocess(self, args):
-        if self._stacked:
-            name = self.active.leave(args.link)
-            if name is None:
-                return
-        else:
-            name = self.link_names.get(id(args.link))
-            if name is None:
-                return
-            mode = self.config_train
-            if mode is not None and mode != _chainer.is_train():
-                return
+        if mode is not None and mode != _chainer.is_train():
+            return
         self.process(name, args)
 
     def process(self, name, args):

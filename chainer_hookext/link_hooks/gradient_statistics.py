@@ -67,10 +67,12 @@ class GradientStatisticsHook(_output_hook.OutputHook):
         self._grads = None  # the thread's OutputGrads, while registered
 
     def added(self, link):
+        super().added(link)
         self._grads = _output_grads.subscribe(self)
 
     def deleted(self, link):
         self._grads = _output_grads.unsubscribe(self._grads, self)
+        super().deleted(link)
 
     def process(self, name, args):
         grads = self._grads

@@ -6,6 +6,7 @@ import numpy
 from chainer_hookext import _arrays
 from chainer_hookext import _chainer
 from chainer_hookext import _checks
+from chainer_hookext import _running_links
 from chainer_hookext.link_hooks import _finite
 from chainer_hookext.link_hooks import _output_grads
 from chainer_hookext.link_hooks import _output_hook
@@ -105,16 +106,15 @@ class NonFiniteHook(_output_hook.OutputHook):
         self._grads = None  # the thread's OutputGrads, while listening
 
     def added(self, link):
-        self.active.reset()
-        if not self.backward:
-            return
-        self._grads = _output_grads.subscribe(self, steps=True)
+        super().added(link)
+        if self.backward:
+            self._grads = _output_grads.subscribe(self, steps=True)
 
     def deleted(self, link):
         if self._grads is not None:
             self._grads.prev = None
         self._grads = _output_grads.unsubscribe(self._grads, self)
-        self.active.reset()
+        super().deleted(link)
         action, self.action = self.action, 'report'
         try:
             late = self.check()
@@ -126,31 +126,17 @@ class NonFiniteHook(_output_hook.OutputHook):
                                                     late[0]),
                           RuntimeWarning)
 
-    def forward_preprocess(self, args):
-        super().forward_preprocess(args)
-        if self._grads is not None:
-            self._grads.update()
-
-    def forward_postprocess(self, args):
-        if self._grads is not None:
-            try:
-                super().forward_postprocess(args)
-            finally:
-                self._grads.update()
-            return
-        super().forward_postprocess(args)
-
     def grad_step(self, function, running, out_grad, prev):
         """Checks the gradients w.r.t. the outputs of a node made in a
         hooked link's forward, before its backward runs (the thread's
         :class:`~chainer_hookext.link_hooks._output_grads.OutputGrads`
         calls it at each backward step)."""
-        names = _output_grads.names_in(running, self)
-        if not names:
+        name = _running_links.name_in(running, self)
+        if name is None:
             return
         for i, grad in enumerate(out_grad):
             if grad is not None and grad.dtype.kind == 'f':
-                self._check(grad, 'backward', names[-1], (function, i, prev))
+                self._check(grad, 'backward', name, (function, i, prev))
 
     def process(self, name, args):
         for keys, array in _arrays.walk(args.out):
@@ -262,11 +248,12 @@ class NonFiniteHook(_output_hook.OutputHook):
         hint = ''
         if prev is not None:
             grads = self._grads
-            links = () if grads is None else grads.names_of(self, prev)
+            link = None if grads is None else grads.name_of(self, prev)
             hint = ('it was computed by the backward of the functions using '
                     'that output; the previous backward step was {} '
-                    '({})'.format(prev.label, 'link {!r}'.format(links[-1])
-                                  if links else 'outside the hooked links'))
+                    '({})'.format(prev.label, 'outside the hooked links'
+                                  if link is None else 'link {!r}'.format(
+                                      link)))
         return _Record(name, iteration, 'backward', output, hint, None, mode)
 
     def _found(self, code, record, args=None):

@@ -4,14 +4,15 @@
 registers for the iterations it measures, and only for them.  While
 registered it keeps:
 
-* the running links in scope (a stack), their forward time, and on a GPU
-  the CuPy pool's live-bytes peak above each call's start
-  (:mod:`.pool`);
-* through its function hook (:class:`NodeRecorder`, registered and removed
-  with it), each function node created with backprop, tagged with the
-  name of the innermost running link in scope (``None`` outside every
-  one), or, for a node created in a backward step that runs with backprop
-  (the gradient's graph of ``chainer.grad(...,
+* the forward time of the running links in scope (read from the thread's
+  running links, :mod:`chainer_hookext._running_links`), and on a GPU the
+  CuPy pool's live-bytes peak above each call's start (:mod:`.pool`);
+* as the node listener of the thread's one node tagger
+  (:class:`~chainer_hookext.link_hooks._output_grads.OutputGrads`, which
+  it listens to while registered), each function node created with
+  backprop, tagged with the name of the innermost running link in scope
+  (``None`` outside every one), or, for a node created in a backward step
+  that runs with backprop (the gradient's graph of ``chainer.grad(...,
   enable_double_backprop=True)``), with the tag of the step's node (a node
   created in a step without backprop, ``F.forget``'s forward run again
   among them, is tagged so but not kept);
@@ -35,7 +36,8 @@ import weakref
 
 import chainer
 
-from chainer_hookext import _tagging
+from chainer_hookext import _running_links
+from chainer_hookext.link_hooks import _output_grads
 from chainer_hookext.link_hooks import scoped_link_hook
 from chainer_hookext.memory import buffers
 from chainer_hookext.memory import graph
@@ -87,7 +89,9 @@ class MemoryTracer(scoped_link_hook.ScopedLinkHook):
         self._listening = None  # pauses.listen's handle, while registered
         self.watch_pool = False
         self.gpu = False
-        self._recorder = None
+        self._running = None  # the thread's running links, while registered
+        self._grads = None  # the thread's node tagger, while registered
+        self._end = None  # the clock read of the running postprocess
         self._pool_hook = None
         self.reset()
 
@@ -109,7 +113,7 @@ class MemoryTracer(scoped_link_hook.ScopedLinkHook):
         self.batch = []  # [weakref to an array given to an outermost call]
         self.before = []  # [weakref to a model's attribute array]
         self.forward_work = False  # a node created since the last reading
-        self.stack = []  # [[link, name, start]] of the running links
+        self.starts = {}  # {Call: start} of the running calls in scope
         # [(node, tag, whether it runs with backprop)] of the running
         # backward steps
         self.steps = []
@@ -118,15 +122,15 @@ class MemoryTracer(scoped_link_hook.ScopedLinkHook):
         # A pickle or a copy (of the trainer, during the measured
         # iteration) keeps the figures, not the graph being walked.
         state = dict(vars(self))
-        state.update(nodes=[], inputs={}, stack=[], steps=[], batch=[],
-                     before=[])
+        state.update(nodes=[], inputs={}, starts={}, steps=[], batch=[],
+                     before=[], _running=None, _grads=None)
         return state
 
     # -- registration --------------------------------------------------------
     def added(self, link):
         self._listening = pauses.listen(self)
-        self._recorder = _tagging.register(
-            self._recorder, NodeRecorder, self)
+        self._running = _running_links.subscribe(self, tags=True)
+        self._grads = _output_grads.subscribe(self, nodes=True)
         if self.watch_pool and self._pool_hook is None:
             self._pool_hook = pool.new_pool_hook(self.peaks)
             self._pool_hook.__enter__()
@@ -137,7 +141,10 @@ class MemoryTracer(scoped_link_hook.ScopedLinkHook):
     def deleted(self, link):
         handle, self._listening = self._listening, None
         pauses.stop_listening(handle)
-        self._recorder = _tagging.unregister(self._recorder)
+        try:
+            self._grads = _output_grads.unsubscribe(self._grads, self)
+        finally:
+            self._running = _running_links.unsubscribe(self._running, self)
         hook, self._pool_hook = self._pool_hook, None
         if hook is not None:
             hook.__exit__(None, None, None)
@@ -147,7 +154,9 @@ class MemoryTracer(scoped_link_hook.ScopedLinkHook):
     @property
     def top(self):
         """The name of the innermost running link in scope, or ``None``."""
-        return self.stack[-1][1] if self.stack else None
+        running = self._running
+        return None if running is None else _running_links.name_in(
+            running.tag, self)
 
     # Its work is a pause of every measurement (:mod:`..timing.pauses`),
     # told of as it ends; registered first in the thread's link and
@@ -155,26 +164,29 @@ class MemoryTracer(scoped_link_hook.ScopedLinkHook):
     def paused(self, name, start, end):
         """Takes a pause out of the running links' forward times."""
         length = end - start
-        for entry in self.stack:
-            entry[2] += length
+        starts = self.starts
+        for call in starts:
+            starts[call] += length
 
     def forward_preprocess(self, args):
         start = clock.now()
-        entry = self._forward_preprocess(args)
+        call = self._running.enter(args)
+        timed = self._forward_preprocess(args, call)
         end = pauses.paused(self.owner, start)
-        if entry is not None:  # its forward starts now
-            entry[2] = end
-            self.stack.append(entry)
+        if timed:  # its forward starts now
+            self.starts[call] = end
 
-    def _forward_preprocess(self, args):
-        # The stack entry of a link in scope, its start to be set.
+    def _forward_preprocess(self, args, call):
+        # Whether the call is one of the scope's, its books opened.
         link = args.link
         if self.steps or not self.in_scope(link):  # F.forget's, in a step
-            return None
+            return False
         name = self.link_names[id(link)]
-        self.parents.setdefault(name, self.top)
+        parent = None if call.parent is None else _running_links.name_in(
+            call.parent.tag, self)
+        self.parents.setdefault(name, parent)
         inputs = self.inputs.setdefault(name, [])
-        outermost = not self.stack
+        outermost = parent is None
         for arg in itertools.chain(args.args, args.kwargs.values()):
             leaf = True
             if isinstance(arg, chainer.Variable):
@@ -186,28 +198,52 @@ class MemoryTracer(scoped_link_hook.ScopedLinkHook):
                 if outermost and leaf and chainer.config.enable_backprop:
                     self.batch.append(ref)  # the model's inputs: the batch
         self.peaks.open()
-        return [link, name, None]
+        return True
 
     def forward_postprocess(self, args):
-        end = clock.now()
-        self._forward_postprocess(args.link, end)
+        end = self._end = clock.now()
+        try:
+            call = self._running.leave(args)
+        finally:
+            self._end = None
+        if call is not None:
+            self._call_ended(call, end)
         pauses.paused(self.owner, end)
 
-    def _forward_postprocess(self, link, end):
-        stack = self.stack
-        if not any(entry[0] is link for entry in stack):
+    def calls_dropped(self, calls):
+        """Ends the calls left open by a forward that raised (the running
+        links drop them): at the postprocess that finds them, or now."""
+        if not any(call in self.starts for call in calls):
             return
-        while True:  # calls left open by an exception end here too
-            entry_link, name, start = stack.pop()
-            peak = self.peaks.close()
-            self.forward_time[name] = self.forward_time.get(name, 0.0) + (
-                end - start)
-            if peak > self.forward_peak.get(name, -1):
-                self.forward_peak[name] = peak
-            if entry_link is link:
-                return
+        end = self._end
+        if end is None:
+            end = clock.now()
+        for call in calls:
+            self._call_ended(call, end)
+        if self._end is None:
+            pauses.paused(self.owner, end)
 
-    # -- the function hook's -------------------------------------------------
+    def _call_ended(self, call, end):
+        start = self.starts.pop(call, None)
+        if start is None:
+            return
+        name = self.link_names[id(call.link)]
+        peak = self.peaks.close()
+        self.forward_time[name] = self.forward_time.get(name, 0.0) + (
+            end - start)
+        if peak > self.forward_peak.get(name, -1):
+            self.forward_peak[name] = peak
+
+    # -- the node tagger's ---------------------------------------------------
+    def tag_node(self, function, in_data, tag):
+        """Returns the tag of a new node: ``tag``, the running links', with
+        :meth:`node_created`'s name for this tracer."""
+        start = clock.now()
+        tag = _running_links.with_name(
+            tag, self, self.node_created(function, in_data))
+        pauses.paused(self.owner, start)
+        return tag
+
     def node_created(self, node, in_data):
         """Returns the tag of a new node, and keeps it and its input arrays
         (weakly: a leaf input's array is found through them when no
@@ -236,6 +272,13 @@ class MemoryTracer(scoped_link_hook.ScopedLinkHook):
         return tag
 
     def backward_step_started(self, node, tag):
+        """Reads the graph after forward work, and opens the step's books
+        (``tag``: the node's)."""
+        start = clock.now()
+        self._step_started(node, _running_links.name_in(tag, self))
+        pauses.paused(self.owner, start)
+
+    def _step_started(self, node, tag):
         if self.forward_work:
             self.forward_work = False
             self._read_graph()
@@ -262,6 +305,12 @@ class MemoryTracer(scoped_link_hook.ScopedLinkHook):
                                  for name, refs in self.inputs.items()})
 
     def backward_step_ended(self, node, tag):
+        """Closes the step's books (``tag``: the node's)."""
+        start = clock.now()
+        self._step_ended(node, _running_links.name_in(tag, self))
+        pauses.paused(self.owner, start)
+
+    def _step_ended(self, node, tag):
         steps = self.steps
         if not any(step[0] is node for step in steps):
             return
@@ -282,35 +331,3 @@ def _buffer_keys(refs):
         if buffer is not None:
             keys.add(buffer.key)
     return keys
-
-
-class NodeRecorder(_tagging.NodeTagger):
-    """Function hook of a :class:`MemoryTracer`: tags and keeps the nodes
-    of the measured iteration, and sees the backward steps."""
-
-    def __init__(self, tracer):
-        super().__init__(tracer.name + '_nodes')
-        self.tracer = tracer
-
-    #: First in the thread's function hooks: the tracer's work is told of
-    #: before another hook reads the clock.
-    first = True
-
-    def forward_preprocess(self, function, in_data):
-        tracer = self.tracer
-        start = clock.now()
-        function._chainer_hookext_tag = tracer.node_created(
-            function, in_data)
-        pauses.paused(tracer.owner, start)
-
-    def backward_preprocess(self, function, in_data, out_grad):
-        tracer = self.tracer
-        start = clock.now()
-        tracer.backward_step_started(function, self.tag_of(function))
-        pauses.paused(tracer.owner, start)
-
-    def backward_postprocess(self, function, in_data, out_grad):
-        tracer = self.tracer
-        start = clock.now()
-        tracer.backward_step_ended(function, self.tag_of(function))
-        pauses.paused(tracer.owner, start)

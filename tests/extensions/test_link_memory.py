@@ -28,7 +28,8 @@ SUFFIXES = ['/activations', '/activations/self', '/forgettable', '/params',
 KEYS = sorted(['memory/' + n + s for n in NAMES for s in SUFFIXES]
               + [OUTSIDE])
 LINK_HOOK = 'chainer_hookext.LinkMemory'
-FUNCTION_HOOK = 'chainer_hookext.LinkMemory_nodes'
+# The thread's one node tagger, LinkMemory listening to it.
+FUNCTION_HOOK = 'chainer_hookext.OutputGrads'
 
 # L.Classifier(MLP(4, 8, 3)) on batches of 8 float32 examples, by hand.
 # Activations (inclusive, self):

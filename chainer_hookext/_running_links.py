@@ -1,0 +1,280 @@
+"""The link calls running in a thread: one stack, shared by its listeners.
+
+Several hooks need to know which links' forward runs: the debugging hooks
+name a link without a scope after the links around it (``MLP/l1``);
+``NonFiniteHook``'s gradient check and ``LinkMemory`` tag each function
+node with the innermost running link of their scope (the thread's node
+tagger, :mod:`chainer_hookext.link_hooks._output_grads`).  They share the
+thread's :class:`RunningLinks`, made by the first :func:`subscribe` and
+dropped by the last :func:`unsubscribe`:
+
+* each listener calls :meth:`~RunningLinks.enter` in its
+  ``forward_preprocess`` and :meth:`~RunningLinks.leave` in its
+  ``forward_postprocess``; the first to see a call pushes or pops it (a
+  call is known by its ``kwargs`` dict, one per ``Link.__call__``), the
+  others get the same :class:`Call`, in whatever order the thread's
+  observer calls them;
+* :attr:`RunningLinks.tag` is what the running links mean to the
+  listeners that subscribed with ``tags=True``: ``((listener, name),
+  ...)``, the name of the innermost running link in each one's scope and
+  mode.  One immutable tuple per call that changes it, shared by the nodes
+  tagged under it: tagging allocates nothing per node.
+
+Chainer calls no ``forward_postprocess`` for a forward that raised, so
+its call stays on the stack.  One recovery serves every listener: a
+:meth:`~RunningLinks.leave` drops the calls above its own; a root link (no
+``name``) called while calls run, a new listener and
+:func:`drop_calls_left_open` compare the stack with the ``Link.__call__``
+frames still running (:mod:`._frames`, microseconds) and drop the calls
+that ended.  Listeners with ``calls_dropped(calls)`` are told.
+
+The timer keeps its own stack (:mod:`.timing.call_stack`): its records are
+per call path, and its hot path is counted in instructions.
+"""
+
+import threading
+
+from chainer_hookext import _chainer
+from chainer_hookext import _copies
+from chainer_hookext import _frames
+
+
+_local = threading.local()
+
+
+def subscribe(listener, tags=False):
+    """Makes ``listener`` a listener of the thread's :class:`RunningLinks`.
+
+    Counted: each call needs one :func:`unsubscribe`.
+
+    Args:
+        listener: A hook calling :meth:`~RunningLinks.enter` and
+            :meth:`~RunningLinks.leave`; with ``tags=True``, one with
+            ``link_names`` and ``config_train``
+            (:class:`~chainer_hookext.link_hooks.ScopedLinkHook`'s).
+        tags (bool): Have its innermost running link in :attr:`~RunningLinks.
+            tag`.
+
+    Returns:
+        RunningLinks: The thread's stack.
+    """
+    stack = getattr(_local, 'stack', None)
+    if stack is None:
+        stack = _local.stack = RunningLinks()
+    stack.join(listener, tags)
+    return stack
+
+
+def unsubscribe(stack, listener):
+    """Takes back one :func:`subscribe` of ``listener``.
+
+    Returns:
+        RunningLinks: ``stack`` while it has listeners, else ``None``.
+    """
+    if stack is None:
+        return None
+    stack.part(listener)
+    if stack.listeners:
+        return stack
+    if getattr(_local, 'stack', None) is stack:
+        _local.stack = None
+    return None
+
+
+def drop_calls_left_open():
+    """Drops the calling thread's calls whose ``Link.__call__`` ended."""
+    stack = getattr(_local, 'stack', None)
+    if stack is not None and stack.calls:
+        stack.drop_ended(skip_current=False)
+
+
+def name_in(tag, listener):
+    """Returns ``listener``'s name in a :attr:`~RunningLinks.tag` (or in
+    ``None``, a node's tag made before), or ``None``."""
+    if tag:
+        for one, name in tag:
+            if one is listener:
+                return name
+    return None
+
+
+def with_name(tag, listener, name):
+    """Returns ``tag`` with ``listener``'s name ``name`` (``None``: none);
+    ``tag`` itself when it has it already."""
+    if name_in(tag, listener) == name:
+        return tag
+    tag = tuple([pair for pair in tag if pair[0] is not listener])
+    return tag if name is None else tag + ((listener, name),)
+
+
+class Call(object):
+    """One running link call.
+
+    Attributes:
+        link (~chainer.Link): The link called.
+        kwargs (dict): Its ``kwargs``: which call it is.
+        parent (Call): The call it runs in, or ``None``.
+        tag (tuple): :attr:`RunningLinks.tag` while it is the innermost.
+    """
+
+    __slots__ = ('link', 'kwargs', 'parent', 'tag', '_path')
+
+    def __init__(self, link, kwargs, parent):
+        self.link = link
+        self.kwargs = kwargs
+        self.parent = parent
+        self._path = None
+
+    @property
+    def path(self):
+        """Its name after the calls around it: ``link.name`` under its
+        parent's (``'MLP/l1'``), the class name for a link of no chain."""
+        path = self._path
+        if path is None:
+            link = self.link
+            path = link.name
+            if path is None:
+                path = type(link).__name__
+            elif self.parent is not None:
+                path = self.parent.path + '/' + path
+            self._path = path
+        return path
+
+
+class RunningLinks(object):
+    """The thread's stack of running link calls (see the module).
+
+    Attributes:
+        calls (list of Call): The running calls, outermost first.
+        tag (tuple): ``((listener, name), ...)`` now (see the module).
+        listeners (dict): ``{listener: subscriptions}``.
+    """
+
+    def __init__(self):
+        self.calls = []
+        self.tag = ()
+        self.listeners = {}
+        self._taggers = ()
+        self._left = None  # the call the last leave popped
+
+    def __reduce__(self):
+        # A pickle or a copy of a hook holding it (the trainer's, during
+        # training) holds none: it subscribes when it is next added.
+        return _copies.same, (None,)
+
+    def join(self, listener, tags):
+        self.listeners[listener] = self.listeners.get(listener, 0) + 1
+        if tags and listener not in self._taggers:
+            self._taggers += (listener,)
+        if self.calls:
+            self.drop_ended(skip_current=False)
+
+    def part(self, listener):
+        count = self.listeners.pop(listener, 0) - 1
+        if count > 0:
+            self.listeners[listener] = count
+            return
+        self._taggers = tuple(t for t in self._taggers if t is not listener)
+        if not self.listeners:
+            self.calls = []
+            self.tag = ()
+            self._left = None
+
+    def enter(self, args):
+        """Pushes the call starting (``forward_preprocess``'s ``args``),
+        once; returns its :class:`Call`."""
+        calls = self.calls
+        parent = None
+        if calls:
+            parent = calls[-1]
+            if parent.kwargs is args.kwargs:
+                return parent  # another listener pushed it
+            if args.link.name is None:  # a root: calls left open below?
+                parent = self.drop_ended(skip_current=True)
+        call = Call(args.link, args.kwargs, parent)
+        tag = () if parent is None else parent.tag
+        if self._taggers:
+            tag = self._tag(call, tag)
+        call.tag = self.tag = tag
+        calls.append(call)
+        return call
+
+    def _tag(self, call, tag):
+        # The parent's tag, with this call's name for each listener whose
+        # scope and mode it is in.
+        train = None
+        key = id(call.link)
+        for listener in self._taggers:
+            mode = listener.config_train
+            if mode is not None:
+                if train is None:
+                    train = _chainer.is_train()
+                if mode != train:
+                    continue
+            names = listener.link_names
+            if names is None:
+                name = call.path
+            else:
+                name = names.get(key)
+                if name is None:
+                    continue
+            if not tag:
+                tag = ((listener, name),)
+            else:
+                tag = with_name(tag, listener, name)
+        return tag
+
+    def leave(self, args):
+        """Pops the call ending (``forward_postprocess``'s ``args``), once,
+        and the calls left open above it; returns its :class:`Call`, or
+        ``None`` when it is not on the stack."""
+        kwargs = args.kwargs
+        left = self._left
+        if left is not None and left.kwargs is kwargs:
+            return left  # another listener popped it
+        calls = self.calls
+        if calls and calls[-1].kwargs is kwargs:
+            call = calls.pop()
+        else:
+            depth = len(calls) - 1
+            while depth >= 0 and calls[depth].kwargs is not kwargs:
+                depth -= 1
+            if depth < 0:
+                return None
+            call = calls[depth]
+            self._drop(depth + 1)
+            del calls[-1]
+        self.tag = calls[-1].tag if calls else ()
+        self._left = call
+        return call
+
+    def drop_ended(self, skip_current):
+        """Drops the calls whose ``Link.__call__`` no longer runs (a slow
+        path: it reads the frames); returns the innermost call left.
+
+        Args:
+            skip_current (bool): Asked from a ``forward_preprocess``: the
+                innermost ``Link.__call__`` is the call starting.
+        """
+        live = iter(_frames.running_links(skip_current))
+        keep = 0
+        for call in self.calls:
+            if not any(call.link is link for link in live):
+                break
+            keep += 1
+        self._drop(keep)
+        calls = self.calls
+        self.tag = calls[-1].tag if calls else ()
+        return calls[-1] if calls else None
+
+    def _drop(self, depth):
+        # Drops the calls from ``depth`` up, and tells the listeners.
+        dropped = self.calls[depth:]
+        if not dropped:
+            return
+        del self.calls[depth:]
+        dropped.reverse()
+        for listener in list(self.listeners):
+            calls_dropped = getattr(listener, 'calls_dropped', None)
+            if calls_dropped is not None:
+                calls_dropped(dropped)
