@@ -84,6 +84,8 @@ class FlopCounter(backward.BackwardTimer):
         rec.backward_bytes += cost.bytes
 
     # -- by function type (functions=True) -----------------------------------
+    counts_flops = True
+
     def node_flops(self, function, in_data):
         """The FLOPs of a node, 0 without a formula (counted again: the
         formulas' results are memoized)."""

@@ -212,18 +212,37 @@ class BackwardTimer(_tagging.NodeTagger):
                              self._function_forward_postprocess if on
                              else None)
 
+    #: Whether the class's ``forward_preprocess`` counts FLOPs
+    #: (:class:`~.costs.counter.FlopCounter`).
+    counts_flops = False
+
     def _function_forward_preprocess(self, function, in_data):
-        type(self).forward_preprocess(self, function, in_data)
         rec = self.calls.top
-        if rec is not self.bottom:
-            rec = rec.charged
-        elif self._running is not None:  # applied in a step: the step's
+        if rec is self.bottom:
+            return self._function_outside_links(function, in_data)
+        if self.counts_flops:  # the class's tags and counts
+            flops = rec.charged.flops
+            type(self).forward_preprocess(self, function, in_data)
+            flops = rec.charged.flops - flops
+        else:
+            function._chainer_hookext_tag = rec
+        rec = rec.charged
+        try:
+            one = rec.functions[function.__class__]
+        except (KeyError, TypeError):  # its first node here; none yet
+            one = function_record(rec, function)
+        if self.counts_flops:
+            one.flops += flops
+        self._open.append([function, one, clock.now(), rec, 0.0])
+
+    def _function_outside_links(self, function, in_data):
+        type(self).forward_preprocess(self, function, in_data)
+        if self._running is not None:  # applied in a step: the step's
             self.step_node_applied(function, in_data)
             return
-        else:  # outside every timed link, in the update or an Evaluator
-            rec = self._outside()
-            if rec is None:
-                return
+        rec = self._outside()  # in the update or an Evaluator, else None
+        if rec is None:
+            return
         one = function_record(rec, function)
         one.flops += self.node_flops(function, in_data)
         t = clock.now()
@@ -235,22 +254,27 @@ class BackwardTimer(_tagging.NodeTagger):
     def _function_forward_postprocess(self, function, in_data):
         t = clock.now()
         opened = self._open
-        if opened and opened[-1][0] is function:
-            _, one, start, rec, inner = opened.pop()
+        if not opened:
+            return
+        entry = opened[-1]
+        if entry[0] is function:
+            del opened[-1]
         else:  # not timed, or forwards that raised above it
             index = next((i for i in range(len(opened) - 1, -1, -1)
                           if opened[i][0] is function), None)
             if index is None:
                 return
-            _, one, start, rec, inner = opened[index]
+            entry = opened[index]
             del opened[index:]
-        one.forward += t - start - inner
+        one = entry[1]
+        start = entry[2]
+        one.forward += t - start - entry[4]
         one.count += 1
         if opened:  # a node applied in another's forward: not the other's
             opened[-1][4] += t - start
         if self.function_spans is not None:
             self.function_spans.append(
-                spans.FunctionSpan(rec, one.name, start, t, False))
+                spans.FunctionSpan(entry[3], one.name, start, t, False))
 
     def node_flops(self, function, in_data):
         """The FLOPs of a node (:class:`~.costs.counter.FlopCounter`
