@@ -83,7 +83,9 @@ class FlopCounter(backward.BackwardTimer):
         rec.backward_flops += cost.flops
         rec.backward_bytes += cost.bytes
 
-    # -- by function type (functions=True) -----------------------------------
+    _tag_node = forward_preprocess
+
+    # -- by function type (FunctionFlopCounter's) ----------------------------
     counts_flops = True
 
     def node_flops(self, function, in_data):
@@ -109,3 +111,12 @@ class FlopCounter(backward.BackwardTimer):
         if rec.unknown is None:
             rec.unknown = {}
         rec.unknown[name] = rec.unknown.get(name, 0) + 1
+
+
+class FunctionFlopCounter(FlopCounter):
+    """Flop counter splitting its figures by function type, each node's
+    forward timed too (``TimerHook(flops=True, functions=True)``)."""
+
+    functions = True
+    forward_preprocess = backward.BackwardTimer._function_forward_preprocess
+    forward_postprocess = backward.BackwardTimer._function_forward_postprocess

@@ -29,6 +29,13 @@ _SAVED = {'elapsed_time': 'elapsed', 'occurrence': 'count',
           'backward_bytes': 'backward_bytes'}
 #: Columns a snapshot of an earlier version lacks: they load as zeros.
 _ADDED = ('flops', 'bytes', 'backward_flops', 'backward_bytes')
+#: The backward timer's class, by ``(flops, functions)``.
+_BACKWARD_TIMERS = {
+    (False, False): backward_module.BackwardTimer,
+    (True, False): counter.FlopCounter,
+    (False, True): backward_module.FunctionTimer,
+    (True, True): counter.FunctionFlopCounter,
+}
 #: What a snapshot keeps of each function type's figures under a record.
 _FUNCTION_SAVED = ('forward', 'count', 'backward', 'flops', 'backward_flops')
 #: What a snapshot keeps of each mode's ``(outside)`` record.
@@ -177,12 +184,11 @@ class TimerHook(call_stack.CallStack, scoped_link_hook.ScopedLinkHook):
             return
         new = self._backward_timer is None
         self._backward_timer = _tagging.register(
-            self._backward_timer, counter.FlopCounter if self.flops
-            else backward_module.BackwardTimer, self, self.name + '_backward')
+            self._backward_timer, _BACKWARD_TIMERS[self.flops, self.functions],
+            self, self.name + '_backward')
         if new and self.gpu:
             self._backward_timer.use_gpu(True)
-        if new and self.functions:
-            self._use_functions()
+            self._warn_gpu_functions()
 
     def deleted(self, link):
         """Keeps the figures, and lets go of every link it referred to."""
@@ -303,14 +309,12 @@ class TimerHook(call_stack.CallStack, scoped_link_hook.ScopedLinkHook):
     def device_changed(self, gpu):
         if self._backward_timer is not None:
             self._backward_timer.use_gpu(gpu)
-            if self.functions:
-                self._use_functions()
+            self._warn_gpu_functions()
         super().device_changed(gpu)
 
-    def _use_functions(self):
-        # The split by function type, on the host clock only.
-        self._backward_timer.use_functions(not self.gpu)
-        if self.gpu and not self._warned_gpu_functions:
+    def _warn_gpu_functions(self):
+        # The split by function type is on the host clock only.
+        if self.functions and self.gpu and not self._warned_gpu_functions:
             self._warned_gpu_functions = True
             warnings.warn(
                 '{}(functions=True): the model runs on a GPU, where the time '

@@ -37,8 +37,8 @@ record (:func:`.records.merge`).
 
 On a GPU, steps are timed with CUDA events, resolved with the forward ones.
 
-With :meth:`~BackwardTimer.use_functions` (``TimerHook(functions=True)``, host
-clock only) each record's self figures are split by function type too
+A :class:`FunctionTimer` (``TimerHook(functions=True)``, host clock only)
+splits each record's self figures by function type too
 (``record.functions``, :class:`~.records.FunctionRecord`): the forward of
 each node between its ``forward_preprocess`` and ``forward_postprocess``,
 charged to the type under the record the node is tagged with (or, for a
@@ -47,6 +47,10 @@ the mode's ``outside`` record); each step's time to the type of the step's
 node, as it is charged to the record.  A node applied inside a step (a
 gradient node, ``F.forget``'s forward run again) is that step's work, not a
 forward of its own: its FLOPs go to the step's type as backward FLOPs.
+Its forward methods are the class's, not instance attributes over a
+:class:`BackwardTimer`'s: an instance attribute added after the fact makes
+CPython look every ``self.<attribute>`` of the hot path up the slow way
+(5,000 instructions per function call more, ``benchmarks/README.md``).
 """
 
 from chainer.function import FunctionAdapter
@@ -84,7 +88,7 @@ class BackwardTimer(_tagging.NodeTagger):
     #: ``None``: each step's reads are theirs too, so that ``backward``
     #: starts and ends where the steps' spans do (host clock only).
     marks = None
-    #: Whether figures are split by function type (:meth:`use_functions`).
+    #: Whether figures are split by function type (:class:`FunctionTimer`).
     functions = False
 
     def __init__(self, calls, name):
@@ -196,22 +200,11 @@ class BackwardTimer(_tagging.NodeTagger):
             return None
         return self.calls.outside['train' if train else 'eval']
 
-    # -- by function type ----------------------------------------------------
-    def use_functions(self, on):
-        """Splits the figures by function type (``on``) or stops.
+    #: The class's tagging ``forward_preprocess``, under a name that a
+    #: :class:`FunctionTimer`'s own does not hide.
+    _tag_node = forward_preprocess
 
-        The forward of each node is timed by instance methods over the
-        class's (the class's run first), as the GPU methods are: without
-        it the hot path is the class's, unchanged.
-        """
-        self.functions = on
-        del self._open[:]
-        _observer.use_method(self, 'forward_preprocess',
-                             self._function_forward_preprocess if on else None)
-        _observer.use_method(self, 'forward_postprocess',
-                             self._function_forward_postprocess if on
-                             else None)
-
+    # -- by function type (FunctionTimer's) ----------------------------------
     #: Whether the class's ``forward_preprocess`` counts FLOPs
     #: (:class:`~.costs.counter.FlopCounter`).
     counts_flops = False
@@ -222,7 +215,7 @@ class BackwardTimer(_tagging.NodeTagger):
             return self._function_outside_links(function, in_data)
         if self.counts_flops:  # the class's tags and counts
             flops = rec.charged.flops
-            type(self).forward_preprocess(self, function, in_data)
+            self._tag_node(function, in_data)
             flops = rec.charged.flops - flops
         else:
             function._chainer_hookext_tag = rec
@@ -236,7 +229,7 @@ class BackwardTimer(_tagging.NodeTagger):
         self._open.append([function, one, clock.now(), rec, 0.0])
 
     def _function_outside_links(self, function, in_data):
-        type(self).forward_preprocess(self, function, in_data)
+        self._tag_node(function, in_data)
         if self._running is not None:  # applied in a step: the step's
             self.step_node_applied(function, in_data)
             return
@@ -309,8 +302,17 @@ class BackwardTimer(_tagging.NodeTagger):
                              self.gpu_backward_preprocess if gpu else None)
         _observer.use_method(self, 'backward_postprocess',
                              self.gpu_backward_postprocess if gpu else None)
+        if self.functions:  # no node's forward timed on a GPU
+            del self._open[:]
+            _observer.use_method(self, 'forward_preprocess',
+                                 self._tag_node if gpu else None)
+            _observer.use_method(self, 'forward_postprocess',
+                                 self._untimed_forward if gpu else None)
         if self.steps is not None:
             self._use_span_methods(gpu)
+
+    def _untimed_forward(self, function, in_data):
+        pass
 
     # -- spans, while a Timeline records -------------------------------------
     def start_spans(self, steps, function_spans=None):
@@ -371,6 +373,15 @@ class BackwardTimer(_tagging.NodeTagger):
         rec = self.tag_of(function) or self._outside()
         if rec is not None:
             self.steps.append(spans.Span(rec.charged, start, self._mark))
+
+
+class FunctionTimer(BackwardTimer):
+    """Backward timer splitting its figures by function type, each node's
+    forward timed too (``TimerHook(functions=True)``)."""
+
+    functions = True
+    forward_preprocess = BackwardTimer._function_forward_preprocess
+    forward_postprocess = BackwardTimer._function_forward_postprocess
 
 
 def function_record(rec, function):
