@@ -10,6 +10,7 @@ from chainer_hookext.extensions.capture_outputs import CaptureOutputs  # NOQA
 from chainer_hookext.extensions.gradient_statistics import GradientStatistics  # NOQA
 from chainer_hookext.extensions.link_memory import LinkMemory  # NOQA
 from chainer_hookext.extensions.non_finite_guard import NonFiniteGuard  # NOQA
+from chainer_hookext.extensions.profile_report import ProfileReport  # NOQA
 from chainer_hookext.extensions.timed_links import TimedLinks  # NOQA
 from chainer_hookext.extensions.timed_loop import TimedLoop  # NOQA
 from chainer_hookext.extensions.timeline import Timeline  # NOQA
@@ -42,6 +43,7 @@ __all__ = [
     'NonFiniteGuard',
     'NonFiniteHook',
     'PRIORITY_LAST',
+    'ProfileReport',
     'ScopedLinkHook',
     'TimedLinks',
     'TimedLoop',

@@ -73,6 +73,15 @@ def formatter(unit, seconds):
 _PREFIXES = ((10 ** 12, 'T'), (10 ** 9, 'G'), (10 ** 6, 'M'), (10 ** 3, 'k'))
 
 
+def seconds(value):
+    """Formats seconds in the unit that suits them.
+
+    >>> seconds(0.0123), seconds(2.5)
+    ('12.30ms', '2.50sec')
+    """
+    return formatter('auto_foreach', ())(value)
+
+
 def count(value):
     """Formats a count (FLOPs, FLOP/s, bytes) with an SI prefix.
 

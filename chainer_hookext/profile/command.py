@@ -1,0 +1,70 @@
+"""``python -m chainer_hookext``: rebuild a run's page, compare two runs.
+
+::
+
+    python -m chainer_hookext report RESULT_DIR [--out FILE]
+    python -m chainer_hookext compare RESULT_A RESULT_B [--out FILE]
+
+A folder that is not a run's, a log without a key of this package or two
+runs of different models give a message and exit status 2, never a
+traceback.
+"""
+
+import argparse
+import sys
+
+from chainer_hookext.profile import compare as compare_module
+from chainer_hookext.profile import page
+from chainer_hookext.profile import run as run_module
+
+
+def main(argv=None):
+    """Runs the command line; returns its exit status."""
+    parser = argparse.ArgumentParser(
+        prog='python -m chainer_hookext',
+        description='Pages and comparisons of runs profiled with '
+        'chainer_hookext (the `out` folders of trainers).')
+    commands = parser.add_subparsers(dest='command', required=True)
+    report = commands.add_parser(
+        'report', help='rebuild the profile page of a run',
+        description='Writes the profile page of a finished or interrupted '
+        'run from its files: LogReport\'s log, profile.json (written by '
+        'ProfileReport) and timeline/*.json.gz.')
+    report.add_argument('result', metavar='RESULT_DIR',
+                        help='the trainer\'s `out` folder')
+    report.add_argument('--out', metavar='FILE', help='where to write the '
+                        'page (default: RESULT_DIR/profile.html)')
+    compare = commands.add_parser(
+        'compare', help='what changed between two runs',
+        description='Prints each key of chainer_hookext (time, FLOPs, '
+        'memory: per link, per phase, per function type) in both runs, '
+        'the largest relative change first; --out draws them.')
+    compare.add_argument('a', metavar='RESULT_A')
+    compare.add_argument('b', metavar='RESULT_B')
+    compare.add_argument('--top', type=int, default=30,
+                         help='changes printed (default 30)')
+    compare.add_argument('--out', metavar='FILE', help='also draw the '
+                         'largest changes to this PNG file')
+    args = parser.parse_args(argv)
+    try:
+        if args.command == 'report':
+            run = run_module.from_folder(args.result)
+            path = page.write(run, args.out)
+            print('Profile page written to {}'.format(path))
+        else:
+            a = run_module.from_folder(args.a)
+            b = run_module.from_folder(args.b)
+            compare_module.check_comparable(a, b)
+            print('A: ' + compare_module.describe(a))
+            print('B: ' + compare_module.describe(b))
+            found = compare_module.changes(a, b)
+            compare_module.print_changes(found, sys.stdout, args.top)
+            if args.out:
+                from chainer_hookext import plots
+                plots.save(compare_module.draw(found), args.out)
+                print('Changes drawn in {}'.format(args.out))
+    except (run_module.RunError, ImportError, OSError) as e:
+        print('python -m chainer_hookext {}: {}'.format(args.command, e),
+              file=sys.stderr)
+        return 2
+    return 0

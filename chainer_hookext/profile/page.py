@@ -1,0 +1,190 @@
+"""``profile.html``: one self-contained page of a run.
+
+Sections appear for what ran: the findings (:mod:`.findings`), time per
+link per epoch, the function types, the roofline, memory per link, the
+loop's phases, the latest traces and how to open them.  Pictures are PNG
+(:mod:`chainer_hookext.plots`) embedded as ``data:`` URLs; the page loads
+nothing from the network and runs no script, so it opens offline.
+"""
+
+import base64
+import html
+import os
+
+from chainer_hookext import _files
+from chainer_hookext.profile import findings as findings_module
+from chainer_hookext.report import keys
+from chainer_hookext.report import units
+
+#: The page's file name in the trainer's ``out``.
+PAGE_FILE = 'profile.html'
+
+_STYLE = '''
+body { font-family: sans-serif; max-width: 1100px; margin: 2em auto;
+       color: #222; }
+h1 { font-size: 1.5em; } h2 { font-size: 1.2em; margin-top: 2em;
+     border-bottom: 1px solid #ccc; }
+table { border-collapse: collapse; font-size: 0.9em; }
+td, th { padding: 2px 10px; text-align: right; }
+td:first-child, th:first-child { text-align: left; }
+tr:nth-child(even) { background: #f4f4f4; }
+img { max-width: 100%; }
+.note { color: #666; font-size: 0.9em; }
+code { background: #f0f0f0; padding: 0 3px; }
+'''
+
+
+def render(run):
+    """Returns the page of a :class:`~.run.Run` as a string."""
+    config = run.profile.get('config', {})
+    parts = ['<!DOCTYPE html>', '<html><head><meta charset="utf-8">',
+             '<title>Profile: {}</title>'.format(_text(run.out)),
+             '<style>{}</style></head><body>'.format(_STYLE),
+             '<h1>Profile of <code>{}</code></h1>'.format(_text(run.out))]
+    if config:
+        parts.append(_table(['', ''], [
+            [what, config.get(key)] for what, key in (
+                ('model', 'model'), ('optimizer', 'optimizer'),
+                ('batch size', 'batch_size'), ('iteration', 'iteration'),
+                ('epoch', 'epoch'))
+            if config.get(key) is not None]))
+    for section in (_summary, _links, _functions, _roofline, _memory,
+                    _loop, _traces):
+        parts.extend(section(run))
+    parts.append('<p class="note">Written by chainer_hookext.</p>')
+    parts.append('</body></html>')
+    return '\n'.join(parts)
+
+
+def write(run, path=None):
+    """Writes the page of ``run`` to ``path`` (by default
+    ``profile.html`` in ``run.out``), atomically; returns the path."""
+    path = path or os.path.join(run.out, PAGE_FILE)
+    _files.write_atomic(path, render(run).encode('utf-8'))
+    return path
+
+
+# -- sections -----------------------------------------------------------------
+def _summary(run):
+    found = findings_module.findings(run)
+    if not found:
+        return []
+    return ['<h2 id="summary">Summary</h2>', '<ul>'] + [
+        '<li>{}</li>'.format(_text(f.text)) for f in found] + ['</ul>']
+
+
+def _links(run):
+    names = findings_module.link_names(run)
+    if not names:
+        return []
+    from chainer_hookext import plots
+    out = ['<h2 id="links">Time per link</h2>']
+    out += _figure(plots.link_time, run.log, names)
+    entry = _last(run, keys.TIME + '/')
+    if entry is not None:
+        seconds = findings_module.link_seconds(entry, names)
+        out.append('<p>Self time per training iteration, last report:</p>')
+        out.append(_table(['link', 'forward', 'backward'], [
+            [name, units.seconds(f), units.seconds(b)]
+            for name, (f, b) in seconds.items() if f or b]))
+    return out
+
+
+def _functions(run):
+    types = run.profile.get('links', {}).get('functions')
+    if not types:
+        return []
+    from chainer_hookext import plots
+    out = ['<h2 id="functions">Function types</h2>',
+           '<p>Whole run, every link together '
+           '(<code>TimedLinks(functions=True)</code>):</p>']
+    flops = any('flops' in row for row in types.values())
+    out.append(_table(
+        ['type', 'forward', 'backward', 'nodes'] + (
+            ['FLOPs', 'backward FLOPs'] if flops else []),
+        [[name, units.seconds(row['time']),
+          units.seconds(row['backward_time']), str(row['occurrence'])] + (
+            [units.count(row.get('flops', 0)),
+             units.count(row.get('backward_flops', 0))] if flops else [])
+         for name, row in types.items()]))
+    out += _figure(plots.functions, types)
+    return out
+
+
+def _roofline(run):
+    links = run.profile.get('links', {})
+    if not links.get('roofline'):
+        return []
+    from chainer_hookext import plots
+    return ['<h2 id="roofline">Roofline</h2>'] + _figure(
+        plots.roofline, links)
+
+
+def _memory(run):
+    if _last(run, keys.MEMORY + '/') is None:
+        return []
+    from chainer_hookext import plots
+    names = findings_module.link_names(run) or [
+        n for n in run.profile.get('memory', {}) if n != keys.OUTSIDE]
+    return ['<h2 id="memory">Memory per link</h2>'] + _figure(
+        plots.memory, run.log, names)
+
+
+def _loop(run):
+    if _last(run, keys.LOOP_PREFIX) is None:
+        return []
+    from chainer_hookext import plots
+    return ['<h2 id="loop">Where each iteration goes</h2>'] + _figure(
+        plots.loop_time, run.log)
+
+
+def _traces(run):
+    if not run.traces:
+        return []
+    from chainer_hookext import plots
+    out = ['<h2 id="traces">Traces</h2>',
+           '<p>Open a file at <code>https://ui.perfetto.dev</code> ("Open '
+           'trace file"); it stays on your machine.</p>', '<ul>']
+    out += ['<li><code>{}</code></li>'.format(
+        _text(os.path.relpath(path, run.out))) for path in run.traces[-10:]]
+    out.append('</ul>')
+    windows = [p for p in run.traces
+               if not os.path.basename(p).startswith('outlier_')]
+    if windows:
+        out.append('<p>The first iteration of <code>{}</code>:</p>'.format(
+            _text(os.path.basename(windows[-1]))))
+        out += _figure(plots.timeline, windows[-1])
+    return out
+
+
+# -- pieces -------------------------------------------------------------------
+def _figure(draw, *args):
+    # An embedded PNG of ``draw(*args)``, or a note saying why none.
+    from chainer_hookext import plots
+    try:
+        figure = draw(*args)
+    except ImportError as e:
+        return ['<p class="note">{}</p>'.format(_text(e))]
+    if figure is None:
+        return ['<p class="note">Nothing to draw yet.</p>']
+    data = base64.b64encode(plots.png(figure)).decode('ascii')
+    return ['<p><img alt="{}" src="data:image/png;base64,{}"></p>'.format(
+        _text(draw.__name__), data)]
+
+
+def _table(header, rows):
+    out = ['<table>', '<tr>' + ''.join(
+        '<th>{}</th>'.format(_text(h)) for h in header) + '</tr>']
+    out += ['<tr>' + ''.join('<td>{}</td>'.format(_text(c)) for c in row)
+            + '</tr>' for row in rows]
+    out.append('</table>')
+    return '\n'.join(out)
+
+
+def _last(run, prefix):
+    from chainer_hookext.profile import run as run_module
+    return run_module.last_entry(run, prefix)
+
+
+def _text(value):
+    return html.escape(str(value))
