@@ -108,6 +108,32 @@ def end_of_epoch(epoch):
     return trigger
 
 
+def draw(out, log, names, memory_names, times):
+    """Draws the run's pictures into ``out`` with
+    :mod:`chainer_hookext.plots`: from the log, ``link_times.json``
+    (``times``) and the first trace; each one whose extension has figures.
+    """
+    first = plots.first_trace(out)  # None when training stops in epoch 1
+    for name, what, draw_figure in (
+            ('link_time.png', 'Link time per epoch',
+             lambda: plots.link_time(log, names)),
+            ('roofline.png', 'Roofline of the links',
+             lambda: plots.roofline(times)),
+            ('functions.png', 'Time of each function type',
+             lambda: plots.functions(times.get('functions', {}))),
+            ('loop_time.png', 'Loop time per epoch',
+             lambda: plots.loop_time(log)),
+            ('memory.png', 'Memory per link per epoch',
+             lambda: plots.memory(log, memory_names)),
+            ('timeline.png', 'First traced iteration of {}'.format(first),
+             lambda: first and plots.timeline(first))):
+        figure = draw_figure()
+        if figure is not None:
+            path = os.path.join(out, name)
+            plots.save(figure, path)
+            print('{} drawn in {}'.format(what, path))
+
+
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(
         description='chainer_hookext example: per-link timing on an MLP')
@@ -264,26 +290,8 @@ def main(argv=None):
         json.dump(memory.summary(), f, indent=1)
     print('Memory of the last measured iteration written to {}'.format(path))
     if args.plot and extensions.PlotReport.available():
-        names = [n for n in timed.summary(by='name') if n != '(outside)']
-        first = plots.first_trace(args.out)
-        for name, figure, what in (
-                ('link_time.png', plots.link_time(log_report.log, names),
-                 'Link time per epoch'),
-                ('roofline.png', plots.roofline(times),
-                 'Roofline of the links'),
-                ('functions.png', plots.functions(times.get('functions', {})),
-                 'Time of each function type'),
-                ('loop_time.png', plots.loop_time(log_report.log),
-                 'Loop time per epoch'),
-                ('memory.png', plots.memory(log_report.log, list(
-                    memory.summary())), 'Memory per link per epoch'),
-                # None when training stops within epoch 1
-                ('timeline.png', first and plots.timeline(first),
-                 'First traced iteration of {}'.format(first))):
-            if figure is not None:
-                path = os.path.join(args.out, name)
-                plots.save(figure, path)
-                print('{} drawn in {}'.format(what, path))
+        draw(args.out, log_report.log, list(timed.summary(by='name')),
+             list(memory.summary()), times)
     return 0
 
 
