@@ -12,7 +12,8 @@ The shape of Chainer's ``examples/mnist/train_mnist.py``, plus
   (``flops/main/predictor/l1`` ...) and places the links under the
   machine's roofline, drawn into ``roofline.png``; and splits each link's
   time by function type (``time/function/LinearFunction`` ...), printed
-  per link beside the rest of its self time (its own Python);
+  per link beside the rest of its self time (its own Python), the whole
+  run's per type drawn into ``functions.png``;
 * :class:`~chainer_hookext.LinkMemory` measures one training iteration per
   epoch and reports the bytes each link's forward keeps for backward, its
   parameters, gradients and optimizer state
@@ -31,14 +32,15 @@ The shape of Chainer's ``examples/mnist/train_mnist.py``, plus
 * :class:`~chainer_hookext.UnchainVariables` releases the computational graphs
   that ``DumpGraph`` keeps alive through ``keep_graph_on_report``.
 
+The pictures are drawn after training by :mod:`chainer_hookext.plots`
+from the log, ``link_times.json`` and the first trace.
+
 By default it trains offline on scikit-learn's bundled 8x8 digits (1,797
 images, no download); ``--dataset mnist`` uses Chainer's MNIST downloader.
 Run it again with the same ``--out`` to resume from the last snapshot.
 """
 
 import argparse
-import glob
-import gzip
 import json
 import os
 import sys
@@ -51,6 +53,7 @@ from chainer import training
 from chainer.training import extensions
 
 import chainer_hookext
+from chainer_hookext import plots
 
 
 class MLP(chainer.Chain):
@@ -92,253 +95,6 @@ def get_dataset(name):
     raise ValueError('--dataset {!r}: use digits or mnist'.format(name))
 
 
-#: TimedLoop's phases drawn, bottom to top, and their colours; they add up
-#: to the iteration.
-LOOP_PHASES = (('data', 'tab:blue'), ('forward', 'tab:orange'),
-               ('backward', 'tab:green'), ('optimizer', 'tab:red'),
-               ('allreduce', 'tab:purple'), ('extensions', 'silver'),
-               ('other', 'dimgray'))
-
-
-#: Colours of the links in the order they are listed, ``(outside)`` after
-#: them: a link has the same colour in every plot.
-LINK_COLOURS = ('tab:blue', 'tab:orange', 'tab:green', 'tab:red',
-                'tab:purple', 'tab:brown', 'tab:pink', 'tab:olive',
-                'tab:cyan', 'tab:gray')
-
-
-def link_colours(names):
-    """Returns ``{name: colour}`` of the links ``names`` and ``(outside)``."""
-    return dict(zip(list(names) + ['(outside)'], LINK_COLOURS))
-
-
-def stack_bars(ax, xs, layers):
-    """Draws a bar per ``xs``, split into ``layers``, bottom to top.
-
-    Args:
-        layers: ``(label, values, colour)``, one value per bar each.
-    """
-    bottom = numpy.zeros(len(xs))
-    for label, values, colour in layers:
-        ax.bar(xs, values, bottom=bottom, label=label, color=colour)
-        bottom += values
-
-
-def layers_per_epoch(log, series, scale=1.0):
-    """Returns :func:`stack_bars`' layers of ``series``, ``(label, key,
-    colour)``: a value per log entry (0 where it lacks the key) times
-    ``scale``; a key in no entry is left out (``allreduce`` outside
-    ChainerMN, backward keys without backward timing)."""
-    return [(label, numpy.array([e.get(key, 0) for e in log], float) * scale,
-             colour) for label, key, colour in series
-            if any(key in e for e in log)]
-
-
-def stack_bytes(ax, xs, layers):
-    """:func:`stack_bars` of bytes, in the unit that suits the highest
-    bar; returns the unit's name."""
-    largest = max(sum(values for _, values, _ in layers))
-    scale, unit = 1, 'bytes'
-    for power, name in ((3, 'GiB'), (2, 'MiB'), (1, 'KiB')):
-        if largest >= 1024 ** power:
-            scale, unit = 1024 ** power, name
-            break
-    stack_bars(ax, xs, [(label, values / scale, colour)
-                        for label, values, colour in layers])
-    return unit
-
-
-def legend_beside(ax, source=None):
-    """Puts the legend of ``source`` (default ``ax``) right of ``ax``, top
-    layer first, as stacked."""
-    handles, labels = (source or ax).get_legend_handles_labels()
-    ax.legend(handles[::-1], labels[::-1], loc='center left',
-              bbox_to_anchor=(1.0, 0.5))
-
-
-def set_epochs(ax, epochs):
-    ax.set_xlabel('epoch')
-    ax.set_xticks(epochs)
-
-
-def plot_loop_time(log, path):
-    """Draws TimedLoop's phases per epoch from LogReport's log, stacked."""
-    from matplotlib import figure  # no pyplot: no GUI backend needed
-
-    log = [e for e in log if 'time/loop/iteration' in e]
-    epochs = [e['epoch'] for e in log]
-    fig = figure.Figure(figsize=(7, 4.2))
-    ax = fig.subplots()
-    stack_bars(ax, epochs, layers_per_epoch(log, [
-        (phase, 'time/loop/' + phase, colour)
-        for phase, colour in LOOP_PHASES], scale=1e3))
-    set_epochs(ax, epochs)
-    ax.set_ylabel('ms per training iteration (epoch mean)')
-    ax.set_title('Where each training iteration goes (TimedLoop)')
-    legend_beside(ax)
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-
-
-def plot_link_time(log, names, path):
-    """Draws TimedLinks' self times per epoch from LogReport's log, stacked.
-
-    Forward on the left, backward on the right: each bar is a training
-    iteration's milliseconds (epoch mean), split by link; self times add up
-    to the whole model's time.
-    """
-    from matplotlib import figure
-
-    log = [e for e in log if 'time/main' in e]
-    epochs = [e['epoch'] for e in log]
-    fig = figure.Figure(figsize=(9, 4.2))
-    axes = fig.subplots(1, 2, sharey=True)
-    colours = link_colours(names)
-    # (outside) has backward time only, all of it self.
-    outside = ('(outside)', 'time/(outside)/backward', colours['(outside)'])
-    for ax, suffix, title, more in (
-            (axes[0], '/self', 'forward', []),
-            (axes[1], '/backward/self', 'backward', [outside])):
-        stack_bars(ax, epochs, layers_per_epoch(log, [
-            (name, 'time/{}{}'.format(name, suffix), colours[name])
-            for name in names] + more, scale=1e3))
-        set_epochs(ax, epochs)
-        ax.set_title(title)
-    axes[0].set_ylabel('ms per training iteration (epoch mean)')
-    fig.suptitle('Self time of each link (TimedLinks)')
-    legend_beside(axes[-1], axes[-1] if axes[-1].has_data() else axes[0])
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-
-
-#: LinkMemory's figures of the model's state, as drawn, and their keys.
-MODEL_STATE = (('parameters', '/params'), ('gradients', '/grads'),
-               ('optimizer\nstate', '/optimizer_state'))
-
-
-def plot_memory(log, names, path):
-    """Draws LinkMemory's bytes per link from LogReport's log, stacked.
-
-    On the left, per epoch, the activations each link's own function nodes
-    keep for backward (self bytes, and those of ``(outside)``: they add up
-    to the whole model's); on the right, the last report's parameters,
-    gradients and optimizer state of each link, less its child links'.
-    """
-    from matplotlib import figure
-
-    log = [e for e in log if 'memory/(outside)/activations' in e]
-    if not log:
-        return
-    epochs = [e['epoch'] for e in log]
-    fig = figure.Figure(figsize=(10, 4.2))
-    left, right = fig.subplots(1, 2, width_ratios=(3, 2))
-    colours = link_colours(names)
-    unit = stack_bytes(left, epochs, layers_per_epoch(log, [
-        (name, 'memory/{}/activations/self'.format(name), colours[name])
-        for name in names] + [('(outside)', 'memory/(outside)/activations',
-                               colours['(outside)'])]))
-    set_epochs(left, epochs)
-    left.set_ylabel("{} in the epoch's measured iteration".format(unit))
-    left.set_title('activations kept for backward')
-
-    last = log[-1]
-    kinds = [kind for kind, _ in MODEL_STATE]
-    owned = [(name, numpy.array([own_bytes(last, names, name, suffix)
-                                 for _, suffix in MODEL_STATE], float),
-              colours[name]) for name in names]
-    right.set_ylabel(stack_bytes(right, kinds, owned))
-    right.set_title('model state at epoch {}'.format(last['epoch']))
-    fig.suptitle('Bytes held by each link itself, child links apart '
-                 '(LinkMemory)')
-    legend_beside(right, left)
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-
-
-def own_bytes(entry, names, name, suffix):
-    """A link's figure in a log entry less its child links' figures."""
-    children = [n for n in names if n.startswith(name + '/')
-                and '/' not in n[len(name) + 1:]]
-    return entry['memory/' + name + suffix] - sum(
-        entry['memory/' + n + suffix] for n in children)
-
-
-def link_times(timed):
-    """The whole run's figures by link path, as ``link_times.json`` keeps
-    them: the summary, and with FLOPs counted the roofline and the function
-    types without a formula."""
-    out = {'links': timed.summary(by='path')}
-    if timed.functions:
-        out['functions'] = timed.function_summary()
-    if timed.flops:
-        out['peaks'] = timed.roofline_.peaks._asdict()
-        out['roofline'] = {
-            path: {way: None if point is None else point._asdict()
-                   for way, point in points._asdict().items()}
-            for path, points in timed.roofline(by='path').items()}
-        out['unknown_functions'] = timed.unknown_functions(by='path')
-    return out
-
-
-def plot_roofline(timed, path):
-    """Draws each link of the whole run under the machine's roofline.
-
-    Arithmetic intensity (FLOPs per byte moved) against achieved FLOP/s,
-    log-log, forward and backward; the ceilings are the measured peaks.
-    """
-    from matplotlib import figure
-
-    peaks = timed.roofline_.peaks
-    points = timed.roofline(by='name')
-    found = [p for link in points.values() for p in link
-             if p is not None and p.flops > 0]
-    if not found:
-        return
-    low = min([p.intensity for p in found] + [1.0]) / 4
-    high = max([p.intensity for p in found] + [
-        4 * peaks.flops / peaks.bandwidth]) * 4
-    fig = figure.Figure(figsize=(8, 5))
-    ax = fig.subplots()
-    ridge = peaks.flops / peaks.bandwidth
-    xs = numpy.array([low, ridge, high])
-    ax.plot(xs, numpy.minimum(peaks.flops, xs * peaks.bandwidth),
-            color='black', linewidth=1.5)
-    ax.annotate('{:.3g} GFLOP/s'.format(peaks.flops / 1e9),
-                (high, peaks.flops), ha='right', va='bottom', fontsize=8)
-    ax.annotate('{:.3g} GB/s'.format(peaks.bandwidth / 1e9),
-                (low, low * peaks.bandwidth), ha='left', va='bottom',
-                fontsize=8, rotation=30)
-    colours = ('tab:blue', 'tab:orange', 'tab:green', 'tab:red',
-               'tab:purple', 'tab:brown', 'tab:pink', 'tab:olive')
-    for colour, (name, link) in zip(colours, points.items()):
-        if name == '(outside)':
-            continue
-        for point, marker, way in ((link.forward, 'o', 'forward'),
-                                   (link.backward, '^', 'backward')):
-            if point is None or point.flops <= 0:
-                continue
-            ax.scatter(point.intensity, point.rate, color=colour,
-                       marker=marker, label='{} ({})'.format(name, way))
-    ax.set_xscale('log')
-    ax.set_yscale('log')
-    ax.set_xlabel('arithmetic intensity (FLOPs per byte moved)')
-    ax.set_ylabel('achieved FLOP/s (whole run)')
-    ax.set_title('Links under the roofline (TimedLinks, flops=True)')
-    ax.legend(loc='center left', bbox_to_anchor=(1.0, 0.5), fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-
-
-#: Timeline's categories, top to bottom of a flame chart, and their colours.
-TIMELINE_CATEGORIES = (('iteration', 'lightgray'), ('phase', 'tab:blue'),
-                       ('extension', 'tab:purple'),
-                       ('link_forward', 'tab:orange'),
-                       ('link_backward', 'tab:green'),
-                       ('function_forward', 'gold'),
-                       ('function_backward', 'yellowgreen'),
-                       ('gc', 'tab:red'))
-
-
 def end_of_epoch(epoch):
     """A trigger firing once, at the end of ``epoch``; it keeps no state.
 
@@ -352,85 +108,30 @@ def end_of_epoch(epoch):
     return trigger
 
 
-def first_trace(out):
-    """The path of the first window Timeline wrote in ``out``, or None."""
-    paths = glob.glob(os.path.join(out, 'timeline', 'iteration_*.json.gz'))
-    return min(paths, default=None, key=lambda path: int(
-        os.path.basename(path).split('_')[1].split('.')[0]))
-
-
-def first_iteration(events):
-    """The spans of a Timeline file's first iteration, with their depth.
-
-    Returns:
-        list: ``(depth, event)``, depth 0 the iteration; a span is one
-        deeper than the innermost span holding it in time.
+def draw(out, log, names, memory_names, times):
+    """Draws the run's pictures into ``out`` with
+    :mod:`chainer_hookext.plots`: from the log, ``link_times.json``
+    (``times``) and the first trace; each one whose extension has figures.
     """
-    order = {c: i for i, (c, _) in enumerate(TIMELINE_CATEGORIES)}
-    spans = [e for e in events if e['ph'] == 'X']
-    first = min((e for e in spans if e['cat'] == 'iteration'),
-                key=lambda e: e['ts'])
-    spans = [e for e in spans if e is first or e['cat'] != 'iteration'
-             and first['ts'] <= e['ts'] < _end(first)]
-    stack, depths = [], []
-    for e in sorted(spans, key=lambda e: (e['ts'], -e['dur'],
-                                          order[e['cat']])):
-        while stack and _end(e) > _end(stack[-1]) + 1e-3:  # ts rounded
-            stack.pop()
-        depths.append((len(stack), e))
-        stack.append(e)
-    return depths
-
-
-def _end(event):
-    return event['ts'] + event['dur']
-
-
-def plot_timeline(trace_path, path):
-    """Draws a Timeline file's first iteration as a flame chart."""
-    from matplotlib import figure
-    from matplotlib import patches
-    from matplotlib.backends import backend_agg
-
-    with gzip.open(trace_path, 'rt', encoding='utf-8') as f:
-        spans = first_iteration(json.load(f)['traceEvents'])
-    colours = dict(TIMELINE_CATEGORIES)
-    rows = max(depth for depth, _ in spans) + 1
-    fig = figure.Figure(figsize=(10, 0.45 * rows + 1.6))
-    ax = fig.subplots()
-    iteration = spans[0][1]
-    ax.set_xlim(0, iteration['dur'] / 1e3)
-    ax.set_ylim(rows, 0)  # the iteration at the top
-    ax.set_yticks([])
-    ax.set_xlabel('ms from the start of {}'.format(iteration['name']))
-    ax.set_title('One training iteration, nested calls below their caller '
-                 '(Timeline, {})'.format(os.path.basename(trace_path)))
-    shown = {e['cat'] for _, e in spans}
-    ax.legend(handles=[patches.Patch(color=c, label=k)
-                       for k, c in TIMELINE_CATEGORIES if k in shown],
-              loc='upper left', bbox_to_anchor=(1.0, 1.0))
-    fig.tight_layout()  # before the labels: they are fitted to the boxes
-    renderer = backend_agg.FigureCanvasAgg(fig).get_renderer()
-    for depth, e in spans:
-        start = (e['ts'] - iteration['ts']) / 1e3
-        ax.add_patch(patches.Rectangle(
-            (start, depth + 0.05), e['dur'] / 1e3, 0.9,
-            facecolor=colours[e['cat']], edgecolor='white', linewidth=0.5))
-        label_span(ax, renderer, e['name'], start, e['dur'] / 1e3,
-                   depth + 0.5)
-    fig.savefig(path, dpi=100)
-
-
-def label_span(ax, renderer, name, start, width, y):
-    """Writes the longest of a span's names that fits in it, if any."""
-    left, right = (ax.transData.transform((x, y))[0]
-                   for x in (start, start + width))
-    for label in (name, name.rsplit('/', 1)[-1]):
-        text = ax.text(start + width / 2, y, label, ha='center',
-                       va='center', fontsize=8, clip_on=True)
-        if text.get_window_extent(renderer).width + 4 <= right - left:
-            return
-        text.remove()
+    first = plots.first_trace(out)  # None when training stops in epoch 1
+    for name, what, draw_figure in (
+            ('link_time.png', 'Link time per epoch',
+             lambda: plots.link_time(log, names)),
+            ('roofline.png', 'Roofline of the links',
+             lambda: plots.roofline(times)),
+            ('functions.png', 'Time of each function type',
+             lambda: plots.functions(times.get('functions', {}))),
+            ('loop_time.png', 'Loop time per epoch',
+             lambda: plots.loop_time(log)),
+            ('memory.png', 'Memory per link per epoch',
+             lambda: plots.memory(log, memory_names)),
+            ('timeline.png', 'First traced iteration of {}'.format(first),
+             lambda: first and plots.timeline(first))):
+        figure = draw_figure()
+        if figure is not None:
+            path = os.path.join(out, name)
+            plots.save(figure, path)
+            print('{} drawn in {}'.format(what, path))
 
 
 def parse_args(argv=None):
@@ -579,36 +280,18 @@ def main(argv=None):
 
     print('\nPer-link time of the training iterations, whole run:')
     timed.hook.print_report(by='path', mode='train')
+    times = plots.link_times(timed)
     path = os.path.join(args.out, 'link_times.json')
     with open(path, 'w') as f:
-        json.dump(link_times(timed), f, indent=1)
+        json.dump(times, f, indent=1)
     print('Summary written to {}'.format(path))
     path = os.path.join(args.out, 'link_memory.json')
     with open(path, 'w') as f:
         json.dump(memory.summary(), f, indent=1)
     print('Memory of the last measured iteration written to {}'.format(path))
     if args.plot and extensions.PlotReport.available():
-        names = [n for n in timed.summary(by='name') if n != '(outside)']
-        path = os.path.join(args.out, 'link_time.png')
-        plot_link_time(log_report.log, names, path)
-        print('Link time per epoch drawn in {}'.format(path))
-        if timed.flops:
-            path = os.path.join(args.out, 'roofline.png')
-            plot_roofline(timed, path)
-            print('Roofline of the links drawn in {}'.format(path))
-        path = os.path.join(args.out, 'loop_time.png')
-        plot_loop_time(log_report.log, path)
-        print('Loop time per epoch drawn in {}'.format(path))
-        path = os.path.join(args.out, 'memory.png')
-        plot_memory(log_report.log, [
-            n for n in memory.summary() if n != '(outside)'], path)
-        print('Memory per link per epoch drawn in {}'.format(path))
-        first = first_trace(args.out)
-        if first is not None:  # None when training stops within epoch 1
-            path = os.path.join(args.out, 'timeline.png')
-            plot_timeline(first, path)
-            print('First traced iteration of {} drawn in {}'.format(
-                first, path))
+        draw(args.out, log_report.log, list(timed.summary(by='name')),
+             list(memory.summary()), times)
     return 0
 
 

@@ -485,3 +485,26 @@ def _is_ours(value):
 def user_state():
     """``user_state(trainer)`` records; ``.changes()`` lists differences."""
     return UserState
+
+
+#: The first bytes of every PNG file.
+PNG_SIGNATURE = b'\x89PNG\r\n\x1a\n'
+
+
+def assert_png(figure):
+    """Asserts ``figure`` is a matplotlib Figure that draws into a PNG of
+    some size; returns the bytes."""
+    from matplotlib import figure as figure_module
+
+    from chainer_hookext import plots
+    assert isinstance(figure, figure_module.Figure)
+    data = plots.png(figure)
+    assert data.startswith(PNG_SIGNATURE)
+    assert len(data) > 5000
+    return data
+
+
+def bar_heights(ax):
+    """The heights of each bar container of ``ax``, by its label."""
+    return {c.get_label(): [p.get_height() for p in c.patches]
+            for c in ax.containers}

@@ -119,8 +119,8 @@ def test_runs_and_reports(tmp_path):
             assert entry[key] >= 0, key
         assert entry['time/loop/iteration'] >= entry['time/loop/forward']
     for name in ('link_time.png', 'loop_time.png', 'timeline.png',
-                 'roofline.png', 'memory.png', 'loss.png', 'accuracy.png',
-                 'cg.dot'):
+                 'roofline.png', 'memory.png', 'functions.png', 'loss.png',
+                 'accuracy.png', 'cg.dot'):
         assert (out / name).stat().st_size > 0, name
     files = timeline(out)
     # The window; outliers (the ends of epochs, slower by their plots) only

@@ -1,0 +1,98 @@
+"""Bars stacked per log entry, shared by the pictures of ``LogReport``'s
+entries: the series drawn, the x axis, a link's colour, the legend."""
+
+import collections
+import itertools
+
+import numpy
+
+from chainer_hookext.report import keys
+
+
+#: Colours of the links in the order they are given, ``(outside)`` after
+#: them, repeated past the tenth: a link has one colour in every picture.
+LINK_COLOURS = ('tab:blue', 'tab:orange', 'tab:green', 'tab:red',
+                'tab:purple', 'tab:brown', 'tab:pink', 'tab:olive',
+                'tab:cyan', 'tab:gray')
+
+#: One layer of stacked bars: its ``label``, the reported ``key`` it draws
+#: and its ``colour``.
+Series = collections.namedtuple('Series', ('label', 'key', 'colour'))
+
+#: A :class:`Series` read from the log: one value per bar.
+Layer = collections.namedtuple('Layer', ('label', 'values', 'colour'))
+
+
+def link_colours(names):
+    """Returns ``{name: colour}`` of the links ``names`` and ``(outside)``.
+    """
+    names = [n for n in names if n != keys.OUTSIDE] + [keys.OUTSIDE]
+    return dict(zip(names, itertools.cycle(LINK_COLOURS)))
+
+
+def reported(log, series):
+    """Returns the entries of ``log`` holding a key of some ``series``."""
+    wanted = [s.key for s in series]
+    return [e for e in log if any(key in e for key in wanted)]
+
+
+def layers(log, series, scale=1.0):
+    """Returns the :class:`Layer` of each ``series`` in some entry of
+    ``log``: its values (0 where an entry lacks the key) times ``scale``.
+    """
+    return [Layer(s.label, numpy.array(
+        [e.get(s.key, 0) for e in log], float) * scale, s.colour)
+        for s in series if any(s.key in e for e in log)]
+
+
+def steps(log):
+    """Returns ``(labels, name)`` of the bars of ``log``'s entries: their
+    epochs, or their iterations when an epoch has several entries."""
+    epochs = [e.get('epoch') for e in log]
+    if None not in epochs and len(set(epochs)) == len(epochs):
+        return epochs, 'epoch'
+    return [e.get('iteration', i + 1) for i, e in enumerate(log)], 'iteration'
+
+
+def set_steps(ax, labels, name):
+    """Labels the bars at ``0 .. len(labels) - 1``, at most 15 of them."""
+    every = -(-len(labels) // 15)
+    ticks = list(range(len(labels)))[::every]
+    ax.set_xticks(ticks)
+    ax.set_xticklabels([str(labels[i]) for i in ticks])
+    ax.set_xlabel(name)
+
+
+def stack(ax, layers, scale=1.0):
+    """Draws a bar per value of the :class:`Layer` s, bottom to top, each
+    divided by ``scale``."""
+    bottom = 0
+    for layer in layers:
+        values = layer.values / scale
+        ax.bar(range(len(values)), values, bottom=bottom, label=layer.label,
+               color=layer.colour)
+        bottom = bottom + values
+
+
+def stack_bytes(ax, layers):
+    """:func:`stack` of bytes, in the unit that suits the highest bar;
+    returns the unit's name."""
+    largest = max(sum(layer.values for layer in layers))
+    scale, unit = 1, 'bytes'
+    for power, name in ((3, 'GiB'), (2, 'MiB'), (1, 'KiB')):
+        if largest >= 1024 ** power:
+            scale, unit = 1024 ** power, name
+            break
+    stack(ax, layers, scale)
+    return unit
+
+
+def legend_beside(ax, sources):
+    """Puts the legend of the axes ``sources`` right of ``ax``: each label
+    once, the top layer first, as stacked."""
+    found = collections.OrderedDict()
+    for source in sources:
+        for handle, label in zip(*source.get_legend_handles_labels()):
+            found.setdefault(label, handle)
+    ax.legend(list(found.values())[::-1], list(found)[::-1],
+              loc='center left', bbox_to_anchor=(1.0, 0.5))

@@ -1,0 +1,34 @@
+"""A figure as PNG bytes, and written to a file whole or not at all."""
+
+import io
+import os
+
+
+#: Dots per inch of every PNG.
+DPI = 100
+
+
+def png(figure):
+    """Returns the PNG bytes of ``figure`` (a ``matplotlib.figure.Figure``)
+    at :data:`DPI` dots per inch."""
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format='png', dpi=DPI)
+    return buffer.getvalue()
+
+
+def save(figure, path):
+    """Writes :func:`png` of ``figure`` to ``path``, whole or not at all.
+
+    The image is drawn first, written beside ``path`` (same folder), then
+    renamed over it: on any error ``path`` is left as it was and nothing
+    else is left behind.
+    """
+    data = png(figure)
+    aside = '{}.{}.tmp'.format(path, os.getpid())
+    try:
+        with open(aside, 'wb') as f:
+            f.write(data)
+        os.replace(aside, path)
+    finally:
+        if os.path.exists(aside):
+            os.remove(aside)

@@ -1,0 +1,27 @@
+"""A TimedLinks' whole-run figures as JSON values."""
+
+
+def link_times(timed):
+    """Returns a :class:`~chainer_hookext.TimedLinks`' whole-run figures
+    by link path, as plain JSON values (the example's ``link_times.json``).
+
+    Returns:
+        dict: ``'links'``: :meth:`~chainer_hookext.TimedLinks.summary`;
+        with ``functions=True``, ``'functions'``:
+        :meth:`~chainer_hookext.TimedLinks.function_summary`; with
+        ``flops=True``, ``'peaks'`` (``{'flops', 'bandwidth'}``),
+        ``'roofline'`` (``{path: {'forward': point, 'backward': point}}``,
+        a point a dict or ``None``) and ``'unknown_functions'``.
+    """
+    out = {'links': timed.summary(by='path')}
+    if timed.functions:
+        out['functions'] = timed.function_summary()
+    if timed.flops:
+        points = timed.roofline(by='path')  # sets the peaks if need be
+        out['peaks'] = timed.roofline_.peaks._asdict()
+        out['roofline'] = {
+            path: {way: None if point is None else point._asdict()
+                   for way, point in link._asdict().items()}
+            for path, link in points.items()}
+        out['unknown_functions'] = timed.unknown_functions(by='path')
+    return out

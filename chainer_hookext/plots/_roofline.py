@@ -1,0 +1,73 @@
+"""Each link of a run under the machine's roofline."""
+
+import itertools
+
+import numpy
+
+from chainer_hookext.plots import _bars
+from chainer_hookext.plots import _matplotlib
+from chainer_hookext.report import keys
+
+
+#: The marker of each way of a link's point.
+MARKERS = (('forward', 'o'), ('backward', '^'))
+
+
+def roofline(link_times):
+    """Draws each link under the machine's roofline, log-log.
+
+    Arithmetic intensity (FLOPs per byte moved) against achieved FLOP/s,
+    forward and backward, over the whole run; the ceilings are the peaks.
+
+    Args:
+        link_times (dict): As :func:`~chainer_hookext.plots.link_times`
+            returns it (``link_times.json``): its ``'peaks'``
+            (``{'flops', 'bandwidth'}``) and ``'roofline'`` (``{path:
+            {'forward': point or None, 'backward': ...}}``, a point a dict
+            with ``'flops'``, ``'rate'`` and ``'intensity'``).
+
+    Returns:
+        matplotlib.figure.Figure: The picture, or ``None`` without a
+        ``'roofline'`` or without a point to draw.
+    """
+    _matplotlib.require()
+    points = link_times.get('roofline') or {}
+    peaks = link_times.get('peaks')
+    found = [(path, way, marker, ways[way])
+             for path, ways in points.items() if path != keys.OUTSIDE
+             for way, marker in MARKERS if _drawn((ways or {}).get(way))]
+    if not found or not peaks:
+        return None
+    flops, bandwidth = peaks['flops'], peaks['bandwidth']
+    ridge = flops / bandwidth
+    intensities = [point['intensity'] for _, _, _, point in found]
+    low = min(intensities + [1.0]) / 4
+    high = max(intensities + [4 * ridge]) * 4
+    fig = _matplotlib.new_figure((8, 5))
+    ax = fig.subplots()
+    xs = numpy.array([low, ridge, high])
+    ax.plot(xs, numpy.minimum(flops, xs * bandwidth), color='black',
+            linewidth=1.5)
+    ax.annotate('{:.3g} GFLOP/s'.format(flops / 1e9), (high, flops),
+                ha='right', va='bottom', fontsize=8)
+    ax.annotate('{:.3g} GB/s'.format(bandwidth / 1e9),
+                (low, low * bandwidth), ha='left', va='bottom', fontsize=8,
+                rotation=30)
+    colours = dict(zip(points, itertools.cycle(_bars.LINK_COLOURS)))
+    for path, way, marker, point in found:
+        ax.scatter(point['intensity'], point['rate'], color=colours[path],
+                   marker=marker, label='{} ({})'.format(path, way))
+    ax.set_xscale('log')
+    ax.set_yscale('log')
+    ax.set_xlabel('arithmetic intensity (FLOPs per byte moved)')
+    ax.set_ylabel('achieved FLOP/s (whole run)')
+    ax.set_title('Links under the roofline (TimedLinks, flops=True)')
+    ax.legend(loc='center left', bbox_to_anchor=(1.0, 0.5), fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def _drawn(point):
+    """Whether a point has FLOPs, bytes and time: a place on the axes."""
+    return bool(point) and point.get('flops', 0) > 0 and bool(
+        point.get('intensity')) and point.get('rate', 0) > 0

@@ -1,0 +1,122 @@
+"""A Timeline file's first iteration as a flame chart."""
+
+import glob
+import os
+import re
+
+from chainer_hookext.plots import _matplotlib
+from chainer_hookext.timing import trace
+
+
+#: Timeline's categories, top to bottom where spans start together, and
+#: their colours; a category not listed is drawn in :data:`OTHER_COLOUR`.
+CATEGORIES = (('iteration', 'lightgray'), ('phase', 'tab:blue'),
+              ('extension', 'tab:purple'), ('link_forward', 'tab:orange'),
+              ('link_backward', 'tab:green'), ('function_forward', 'gold'),
+              ('function_backward', 'yellowgreen'), ('gc', 'tab:red'))
+OTHER_COLOUR = 'tab:gray'
+
+_WINDOW = re.compile(r'iteration_(\d+)(?:_rank(\d+))?\.json(?:\.gz)?$')
+
+
+def first_trace(out):
+    """Returns the path of the first window trace a
+    :class:`~chainer_hookext.Timeline` wrote under ``out`` (the trainer's
+    output folder, ``<out>/timeline/iteration_<N>.json.gz``; rank 0's
+    under ChainerMN), or ``None``; outlier traces are left out."""
+    found = []
+    for path in glob.glob(os.path.join(out, 'timeline', 'iteration_*')):
+        match = _WINDOW.match(os.path.basename(path))
+        if match:
+            found.append((int(match.group(1)), int(match.group(2) or 0),
+                          path))
+    return min(found)[2] if found else None
+
+
+def first_iteration(events):
+    """Returns the spans of a Timeline file's first iteration, with their
+    depth.
+
+    Returns:
+        list: ``(depth, event)``, depth 0 the iteration, in its process's
+        training loop; a span is one deeper than the innermost span holding
+        it in time.  Empty without an iteration.
+    """
+    order = {c: i for i, (c, _) in enumerate(CATEGORIES)}
+    spans = [e for e in events if e.get('ph') == 'X']
+    iterations = [e for e in spans if e['cat'] == 'iteration']
+    if not iterations:
+        return []
+    first = min(iterations, key=lambda e: e['ts'])
+    spans = [e for e in spans if e is first or e['cat'] != 'iteration'
+             and (e['pid'], e['tid']) == (first['pid'], first['tid'])
+             and first['ts'] <= e['ts'] < _end(first)]
+    stack, depths = [], []
+    for e in sorted(spans, key=lambda e: (
+            e['ts'], -e['dur'], order.get(e['cat'], len(order)))):
+        while stack and _end(e) > _end(stack[-1]) + 1e-3:  # ts rounded
+            stack.pop()
+        depths.append((len(stack), e))
+        stack.append(e)
+    return depths
+
+
+def _end(event):
+    return event['ts'] + event['dur']
+
+
+def timeline(trace_path):
+    """Draws the first iteration of a :class:`~chainer_hookext.Timeline`
+    file as a flame chart, each span below the one holding it.
+
+    Args:
+        trace_path (str): A ``.json.gz`` (or ``.json``) Timeline file.
+
+    Returns:
+        matplotlib.figure.Figure: The picture, or ``None`` when the file
+        holds no iteration.
+    """
+    modules = _matplotlib.require()
+    spans = first_iteration(trace.read(trace_path))
+    if not spans:
+        return None
+    colours = dict(CATEGORIES)
+    rows = max(depth for depth, _ in spans) + 1
+    fig = _matplotlib.new_figure((10, 0.45 * rows + 1.6))
+    ax = fig.subplots()
+    iteration = spans[0][1]
+    ax.set_xlim(0, iteration['dur'] / 1e3)
+    ax.set_ylim(rows, 0)  # the iteration at the top
+    ax.set_yticks([])
+    ax.set_xlabel('ms from the start of {}'.format(iteration['name']))
+    ax.set_title('One training iteration, nested calls below their caller '
+                 '(Timeline, {})'.format(os.path.basename(trace_path)))
+    shown = {e['cat'] for _, e in spans}
+    ax.legend(handles=[
+        modules.patches.Patch(color=colours.get(c, OTHER_COLOUR), label=c)
+        for c in [c for c, _ in CATEGORIES if c in shown] + sorted(
+            shown - set(colours))],
+        loc='upper left', bbox_to_anchor=(1.0, 1.0))
+    fig.tight_layout()  # before the labels: they are fitted to the boxes
+    renderer = fig.canvas.get_renderer()
+    for depth, e in spans:
+        start = (e['ts'] - iteration['ts']) / 1e3
+        ax.add_patch(modules.patches.Rectangle(
+            (start, depth + 0.05), e['dur'] / 1e3, 0.9,
+            facecolor=colours.get(e['cat'], OTHER_COLOUR),
+            edgecolor='white', linewidth=0.5))
+        label_span(ax, renderer, e['name'], start, e['dur'] / 1e3,
+                   depth + 0.5)
+    return fig
+
+
+def label_span(ax, renderer, name, start, width, y):
+    """Writes the longest of a span's names that fits in it, if any."""
+    left, right = (ax.transData.transform((x, y))[0]
+                   for x in (start, start + width))
+    for label in (name, name.rsplit('/', 1)[-1]):
+        text = ax.text(start + width / 2, y, label, ha='center',
+                       va='center', fontsize=8, clip_on=True)
+        if text.get_window_extent(renderer).width + 4 <= right - left:
+            return
+        text.remove()
