@@ -170,7 +170,8 @@ def parse_args(argv=None):
                         help='Disable PlotReport extension')
     parser.add_argument('--no-progress', dest='progress',
                         action='store_false',
-                        help='Disable the ProgressBar extension')
+                        help='Disable the ProgressBar extension (it is '
+                        'on only when the output is a terminal)')
     return parser.parse_args(argv)
 
 
@@ -270,7 +271,9 @@ def main(argv=None):
         ['epoch', 'main/loss', 'validation/main/loss',
          'main/accuracy', 'validation/main/accuracy',
          'time/main', 'elapsed_time']))
-    if args.progress:
+    # ProgressBar redraws its status lines in place with escape codes: only
+    # on a terminal; in a log file or a pipe they are debris between rows.
+    if args.progress and sys.stdout.isatty():
         trainer.extend(extensions.ProgressBar())
 
     if args.resume is not None:

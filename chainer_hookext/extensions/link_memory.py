@@ -13,6 +13,7 @@ from chainer_hookext import _state
 from chainer_hookext.extensions import timed_links
 from chainer_hookext.memory import figures
 from chainer_hookext.memory import tracer as tracer_module
+from chainer_hookext.report import console
 from chainer_hookext.report import gather
 from chainer_hookext.report import keys
 from chainer_hookext.report import link_names
@@ -222,16 +223,17 @@ class LinkMemory(extension.Extension):
     def _print(self, rows, trainer):
         if not self.print_report:
             return
-        print('LinkMemory at iteration {}: bytes of one training '
-              'iteration'.format(trainer.updater.iteration), file=sys.stdout)
+        console.write(['LinkMemory at iteration {}: bytes of one training '
+                       'iteration'.format(trainer.updater.iteration)],
+                      sys.stdout)
         tables.print_memory_table(rows, sys.stdout, self.tracer.gpu)
         candidates = figures.forget_candidates(rows, _timed_links_times(
             trainer))
         if candidates:
-            print('F.forget candidates (bytes it frees per ms of forward '
-                  'time): ' + ', '.join('{} {}/ms'.format(
-                      c.key, units.nbytes(c.bytes_per_ms))
-                      for c in candidates), file=sys.stdout)
+            console.write(['F.forget candidates (bytes it frees per ms of '
+                           'forward time): ' + ', '.join('{} {}/ms'.format(
+                               c.key, units.nbytes(c.bytes_per_ms))
+                               for c in candidates)], sys.stdout)
 
     def summary(self):
         """Returns the last report's rows as ``{key: {field: bytes}}``."""

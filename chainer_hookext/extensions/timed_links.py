@@ -10,6 +10,7 @@ from chainer_hookext import _state
 from chainer_hookext.costs import peaks as peaks_module
 from chainer_hookext.costs import roofline as roofline_module
 from chainer_hookext.link_hooks import timer
+from chainer_hookext.report import console
 from chainer_hookext.report import gather
 from chainer_hookext.report import keys
 from chainer_hookext.report import link_names
@@ -329,7 +330,7 @@ class TimedLinks(link_hook_extension.LinkHookExtension):
         for report in reports:
             how = ', averaged over {} {}'.format(report.per, (
                 'iterations' if report.mode == 'train' else 'calls'))
-            print(_title(report.mode, iteration, how), file=sys.stdout)
+            console.write([_title(report.mode, iteration, how)], sys.stdout)
             entries = [e for e in report.entries if e.key != keys.OUTSIDE
                        or e.backward_time > 0]
             tables.print_tree_table(
@@ -404,8 +405,9 @@ class TimedLinks(link_hook_extension.LinkHookExtension):
         if not self.print_report:
             return
         for report in gathered:
-            print(_title(report.mode, iteration, ' over {} workers'.format(
-                report.workers)), file=sys.stdout)
+            console.write([_title(report.mode, iteration, ' over {} '
+                                  'workers'.format(report.workers))],
+                          sys.stdout)
             tables.print_spread_table(
                 [e for e in report.entries if e.key != keys.OUTSIDE
                  or e.spreads['backward_time'].max > 0], self.unit,
@@ -589,11 +591,11 @@ def _function_differences(now, then, links, per):
 def _print_unknown(unknown, file):
     if not unknown:
         return
-    print('Function types without a FLOP formula (not counted):', file=file)
-    for name, found in unknown.items():
-        print('  {}: {} nodes, in {} ({:.1f}% of the time)'.format(
+    console.write(['Function types without a FLOP formula (not counted):'] + [
+        '  {}: {} nodes, in {} ({:.1f}% of the time)'.format(
             name, found['nodes'], ', '.join(found['links']),
-            100.0 * found['time_share']), file=file)
+            100.0 * found['time_share']) for name, found in unknown.items()],
+        file)
 
 
 def _title(mode, iteration, how):

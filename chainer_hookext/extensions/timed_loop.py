@@ -9,6 +9,7 @@ from chainer_hookext import _chainer
 from chainer_hookext import _checks
 from chainer_hookext import _state
 from chainer_hookext.extensions import timed_links
+from chainer_hookext.report import console
 from chainer_hookext.report import gather
 from chainer_hookext.report import keys
 from chainer_hookext.report import tables
@@ -285,8 +286,8 @@ class TimedLoop(loop_phases.LoopExtension):
                 'mean over {} workers'.format(self.comm.size), iteration)
 
     def _print(self, figures, tail, how, iteration):
-        print('TimedLoop at iteration {}: seconds per training iteration, '
-              '{}'.format(iteration, how), file=sys.stdout)
+        console.write(['TimedLoop at iteration {}: seconds per training '
+                       'iteration, {}'.format(iteration, how)], sys.stdout)
         labels = {figure: '  ' + name for figure, name
                   in self._extension_figures().items()}
         present = keys.loop_figures(self._names)
@@ -297,10 +298,10 @@ class TimedLoop(loop_phases.LoopExtension):
         if tail:
             times = [tail[keys.tail_figure(s)] for s in keys.TAIL]
             fmt = units.formatter(self.unit, times)
-            print('slowest iteration {}{}: {}; p50 {}, p90 {}'.format(
+            console.write(['slowest iteration {}{}: {}; p50 {}, p90 {}'.format(
                 tail[keys.SLOWEST], ' (rank {})'.format(
                     tail[keys.SLOWEST_RANK]) if keys.SLOWEST_RANK in tail
-                else '', *(fmt(t) for t in times)), file=sys.stdout)
+                else '', *(fmt(t) for t in times))], sys.stdout)
 
     def summary(self):
         """Returns seconds per iteration of each phase over the whole run.

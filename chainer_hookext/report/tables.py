@@ -16,8 +16,10 @@ the roofline (FLOPs, FLOP/s, percent of the peak, bound), forward and
 backward; the same tree of figures gathered over
 ChainerMN workers (mean, min, max, slowest rank); and the phases of
 :class:`~chainer_hookext.TimedLoop` with their shares of an iteration.
+Each table is written whole through :func:`.console.write`.
 """
 
+from chainer_hookext.report import console
 from chainer_hookext.report import keys
 from chainer_hookext.report import units
 
@@ -242,7 +244,4 @@ def _write(rows, aligns, file):
     widths = [max(len(row[i]) for row in rows) for i in range(len(aligns))]
     template = '  '.join(
         '{:%s%d}' % (align, width) for align, width in zip(aligns, widths))
-    for row in rows:
-        file.write(template.format(*row).rstrip())
-        file.write('\n')
-    file.flush()
+    console.write([template.format(*row).rstrip() for row in rows], file)
