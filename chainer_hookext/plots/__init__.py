@@ -23,6 +23,7 @@ matplotlib is imported when a picture is drawn: without it, an
     True
 """
 
+from chainer_hookext.plots._changes import changes  # NOQA
 from chainer_hookext.plots._files import png  # NOQA
 from chainer_hookext.plots._files import save  # NOQA
 from chainer_hookext.plots._functions import functions  # NOQA
@@ -36,6 +37,7 @@ from chainer_hookext.plots._timeline import timeline  # NOQA
 
 
 __all__ = [
+    'changes',
     'first_trace',
     'functions',
     'link_time',

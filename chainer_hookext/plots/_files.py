@@ -1,7 +1,8 @@
 """A figure as PNG bytes, and written to a file whole or not at all."""
 
 import io
-import os
+
+from chainer_hookext import _files
 
 
 #: Dots per inch of every PNG.
@@ -23,12 +24,4 @@ def save(figure, path):
     renamed over it: on any error ``path`` is left as it was and nothing
     else is left behind.
     """
-    data = png(figure)
-    aside = '{}.{}.tmp'.format(path, os.getpid())
-    try:
-        with open(aside, 'wb') as f:
-            f.write(data)
-        os.replace(aside, path)
-    finally:
-        if os.path.exists(aside):
-            os.remove(aside)
+    _files.write_atomic(path, png(figure))

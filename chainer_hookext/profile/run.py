@@ -63,7 +63,10 @@ def collect(trainer):
     updater = trainer.updater
     optimizer = updater.get_optimizer('main') if (
         'main' in updater.get_all_optimizers()) else None
-    iterator = updater.get_all_iterators().get('main')
+    try:
+        iterator = updater.get_iterator('main')
+    except (AttributeError, KeyError):  # an updater of another shape
+        iterator = None
     found = {}
     for name, entry in _chainer.extension_entries(trainer).items():
         found.setdefault(type(entry.extension), (name, entry.extension))

@@ -2,6 +2,7 @@ import os
 
 import pytest
 
+from chainer_hookext import _files
 from chainer_hookext import plots
 from tests.conftest import PNG_SIGNATURE
 
@@ -51,7 +52,7 @@ def test_save_writing_fails(tmp_path, monkeypatch, where):
     if where == 'replace':
         monkeypatch.setattr(os, 'replace', raise_broken)
     else:
-        monkeypatch.setattr(plots._files, 'open', half_open, raising=False)
+        monkeypatch.setattr(_files, 'open', half_open, raising=False)
     with pytest.raises(Broken):
         plots.save(small_figure(), str(path))
     assert path.read_bytes() == b'old'

@@ -54,6 +54,15 @@ def test_compare_prints(tmp_path, capsys):
     assert lines[5].split() == ['time/main', '2.00sec', '1.00sec', '-50.0%']
 
 
+def test_compare_draws(tmp_path, capsys):
+    pytest.importorskip('matplotlib')
+    a, b = runs(tmp_path)
+    path = str(tmp_path / 'changes.png')
+    assert command.main(['compare', a, b, '--out', path]) == 0
+    with open(path, 'rb') as f:
+        assert f.read(8) == b'\x89PNG\r\n\x1a\n'
+
+
 def test_different_models_refused(tmp_path, capsys):
     a, _ = runs(tmp_path)
     c = result_dir(tmp_path / 'c', [{'time/main': 1.0}],
