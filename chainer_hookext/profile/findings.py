@@ -26,12 +26,12 @@ Finding = collections.namedtuple('Finding', ('topic', 'text', 'share'))
 FAR_UNDER = 10.0
 
 
-def findings(run, top=3):
+def findings(run, top=2):
     """Returns the findings of ``run``, topic by topic.
 
     Args:
         run (~.run.Run): The run.
-        top (int): Findings at most per topic.
+        top (int): Findings at most per topic (the links' one more).
 
     Returns:
         list of Finding: Each topic's largest first; topics whose
@@ -39,7 +39,7 @@ def findings(run, top=3):
     """
     out = []
     for topic in (_links, _loop, _functions, _roofline, _memory):
-        out.extend(topic(run)[:top])
+        out.extend(topic(run)[:top + (topic is _links)])
     return out
 
 
@@ -181,8 +181,10 @@ def _memory(run):
                                            100 * value / whole),
                     value / whole))
     found.sort(key=lambda f: -f.share)
+    # Around a link of the model, not the whole model (an optimizer's
+    # target, a name of one part).
     freed = {name: entry.get(keys.memory_key(name, forgettable), 0)
-             for name in names if name != keys.OUTSIDE}
+             for name in names if '/' in name}
     best = max(freed, key=lambda n: freed[n], default=None)
     if best is not None and freed[best] > 0 and whole > 0:
         found.insert(0, Finding(

@@ -118,6 +118,10 @@ def test_runs_and_reports(tmp_path):
         for key in LOOP_KEYS:
             assert entry[key] >= 0, key
         assert entry['time/loop/iteration'] >= entry['time/loop/forward']
+    page = (out / 'profile.html').read_text()
+    for section in ('summary', 'links', 'functions', 'roofline', 'memory',
+                    'loop', 'traces'):
+        assert '<h2 id="{}">'.format(section) in page, section
     for name in ('link_time.png', 'loop_time.png', 'timeline.png',
                  'roofline.png', 'memory.png', 'functions.png', 'loss.png',
                  'accuracy.png', 'cg.dot'):
