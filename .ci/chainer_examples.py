@@ -13,10 +13,10 @@ process each.  In that process, before the example runs:
   ``get_ptb_words``) are replaced by small random ones of the same shapes:
   nothing is downloaded;
 * every trainer gets, as it is made (before the example loads a snapshot),
-  ``TimedLinks(flops=True)``, ``TimedLoop``, ``Timeline`` (with
-  ``outliers=True``), ``LinkMemory``, ``NonFiniteGuard``,
-  ``ActivationStatistics``, ``GradientStatistics``, ``CaptureOutputs`` and
-  ``UnchainVariables``,
+  ``TimedLinks(flops=True, functions=True)``, ``TimedLoop``, ``Timeline``
+  (with ``outliers=True, functions=True``), ``LinkMemory``,
+  ``NonFiniteGuard``, ``ActivationStatistics``, ``GradientStatistics``,
+  ``CaptureOutputs``, ``UnchainVariables`` and ``ProfileReport``,
   on the targets of all its optimizers;
 * for the Ctrl-C scenarios, a function hook of the user's raises
   ``KeyboardInterrupt`` in the middle of one iteration's forward.
@@ -107,9 +107,11 @@ def every_extension(trainer):
 
     targets = [o.target for o in
                trainer.updater.get_all_optimizers().values()]
-    trainer.extend(chainer_hookext.TimedLinks(targets, flops=True))
+    trainer.extend(chainer_hookext.TimedLinks(targets, flops=True,
+                                              functions=True))
     trainer.extend(chainer_hookext.TimedLoop())
-    trainer.extend(chainer_hookext.Timeline(iterations=2, outliers=True),
+    trainer.extend(chainer_hookext.Timeline(iterations=2, outliers=True,
+                                            functions=True),
                    trigger=triggers.ManualScheduleTrigger(1, 'epoch'))
     trainer.extend(chainer_hookext.LinkMemory(targets))
     trainer.extend(chainer_hookext.NonFiniteGuard(targets))
@@ -117,6 +119,7 @@ def every_extension(trainer):
     trainer.extend(chainer_hookext.GradientStatistics(targets))
     trainer.extend(chainer_hookext.CaptureOutputs(targets))
     trainer.extend(chainer_hookext.UnchainVariables())
+    trainer.extend(chainer_hookext.ProfileReport())
 
 
 class Interrupter(object):
