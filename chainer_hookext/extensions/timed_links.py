@@ -511,21 +511,11 @@ class TimedLinks(link_hook_extension.LinkHookExtension):
         if not _state.is_loading(serializer):
             last = self._last_iteration
             serializer('last_iteration', -1 if last is None else last)
-            labels, columns = [], {f: [] for f in records.FIELDS}
-            for mode, entries in self._baseline.items():
-                for e in entries:
-                    labels.append([mode, e.key, e.parent])
-                    for field in records.FIELDS:
-                        columns[field].append(getattr(e, field))
-            _state.save_rows(serializer['baseline'], labels, columns)
-            labels, columns = [], {f: [] for f in records.FUNCTION_FIELDS}
-            for mode, rows in self._function_baseline.items():
-                for row in rows:
-                    labels.append([mode, row.link, row.function])
-                    for field in records.FUNCTION_FIELDS:
-                        columns[field].append(getattr(row, field))
-            _state.save_rows(serializer['function_baseline'], labels,
-                             columns)
+            _save_by_mode(serializer['baseline'], self._baseline,
+                          records.FIELDS, lambda e: [e.key, e.parent])
+            _save_by_mode(serializer['function_baseline'],
+                          self._function_baseline, records.FUNCTION_FIELDS,
+                          lambda row: [row.link, row.function])
             return
         last = int(_state.read(serializer, 'last_iteration'))
         rows = _state.load_rows(
@@ -568,6 +558,17 @@ def _difference(key, now, then, per):
         values[field] = delta if field == 'occurrence' else max(
             delta, 0.0) / per
     return records.Entry(key=key, parent=now.parent, **values)
+
+
+def _save_by_mode(serializer, rows_by_mode, fields, labels_of):
+    # Rows of each mode as one table: [mode] + labels_of(row), the fields.
+    labels, columns = [], {f: [] for f in fields}
+    for mode, rows in rows_by_mode.items():
+        for row in rows:
+            labels.append([mode] + labels_of(row))
+            for field in fields:
+                columns[field].append(getattr(row, field))
+    _state.save_rows(serializer, labels, columns)
 
 
 def _function_differences(now, then, links, per):
