@@ -11,7 +11,10 @@ EXAMPLE = os.path.join(
 
 
 def _tables(output):
-    # {iteration: {link label: row cells}} of the printed tables.
+    # {iteration: {link label: row cells}} of the printed tables.  Each
+    # rank's stdout is a pseudo-terminal under Open MPI: the tables start
+    # with the erase code, as PrintReport's rows do.
+    output = re.sub(r'\x1b\[[0-9;]*[A-Za-z]', '', output)
     tables = {}
     for block in re.split(r'^TimedLinks at iteration ', output,
                           flags=re.M)[1:]:
