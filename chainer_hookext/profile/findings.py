@@ -187,9 +187,14 @@ def _memory(run):
              for name in names if '/' in name}
     best = max(freed, key=lambda n: freed[n], default=None)
     if best is not None and freed[best] > 0 and whole > 0:
+        times = run_module.last_entry(run, keys.TIME + '/') or {}
+        forward = times.get(keys.figure_key('train', best, 'elapsed_time'))
+        cost = ('its forward run again in backward' if forward is None else
+                'for its forward again in backward ({} per iteration)'.format(
+                    units.seconds(forward)))
         found.insert(0, Finding(
             'memory', 'F.forget around {} would free {} ({:.0f}% of the '
-            'activations), its forward run again in backward.'.format(
-                best, units.nbytes(freed[best]), 100 * freed[best] / whole),
+            'activations), {}.'.format(best, units.nbytes(freed[best]),
+                                       100 * freed[best] / whole, cost),
             freed[best] / whole))
     return found

@@ -45,12 +45,18 @@ def test_memory_holders_and_forget():
     entry = {'memory/main/predictor/l1/activations/self': 3 * 2 ** 20,
              'memory/main/predictor/l2/activations/self': 2 ** 20,
              'memory/main/predictor/forgettable': 2 * 2 ** 20,
-             'memory/main/predictor/l1/forgettable': 2 ** 20}
+             'memory/main/predictor/l1/forgettable': 2 ** 20,
+             'memory/main/forgettable': 4 * 2 ** 20}  # the whole model
     run = make_run([entry], links={'names': NAMES})
     found = [f for f in findings.findings(run) if f.topic == 'memory']
     assert found[0].text == ('F.forget around main/predictor would free '
                              '2.00MiB (50% of the activations), its forward '
                              'run again in backward.')
+    entry['time/main/predictor'] = 0.003  # what it costs
+    found = [f for f in findings.findings(run) if f.topic == 'memory']
+    assert found[0].text.endswith('(50% of the activations), for its forward '
+                                  'again in backward (3.00ms per '
+                                  'iteration).')
     assert found[1].text == ('main/predictor/l1 keeps 3.00MiB for backward '
                              '(75% of the activations).')
 
