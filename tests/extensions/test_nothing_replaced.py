@@ -5,6 +5,7 @@ as without the extensions."""
 
 import copy
 import gc
+import os
 import pickle
 import random
 import threading
@@ -26,9 +27,10 @@ from tests.conftest import make_trainer
 
 EXTENSIONS = {
     'TimedLinks': lambda: chainer_hookext.TimedLinks(
-        flops=True, peak_flops=1e15, peak_bandwidth=1e15),
+        flops=True, functions=True, peak_flops=1e15, peak_bandwidth=1e15),
     'TimedLoop': lambda: chainer_hookext.TimedLoop(),
-    'Timeline': lambda: chainer_hookext.Timeline(iterations=1, outliers=True),
+    'Timeline': lambda: chainer_hookext.Timeline(iterations=1, outliers=True,
+                                                 functions=True),
     'NonFiniteGuard': lambda: chainer_hookext.NonFiniteGuard(),
     'ActivationStatistics': lambda: chainer_hookext.ActivationStatistics(),
     'GradientStatistics': lambda: chainer_hookext.GradientStatistics(),
@@ -124,6 +126,20 @@ def test_every_way_out_leaves_everything(tmp_path, user_state, order,
     state = user_state(trainer)
     _run(trainer, way_out)
     assert state.changes() == []
+
+
+@pytest.mark.parametrize('way_out', WAYS_OUT)
+def test_profile_report_too(tmp_path, user_state, way_out):
+    # Every extension, and the page written on the way out (it draws: one
+    # order only).
+    trainer = _trainer_for(way_out, tmp_path)
+    for make in EXTENSIONS.values():
+        trainer.extend(make(), trigger=(2, 'iteration'))
+    trainer.extend(chainer_hookext.ProfileReport(), trigger=(2, 'iteration'))
+    state = user_state(trainer)
+    _run(trainer, way_out)
+    assert state.changes() == []
+    assert os.path.isfile(os.path.join(trainer.out, 'profile.html'))
 
 
 def test_two_trainers_in_two_threads(tmp_path, user_state):
