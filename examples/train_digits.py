@@ -54,6 +54,7 @@ from chainer.training import extensions
 
 import chainer_hookext
 from chainer_hookext import plots
+from chainer_hookext.report import console
 
 
 class MLP(chainer.Chain):
@@ -274,10 +275,12 @@ def main(argv=None):
             ['main/accuracy', 'validation/main/accuracy'], 'epoch',
             file_name='accuracy.png'))
 
+    # PrintReport erases the screen below the cursor before each row, as
+    # ProgressBar needs; console.for_print_report drops that in a file.
     trainer.extend(extensions.PrintReport(
         ['epoch', 'main/loss', 'validation/main/loss',
          'main/accuracy', 'validation/main/accuracy',
-         'time/main', 'elapsed_time']))
+         'time/main', 'elapsed_time'], out=console.for_print_report()))
     # ProgressBar redraws its status lines in place with escape codes: only
     # on a terminal; in a log file or a pipe they are debris between rows.
     if args.progress and sys.stdout.isatty():

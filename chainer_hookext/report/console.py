@@ -5,7 +5,9 @@ up to the first of them, so that its next status overwrites them; Chainer's
 ``PrintReport`` erases from the cursor down before each row.  Every table
 and line of ours goes through :func:`write`, which does the same on a
 terminal, so no status line is left in or between our lines.  A stream
-that is no terminal (a file, a pipe) gets the lines alone.
+that is no terminal (a file, a pipe) gets the lines alone; and
+:func:`for_print_report` gives ``PrintReport`` (which writes its erase
+whatever the stream) a stream that does the same.
 """
 
 import sys
@@ -46,4 +48,42 @@ def is_terminal(file):
     try:
         return bool(isatty and isatty())
     except ValueError:  # a closed file
+        return False
+
+
+#: What ``PrintReport`` writes before each row (on POSIX).
+ERASE = '\033[J'
+
+
+def for_print_report(file=None):
+    """Returns ``file`` for ``PrintReport(out=...)``: itself on a terminal,
+    else a stream that drops ``PrintReport``'s erase, so that a log file or
+    a pipe gets its rows alone.
+
+    .. admonition:: Example
+
+        >>> import io
+        >>> out = io.StringIO()
+        >>> for_print_report(out).write(ERASE + 'epoch  main/loss')
+        >>> out.getvalue()
+        'epoch  main/loss'
+    """
+    file = sys.stdout if file is None else file
+    return file if is_terminal(file) else _WithoutErase(file)
+
+
+class _WithoutErase(object):
+    # A text stream writing to ``file`` without PrintReport's erase.
+
+    def __init__(self, file):
+        self.file = file
+
+    def write(self, text):
+        self.file.write(text.replace(ERASE, ''))
+
+    def flush(self):
+        if hasattr(self.file, 'flush'):
+            self.file.flush()
+
+    def isatty(self):
         return False

@@ -167,6 +167,7 @@ def test_runs_and_reports(tmp_path):
     assert memory['main']['activations'] == log[-1][
         'memory/main/activations']
     # The per-epoch table and the whole-run tree are printed.
+    assert '\x1b' not in proc.stdout  # a pipe: no escape code, ours or not
     assert 'TimedLinks at iteration 15' in proc.stdout
     assert 'Link / Function' in proc.stdout and '(rest)' in proc.stdout
     assert 'LinkPath' in proc.stdout and '    l3 ' in proc.stdout
