@@ -108,6 +108,22 @@ def _functions(run):
              units.count(row.get('backward_flops', 0))] if flops else [])
          for name, row in types.items()]))
     out += _figure(plots.functions, types)
+    rows = []
+    for path, link in run.profile.get('links', {}).get('links', {}).items():
+        functions = link.get('functions') or {}
+        if not functions:
+            continue
+        rows.append([path, units.seconds(link.get('self_time', 0.0)),
+                     units.seconds(link.get('backward_self_time', 0.0))])
+        rows += [['\u2003' + name, units.seconds(row['time']),
+                  units.seconds(row['backward_time'])]
+                 for name, row in functions.items()]
+        if 'rest_time' in link:
+            rows.append(['\u2003(rest: its own Python)',
+                         units.seconds(link['rest_time']), ''])
+    if rows:
+        out.append('<p>Each link\'s self time by type, whole run:</p>')
+        out.append(_table(['link / type', 'forward', 'backward'], rows))
     return out
 
 

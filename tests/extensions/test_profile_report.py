@@ -55,6 +55,7 @@ def test_every_section_of_what_ran(tmp_path):
     assert not re.search(r'(src|href)="(https?:)?//', page)  # offline
     assert '<script' not in page
     assert 'LinearFunction' in page and 'timeline/iteration_' in page
+    assert '(rest: its own Python)' in page  # each link's split
     assert profile.written == os.path.join(trainer.out, 'profile.html')
     assert not [n for n in os.listdir(trainer.out) if n.endswith('.tmp')]
     saved = json.loads(read(trainer.out, 'profile.json'))
