@@ -163,8 +163,12 @@ class BackwardTimer(_tagging.NodeTagger):
     # -- F.forget ----------------------------------------------------------
     def _recomputed(self):
         # The tag of a node created inside a backward step: the step's own
-        # when it recomputes (F.forget), else none (a gradient node).
+        # when it recomputes (F.forget), else none (a gradient node).  The
+        # step is then forgotten (the next nodes skip this call), unless
+        # function types are timed: they need to know a step runs.
         if not _chainer.is_recomputing():
+            if not self.functions:
+                self._running = None
             return None
         return self.tag_of(self._running)
 
