@@ -78,3 +78,19 @@ def test_flops_are_gathered_like_time(mpirun):
         assert flops[l1 + '/slowest_rank'] == 0  # a tie: the lowest rank
         assert entry['validation/flops/main'] > 0
     assert rank1['log'] == [{}, {}]
+
+
+def test_function_types_are_gathered_too(mpirun):
+    rank0, rank1 = mpirun('timed_links_mn.py', False, DELAY, False, True)
+    for entry in rank0['log']:
+        types = {k: v for k, v in entry.items() if '/function/' in k}
+        for key in ('time/function/LinearFunction',
+                    'time/function/LinearFunction/backward',
+                    'validation/time/function/LinearFunction'):
+            for spread in SPREAD:
+                assert key + spread in types
+        assert 'validation/time/function/LinearFunction/backward' not in (
+            types)
+        # The fake clock gives the nodes no time on either rank.
+        assert types['time/function/LinearFunction/max'] == 0.0
+    assert rank1['log'] == [{}, {}]
