@@ -233,3 +233,24 @@ def test_print_report(still):
     hook.print_report(file=out, by='path', unit='sec')
     text = out.getvalue()
     assert 'SlowNode' in text and '(rest)' in text
+
+
+def test_on_a_gpu_no_split_and_a_warning(fake_cuda, monkeypatch):
+    # CUDA events time links and steps; nodes' forwards are not timed (a
+    # pair of events per node): one warning, no figures by type; back on
+    # the CPU they are.
+    from chainer_hookext.timing import clock as timing_clock
+    hook = TimerHook(backward=True, functions=True)
+    model = L.Classifier(MLP())
+    x, t = data()
+    with pytest.warns(RuntimeWarning, match='functions=True.*GPU') as said:
+        with hook:
+            model(x, t).backward()
+            model(x, t).backward()
+    assert len(said) == 1  # once
+    assert hook.function_entries() == []
+    assert hook.total_backward_time() > 0
+    monkeypatch.setattr(timing_clock, 'is_gpu', lambda link: False)
+    with hook:
+        model(x, t).backward()
+    assert rows(hook)[('/predictor/l1', 'LinearFunction')][2] == 1
