@@ -2,7 +2,9 @@ import os
 import warnings
 
 from chainer.training import extension
+from chainer.training import extensions
 
+from chainer_hookext import _chainer
 from chainer_hookext import _checks
 from chainer_hookext.profile import page
 from chainer_hookext.profile import run as run_module
@@ -68,6 +70,12 @@ class ProfileReport(extension.Extension):
     def initialize(self, trainer):
         _checks.check_one_per_trainer(
             trainer, self, 'write the same page', 'use one ProfileReport')
+        if not any(isinstance(entry.extension, extensions.LogReport)
+                   for entry in _chainer.extension_entries(trainer).values()):
+            warnings.warn(
+                'ProfileReport: the trainer has no LogReport, whose log the '
+                'page is drawn from; extend it with '
+                'chainer.training.extensions.LogReport().', RuntimeWarning)
         self._trainer = trainer
         self._failed = False
 

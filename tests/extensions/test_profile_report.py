@@ -89,6 +89,14 @@ def test_written_when_training_fails(tmp_path):
     assert sections(read(trainer.out)) == ['summary', 'links']
 
 
+def test_no_log_report_warned(tmp_path):
+    trainer = make_trainer(tmp_path, stop=(2, 'iteration'))
+    trainer.extend(chainer_hookext.ProfileReport())
+    with pytest.warns(RuntimeWarning, match='no LogReport.*LogReport()'):
+        trainer.run()
+    assert sections(read(trainer.out)) == []
+
+
 def test_only_rank_0_writes(tmp_path):
     trainer = make_trainer(tmp_path, stop=(2, 'iteration'))
     trainer.extend(extensions.LogReport(trigger=(1, 'iteration')))
