@@ -38,11 +38,12 @@ def main(argv=None):
         'compare', help='what changed between two runs',
         description='Prints each key of chainer_hookext (time, FLOPs, '
         'memory: per link, per phase, per function type) in both runs, '
-        'the largest relative change first; --out draws them.')
+        'each family\'s largest change first; --out draws the largest '
+        'relative changes.')
     compare.add_argument('a', metavar='RESULT_A')
     compare.add_argument('b', metavar='RESULT_B')
-    compare.add_argument('--top', type=int, default=30,
-                         help='changes printed (default 30)')
+    compare.add_argument('--top', type=int, default=10,
+                         help='changes printed per family (default 10)')
     compare.add_argument('--out', metavar='FILE', help='also draw the '
                          'largest changes to this PNG file')
     args = parser.parse_args(argv)

@@ -3,8 +3,10 @@
 Each run's latest value of every key of this package in its log (time,
 FLOPs, memory: ``time/main/predictor/l1``, ``time/loop/data``,
 ``time/function/LinearFunction``, ``memory/main/activations`` ...) is
-set beside the other's; the changes are sorted by their size relative to
-the larger value, the largest first.
+set beside the other's; the changes are grouped by family (time, FLOPs,
+memory), each family's largest change first: seconds, FLOPs and bytes
+compare within a family, and a small figure doubling matters less than a
+large one growing by a tenth.
 """
 
 import collections
@@ -51,12 +53,26 @@ def check_comparable(a, b):
 
 
 def changes(a, b):
-    """Returns the :class:`Change` of every key of either run, the largest
-    relative change first."""
+    """Returns the :class:`Change` of every key of either run: time, FLOPs,
+    then memory, each family's largest change first (a key only one run
+    has: its value)."""
     values_a, values_b = latest_values(a), latest_values(b)
     found = [Change(key, values_a.get(key), values_b.get(key))
              for key in sorted(set(values_a) | set(values_b))]
-    return sorted(found, key=lambda c: (-relative(c), c.key))
+    return sorted(found, key=lambda c: (family(c.key), -size(c), c.key))
+
+
+def family(key):
+    """The rank of a key's family: 0 time, 1 FLOPs, 2 memory."""
+    for rank, (prefix, _) in enumerate(_FORMATS):
+        if key.startswith(prefix):
+            return rank
+    return len(_FORMATS)
+
+
+def size(change):
+    """The size of a change in its family's unit."""
+    return abs((change.b or 0) - (change.a or 0))
 
 
 def relative(change):
@@ -77,10 +93,14 @@ def describe(run):
     return '{}: {}'.format(run.out, ', '.join(said) or 'no profile.json')
 
 
-def print_changes(found, file, top=30):
-    """Prints the first ``top`` changes as a table."""
+def print_changes(found, file, top=10):
+    """Prints each family's first ``top`` changes as a table."""
     rows = [['Key', 'A', 'B', 'Change']]
-    for change in found[:top]:
+    shown = collections.Counter()
+    for change in found:
+        shown[family(change.key)] += 1
+        if shown[family(change.key)] > top:
+            continue
         fmt = _format(change.key)
         a = '-' if change.a is None else fmt(change.a)
         b = '-' if change.b is None else fmt(change.b)
@@ -100,10 +120,11 @@ def print_changes(found, file, top=30):
 
 
 def draw(found, top=20):
-    """Returns a figure of the first ``top`` changes: each key's ``B``
-    over ``A``, in percent (needs matplotlib)."""
+    """Returns a figure of the ``top`` largest changes relative to ``A``
+    of keys both runs have, in percent (needs matplotlib)."""
     from chainer_hookext import plots
-    shown = [c for c in found[:top] if c.a and c.b is not None]
+    shown = sorted((c for c in found if c.a and c.b is not None),
+                   key=relative, reverse=True)[:top]
     return plots.changes([c.key for c in shown],
                          [100.0 * (c.b - c.a) / abs(c.a) for c in shown])
 

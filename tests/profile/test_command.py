@@ -34,13 +34,13 @@ def runs(tmp_path):
     return a, b
 
 
-def test_changes_largest_first(tmp_path):
+def test_changes_by_family_largest_first(tmp_path):
     a, b = (run_module.from_folder(p) for p in runs(tmp_path))
     found = compare.changes(a, b)
     assert [c.key for c in found] == [
-        'flops/main', 'memory/main/activations', 'time/main',
-        'time/loop/data']
-    assert found[2] == compare.Change('time/main', 2.0, 1.0)
+        'time/main', 'time/loop/data', 'flops/main',
+        'memory/main/activations']
+    assert found[0] == compare.Change('time/main', 2.0, 1.0)
 
 
 def test_compare_prints(tmp_path, capsys):
@@ -50,8 +50,12 @@ def test_compare_prints(tmp_path, capsys):
     assert 'model=Classifier' in out
     lines = out.splitlines()
     assert lines[2].split() == ['Key', 'A', 'B', 'Change']
-    assert lines[3].split() == ['flops/main', '-', '10', 'only', 'in', 'B']
-    assert lines[5].split() == ['time/main', '2.00sec', '1.00sec', '-50.0%']
+    assert lines[3].split() == ['time/main', '2.00sec', '1.00sec', '-50.0%']
+    assert lines[5].split() == ['flops/main', '-', '10', 'only', 'in', 'B']
+    assert command.main(['compare', a, b, '--top', '1']) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split()[0] for line in lines[3:]] == [
+        'time/main', 'flops/main', 'memory/main/activations']
 
 
 def test_compare_draws(tmp_path, capsys):
