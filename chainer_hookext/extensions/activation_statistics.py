@@ -39,7 +39,6 @@ class ActivationStatistics(_statistics.StatisticsExtension):
                  eval=False):
         call = type(self).__name__
         train, eval = _checks.check_modes(call, train, eval)
-        activation_statistics.check_statistics(call, statistics)
         hook = activation_statistics.ActivationStatisticsHook(
-            statistics=statistics, train=train, eval=eval)
+            statistics=statistics, train=train, eval=eval, call=call)
         super().__init__(hook, links, train=train, eval=eval)

@@ -38,7 +38,6 @@ class GradientStatistics(_statistics.StatisticsExtension):
     def __init__(self, links=None, *,
                  statistics=gradient_statistics.STATISTICS):
         call = type(self).__name__
-        gradient_statistics.check_statistics(call, statistics)
         hook = gradient_statistics.GradientStatisticsHook(
-            statistics=statistics, train=True, eval=False)
+            statistics=statistics, train=True, eval=False, call=call)
         super().__init__(hook, links, train=True, eval=False)

@@ -1,13 +1,12 @@
 from chainer_hookext import _arrays
-from chainer_hookext.link_hooks import _output_hook
-from chainer_hookext.link_hooks import _running_statistics
+from chainer_hookext.link_hooks import _statistics_hook
 from chainer_hookext.report import keys as report_keys
 
 
 STATISTICS = ('mean', 'std', 'min', 'max', 'zero_fraction')
 
 
-class ActivationStatisticsHook(_output_hook.OutputHook):
+class ActivationStatisticsHook(_statistics_hook.StatisticsHook):
     """Link hook that accumulates statistics of the links' forward outputs.
 
     For each floating-point array of each hooked link's output it computes,
@@ -34,6 +33,8 @@ class ActivationStatisticsHook(_output_hook.OutputHook):
         statistics (tuple of str): Which of :data:`STATISTICS` to return.
         train (bool): Accumulate while ``chainer.config.train`` is true.
         eval (bool): Accumulate while ``chainer.config.train`` is false.
+        call (str): The name in errors (an extension's); the class's by
+            default.
 
     .. admonition:: Example
 
@@ -47,41 +48,15 @@ class ActivationStatisticsHook(_output_hook.OutputHook):
     """
 
     name = 'ActivationStatisticsHook'
+    STATISTICS = STATISTICS
+    report_key = staticmethod(report_keys.activation_key)
 
-    def __init__(self, *, statistics=STATISTICS, train=True, eval=False):
-        self.statistics_names = check_statistics(
-            type(self).__name__, statistics)
-        super().__init__(train=train, eval=eval)
-        # by (link name, where in its output)
-        self._table = _running_statistics.Table(
-            self.statistics_names, report_keys.activation_key)
+    def __init__(self, *, statistics=STATISTICS, train=True, eval=False,
+                 call=None):
+        super().__init__(statistics, train, eval, call)
 
     def process(self, name, args):
         for keys, array in _arrays.walk(args.out):
             if array.dtype.kind != 'f' or array.size == 0:
                 continue
             self._table.add((name, keys), array)
-
-    def statistics(self):
-        """Returns what was accumulated since :meth:`reset`.
-
-        Returns:
-            dict: ``{key: float}``, one device-to-host copy per device.
-        """
-        return self._table.values()
-
-    def reset(self):
-        """Forgets what was accumulated."""
-        self._table.reset()
-
-
-def check_statistics(call, statistics):
-    """Returns ``statistics`` as a tuple of names of :data:`STATISTICS`.
-
-    Raises:
-        TypeError: Naming ``call``, when it is not a name or an iterable of
-            names.
-        ValueError: Naming ``call``, when it is empty or names one not in
-            :data:`STATISTICS`.
-    """
-    return _running_statistics.check_statistics(call, statistics, STATISTICS)

@@ -1,13 +1,12 @@
 from chainer_hookext.link_hooks import _output_grads
-from chainer_hookext.link_hooks import _output_hook
-from chainer_hookext.link_hooks import _running_statistics
+from chainer_hookext.link_hooks import _statistics_hook
 from chainer_hookext.report import keys as report_keys
 
 
 STATISTICS = ('mean', 'std', 'min', 'max', 'zero_fraction', 'norm')
 
 
-class GradientStatisticsHook(_output_hook.OutputHook):
+class GradientStatisticsHook(_statistics_hook.StatisticsHook):
     """Link hook that accumulates statistics of the gradients w.r.t. the
     links' outputs.
 
@@ -40,6 +39,8 @@ class GradientStatisticsHook(_output_hook.OutputHook):
         train (bool): Watch calls made while ``chainer.config.train`` is
             true.
         eval (bool): Watch calls made while it is false.
+        call (str): The name in errors (an extension's); the class's by
+            default.
 
     .. admonition:: Example
 
@@ -54,16 +55,15 @@ class GradientStatisticsHook(_output_hook.OutputHook):
     """
 
     name = 'GradientStatisticsHook'
+    STATISTICS = STATISTICS
+    report_key = staticmethod(report_keys.gradient_key)
+    norm = True
     #: Its calls are not waited for: each gradient is read when seen.
     waits = False
 
-    def __init__(self, *, statistics=STATISTICS, train=True, eval=False):
-        self.statistics_names = check_statistics(
-            type(self).__name__, statistics)
-        super().__init__(train=train, eval=eval)
-        # by (link name, where in its output)
-        self._table = _running_statistics.Table(
-            self.statistics_names, report_keys.gradient_key, norm=True)
+    def __init__(self, *, statistics=STATISTICS, train=True, eval=False,
+                 call=None):
+        super().__init__(statistics, train, eval, call)
         self._grads = None  # the thread's OutputGrads, while registered
 
     def added(self, link):
@@ -86,27 +86,3 @@ class GradientStatisticsHook(_output_hook.OutputHook):
 
     def call_done(self, call):
         pass
-
-    def statistics(self):
-        """Returns what was accumulated since :meth:`reset`.
-
-        Returns:
-            dict: ``{key: float}``, one device-to-host copy per device.
-        """
-        return self._table.values()
-
-    def reset(self):
-        """Forgets what was accumulated."""
-        self._table.reset()
-
-
-def check_statistics(call, statistics):
-    """Returns ``statistics`` as a tuple of names of :data:`STATISTICS`.
-
-    Raises:
-        TypeError: Naming ``call``, when it is not a name or an iterable of
-            names.
-        ValueError: Naming ``call``, when it is empty or names one not in
-            :data:`STATISTICS`.
-    """
-    return _running_statistics.check_statistics(call, statistics, STATISTICS)

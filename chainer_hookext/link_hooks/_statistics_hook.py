@@ -1,0 +1,61 @@
+"""Base of the hooks that keep running statistics of arrays, by key."""
+
+from chainer_hookext.link_hooks import _output_hook
+from chainer_hookext.link_hooks import _running_statistics
+
+
+class StatisticsHook(_output_hook.OutputHook):
+    """An :class:`~._output_hook.OutputHook` adding arrays to a
+    :class:`~._running_statistics.Table`.
+
+    Subclasses set :attr:`STATISTICS` (the choices), :attr:`report_key`
+    (``report_key(name, output, statistic)``, from
+    :mod:`chainer_hookext.report.keys`) and :attr:`norm`, and add arrays
+    with ``self._table.add((name, output), array)``.
+
+    Args:
+        statistics (tuple of str): Which of :attr:`STATISTICS` to return.
+        train (bool): Watch calls made while ``chainer.config.train`` is
+            true.
+        eval (bool): Watch calls made while it is false.
+        call (str): The name in the errors; the class's by default.
+    """
+
+    #: The statistics a hook can return.
+    STATISTICS = ()
+    #: Whether each array's L2 norm is kept too.
+    norm = False
+    report_key = None
+
+    def __init__(self, statistics, train, eval, call=None):
+        self.statistics_names = self.check_statistics(
+            call or type(self).__name__, statistics)
+        super().__init__(train=train, eval=eval)
+        # by (link name, where in its output)
+        self._table = _running_statistics.Table(
+            self.statistics_names, type(self).report_key, norm=self.norm)
+
+    @classmethod
+    def check_statistics(cls, call, statistics):
+        """Returns ``statistics`` as a tuple of names of :attr:`STATISTICS`.
+
+        Raises:
+            TypeError: Naming ``call``, when it is not a name or an
+                iterable of names.
+            ValueError: Naming ``call``, when it is empty or names one not
+                in :attr:`STATISTICS`.
+        """
+        return _running_statistics.check_statistics(
+            call, statistics, cls.STATISTICS)
+
+    def statistics(self):
+        """Returns what was accumulated since :meth:`reset`.
+
+        Returns:
+            dict: ``{key: float}``, one device-to-host copy per device.
+        """
+        return self._table.values()
+
+    def reset(self):
+        """Forgets what was accumulated."""
+        self._table.reset()
