@@ -252,7 +252,7 @@ def activation_key(name, output, statistic):
     >>> activation_key('main/lstm', (1, 'h'), 'max')
     'main/lstm/out/1/h/max'
     """
-    return '/'.join([name, 'out'] + [str(k) for k in output] + [statistic])
+    return _output_key(name, 'out', output, statistic)
 
 
 def gradient_key(name, output, statistic):
@@ -278,7 +278,12 @@ def gradient_key(name, output, statistic):
     if statistic == 'non_finite' and not output:
         raise ValueError('gradient_key: `non_finite` is NonFiniteGuard\'s '
                          'key under `<name>/grad/`')
-    return '/'.join([name, 'grad'] + [str(k) for k in output] + [statistic])
+    return _output_key(name, 'grad', output, statistic)
+
+
+def _output_key(name, what, output, statistic):
+    # ``<name>/<what>/<where in the output>/<statistic>``.
+    return '/'.join([name, what] + [str(k) for k in output] + [statistic])
 
 
 def non_finite_key(link, what):
