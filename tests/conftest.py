@@ -259,34 +259,17 @@ class SlowModel(chainer.Chain):
             self.predictor = MLP()
 
     def forward(self, x, t):
-        x = _Sleeping(self.clock).apply((x,))[0]
-        y = _Sleeping(self.clock, backward=True).apply(
+        x = SlowNode(self.clock, forward=FORWARD).apply((x,))[0]
+        y = SlowNode(self.clock, backward=BACKWARD).apply(
             (self.predictor(x),))[0]
         return F.softmax_cross_entropy(y, t)
-
-
-class _Sleeping(chainer.FunctionNode):
-    # Forward takes FORWARD seconds, or backward BACKWARD seconds.
-    def __init__(self, clock, backward=False):
-        self.clock = clock
-        self.sleeps_backward = backward
-
-    def forward(self, inputs):
-        if not self.sleeps_backward:
-            self.clock.sleep(FORWARD)
-        return inputs
-
-    def backward(self, indexes, grad_outputs):
-        if self.sleeps_backward:
-            self.clock.sleep(BACKWARD)
-        return grad_outputs
 
 
 class SlowNode(chainer.FunctionNode):
     """Identity whose forward and backward take known seconds on a
     :class:`StillClock`; its backward applies ``inner`` (a node) to the
     gradient when given, as Chainer's backward methods apply gradient
-    nodes."""
+    nodes.  Differentiable twice."""
 
     def __init__(self, clock, forward=0.0, backward=0.0, inner=None):
         self.clock = clock

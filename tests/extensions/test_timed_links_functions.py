@@ -15,7 +15,7 @@ from tests.conftest import make_slow_trainer
 from tests.conftest import observe
 from tests.conftest import snapshot_of
 
-SLEEPING = 'time/function/_Sleeping'
+SLOW = 'time/function/SlowNode'
 
 
 def run(trainer, every=2, snapshot=None, **kwargs):
@@ -30,13 +30,13 @@ def run(trainer, every=2, snapshot=None, **kwargs):
 
 
 def test_keys_per_iteration(still, tmp_path):
-    # SlowModel: one _Sleeping node takes FORWARD seconds forward, another
+    # SlowModel: one SlowNode takes FORWARD seconds forward, another
     # BACKWARD seconds backward, each iteration; Linear and the loss take
     # no time on the still clock.
     timed, reports = run(make_slow_trainer(still, tmp_path), flops=True)
     report = reports[1]
-    assert report[SLEEPING] == FORWARD
-    assert report[SLEEPING + '/backward'] == BACKWARD
+    assert report[SLOW] == FORWARD
+    assert report[SLOW + '/backward'] == BACKWARD
     assert report['time/function/LinearFunction'] == 0.0
     assert report['flops/function/LinearFunction'] > 0
     assert report['flops/function/LinearFunction/backward'] > (
@@ -44,12 +44,12 @@ def test_keys_per_iteration(still, tmp_path):
     assert 'time/function/SoftmaxCrossEntropy' in report
     assert reports[0] == {}  # reported every 2 iterations
     summary = timed.function_summary()
-    assert list(summary)[0] == '_Sleeping'
-    assert summary['_Sleeping']['time'] == 4 * FORWARD
-    assert summary['_Sleeping']['occurrence'] == 8
+    assert list(summary)[0] == 'SlowNode'
+    assert summary['SlowNode']['time'] == 4 * FORWARD
+    assert summary['SlowNode']['occurrence'] == 8
     assert summary['LinearFunction']['flops'] > 0
     by_link = timed.summary(by='name')
-    assert by_link['main']['functions']['_Sleeping']['time'] == 4 * FORWARD
+    assert by_link['main']['functions']['SlowNode']['time'] == 4 * FORWARD
 
 
 def test_off_by_default(still, tmp_path):
@@ -72,7 +72,7 @@ def test_resume_reports_the_same(still, tmp_path):
     _, resumed = run(make_slow_trainer(still, tmp_path / 'c', stop=6),
                      snapshot=snapshot)
     assert resumed[-1] == whole[-1]
-    assert resumed[-1][SLEEPING] == FORWARD
+    assert resumed[-1][SLOW] == FORWARD
 
 
 def test_a_type_new_mid_run(still, tmp_path):
@@ -99,9 +99,9 @@ def test_validation(still, tmp_path):
     trainer.extend(extensions.Evaluator(test_it, model),
                    trigger=(2, 'iteration'))
     _, reports = run(trainer, validation=True)
-    assert reports[1]['validation/' + SLEEPING] == FORWARD  # per call
-    assert 'validation/' + SLEEPING + '/backward' not in reports[1]
-    assert reports[1][SLEEPING] == FORWARD
+    assert reports[1]['validation/' + SLOW] == FORWARD  # per call
+    assert 'validation/' + SLOW + '/backward' not in reports[1]
+    assert reports[1][SLOW] == FORWARD
 
 
 def test_an_optimizer_named_function(trainer_factory):

@@ -21,9 +21,9 @@ def test_known_delays(still, tmp_path):
     _, files = run_with_timeline(trainer, iterations=2, functions=True)
     events = files['iteration_3.json.gz']
     forward = [e for e in spans(events, 'function_forward')
-               if e['name'] == '_Sleeping']
+               if e['name'] == 'SlowNode']
     backward = [e for e in spans(events, 'function_backward')
-                if e['name'] == '_Sleeping (backward)']
+                if e['name'] == 'SlowNode (backward)']
     # Two nodes an iteration, the first's input the batch: no step.
     assert sorted(e['dur'] for e in forward) == [0, 0] + [FORWARD * 1e6] * 2
     assert [e['dur'] for e in backward] == [BACKWARD * 1e6] * 2

@@ -23,30 +23,13 @@ from tests.conftest import FORWARD
 from tests.conftest import OPTIMIZER
 from tests.conftest import SLOW
 from tests.conftest import SlowModel
+from tests.conftest import SlowNode
 from tests.conftest import make_slow_trainer
 from tests.conftest import run_timed
 
 
-class Sleep(chainer.FunctionNode):
-    """Identity taking ``forward`` seconds in forward, ``backward`` in each
-    backward step, on the still clock; differentiable twice."""
-
-    def __init__(self, clock, forward=0.0, backward=0.0):
-        self.clock = clock
-        self.forward_seconds = forward
-        self.backward_seconds = backward
-
-    def forward(self, inputs):
-        self.clock.sleep(self.forward_seconds)
-        return inputs
-
-    def backward(self, indexes, grad_outputs):
-        self.clock.sleep(self.backward_seconds)
-        return grad_outputs
-
-
 def sleep(clock, x, forward=0.0, backward=0.0):
-    return Sleep(clock, forward, backward).apply((x,))[0]
+    return SlowNode(clock, forward, backward).apply((x,))[0]
 
 
 def with_optimizer_hook(still, optimizer):
