@@ -145,14 +145,12 @@ class TimedLoop(loop_phases.LoopExtension):
             self._times = phases.IterationTimes(self.tail_size)
         super().initialize(trainer)
 
-    def iteration_started(self, trainer):
+    def iteration_ended(self, trainer):
         # Where figures start is known only now: a snapshot loaded after
         # initialize (``snapshot(autoload=True)``) has moved the iteration.
         if self._last_iteration is None:
             iteration = trainer.updater.iteration
             self._first_iteration = self._last_iteration = iteration
-
-    def iteration_ended(self, trainer):
         # The hot path of the tail: the running phase (data) started at
         # iteration_start, and no reader has worked since: the clock's
         # totals are exact there without a read.

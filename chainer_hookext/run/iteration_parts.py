@@ -99,7 +99,8 @@ class IterationParts(object):
         """The stop trigger said go on: the update runs until an extension
         entry's trigger is consulted."""
         self.evaluator = None
-        self._set_in_update(True)
+        if not self.in_update:
+            self._set_in_update(True)
         if not self._callbacks:  # nobody reads the flags
             return
         if self._stand_ins is None:
@@ -111,7 +112,8 @@ class IterationParts(object):
     def iteration_ended(self):
         """Nothing of an iteration runs; every trigger is the entry's own.
         """
-        self._set_in_update(False)
+        if self.in_update:  # twice an iteration: a call saved
+            self._set_in_update(False)
         self.evaluator = None
         if self._standing:
             self._standing = 0

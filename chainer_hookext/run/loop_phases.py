@@ -44,6 +44,7 @@ class LoopPhases(object):
     def __init__(self, trainer):
         self._trainer = weakref.ref(trainer)
         self._readers = []
+        self._calls = ((), ())  # see _calls
         self.clock = None
         self.iteration_start = None
         self._marks = None
@@ -75,12 +76,14 @@ class LoopPhases(object):
             shared = _shared[trainer] = cls(trainer)
         if reader not in shared._readers:
             shared._readers.append(reader)
+            shared._calls = _calls(shared._readers)
         return shared
 
     def unsubscribe(self, reader):
         """Forgets ``reader``; removes the marks after the last one."""
         if reader in self._readers:
             self._readers.remove(reader)
+            self._calls = _calls(self._readers)
         if not self._readers:
             self._close()
 
@@ -128,13 +131,14 @@ class LoopPhases(object):
             return
         self._marks.iteration_started()
         self.iteration_start = self.clock.started
-        readers = list(self._readers)
         # Every reader sees the clock exact at the start before any does
-        # work of its own there (own_work).
-        for reader in readers:
-            reader.iteration_ended(trainer)
-        for reader in readers:
-            reader.iteration_started(trainer)
+        # work of its own there (own_work).  Only the readers overriding a
+        # method are called (_calls).
+        ended, started = self._calls
+        for method in ended:
+            method(trainer)
+        for method in started:
+            method(trainer)
 
     def own_work(self, name):
         """Returns a context charging the time inside to
@@ -155,6 +159,16 @@ class LoopPhases(object):
         self._close()
         if error is not None:
             raise error
+
+
+def _calls(readers):
+    # The readers' iteration_ended and iteration_started that do something
+    # (a copy: a reader may leave while they are called).
+    return tuple(
+        tuple(getattr(reader, name) for reader in readers
+              if getattr(type(reader), name) is not getattr(
+                  LoopExtension, name))
+        for name in ('iteration_ended', 'iteration_started'))
 
 
 class LoopExtension(extension.Extension):

@@ -131,39 +131,34 @@ class PhaseMarks(function_hook.FunctionHook):
         if self.watch_forward and not self.steps and self.call_start is None:
             self.call_start = t
 
-    def _forward_start(self):
-        # Where a forward starts: its first link call, or now (its first
-        # function applied outside every link).
-        start, self.call_start = self.call_start, None
-        return clock.now() if start is None else start
-
-    def _step_read(self, function):
-        # The backward timer's read at ``function``'s step start, or None.
-        if self.read_function is function:
-            return self.read_time
-        return None
-
+    # Once per phase, not per call: inlined where it saves a call.
     def _function_applied(self):
         self.watch_forward = False
         self.watch_backward = True
+        # The forward starts at its first link call, or now (its first
+        # function applied outside every link).
+        start, self.call_start = self.call_start, None
+        if start is None:
+            start = clock.now()
         if self.after_backward:
             # A forward if a new backward walk follows (_step_started).
             self.candidate = Candidate(
-                self._forward_start(), self.step_rank,
-                self.count_updates() != self.updates)
+                start, self.step_rank, self.count_updates() != self.updates)
         else:
             # The update's first function, or the first after ChainerMN's
             # update: nothing but a forward comes there.
-            self.switch(phases.FORWARD, self._forward_start())
+            self.switch(phases.FORWARD, start)
 
     def _step_started(self, function):
         self.watch_backward = False
         self.watch_forward = self.after_backward = True
         self.call_start = None
+        # The backward timer's read at this step's start, or None.
+        start = self.read_time if self.read_function is function else None
         candidate, self.candidate = self.candidate, None
         if candidate is None:  # the first step after a forward
             self.updates = self.count_updates()
-            self.switch(phases.BACKWARD, self._step_read(function))
+            self.switch(phases.BACKWARD, start)
         elif function.rank > candidate.step_rank:
             # A new walk: a walk's nodes come in decreasing rank, so the
             # functions applied before it were its forward.
@@ -174,7 +169,7 @@ class PhaseMarks(function_hook.FunctionHook):
                     end)
             self.clock.switch(phases.FORWARD, candidate.start)
             self.updates = self.count_updates()
-            self.clock.switch(phases.BACKWARD, self._step_read(function))
+            self.clock.switch(phases.BACKWARD, start)
 
     def backward_ended(self):
         """When the running ``backward`` ended (its last step's end), or
@@ -189,10 +184,12 @@ class PhaseMarks(function_hook.FunctionHook):
     def switch(self, phase, t=None):
         """Starts ``phase`` at ``t`` or now; a ``backward`` running ends at
         its last step, the time since is ``optimizer``."""
-        end = self.backward_ended()
-        if end is not None:
-            self.clock.switch(phases.OPTIMIZER, end)
-        self.clock.switch(phase, t)
+        clock = self.clock
+        if clock.phase == phases.BACKWARD:
+            end = self.backward_ended()
+            if end is not None:
+                clock.switch(phases.OPTIMIZER, end)
+        clock.switch(phase, t)
 
     def start(self):
         """The update starts, or starts again after ChainerMN's update: the
@@ -266,7 +263,7 @@ class TimedTrigger(object):
         marks.outside_update(self.phase)
         called = self.trigger(trainer)
         if not called:
-            marks.clock.no_span()
+            marks.clock.makes_span = False
         return called
 
     def __getattr__(self, name):
@@ -369,11 +366,16 @@ class Marks(object):
 
     def outside_update(self, phase):
         """Starts ``phase`` of the loop (an extension, the stop trigger)."""
+        # Some times an iteration: PhaseMarks.switch only where a backward
+        # may have to end at its last step.
         self.in_update = False
         hook = self._hook
         if hook.watch_forward or hook.watch_backward:
             hook.stop()
-        hook.switch(phase)
+        if self.clock.phase == phases.BACKWARD:
+            hook.switch(phase)
+        else:
+            self.clock.switch(phase)
 
     def update_started(self):
         """ChainerMN's update starts, after its all-reduce."""

@@ -54,6 +54,9 @@ class PhaseClock(object):
         phase: The running phase (see :class:`Span`); ``None`` before
             the first :meth:`switch` and after :meth:`stop`.
         started (float): When the running phase started.
+        makes_span (bool): Whether the running phase makes a span when it
+            ends; set ``False`` for one that is not to be drawn (an
+            extension not called), ``True`` again by each :meth:`switch`.
         span_lists (list): Lists to which each ended phase is appended as
             a :class:`Span` (a :class:`~chainer_hookext.Timeline` recording
             adds one).
@@ -73,7 +76,7 @@ class PhaseClock(object):
         self.span_lists = []
         self.gc_lists = []
         self._mark = None  # the last charge's time
-        self._span = True  # whether the running phase makes a span
+        self.makes_span = True
         self.gc = 0.0
         self._gc_start = None  # when the running collection started
         self.pause_lists = []
@@ -94,20 +97,16 @@ class PhaseClock(object):
             totals[running] = totals.get(running, 0.0) + (
                 t - self._mark - (self._paused_until(t) if self._pauses
                                   else 0.0))
-            if self.span_lists and self._span:
+            if self.span_lists and self.makes_span:
                 self._add_span(t)
         self.phase = phase
         self.started = self._mark = t
-        self._span = True
-
-    def no_span(self):
-        """Makes no span of the running phase (an extension not called)."""
-        self._span = False
+        self.makes_span = True
 
     def cut(self):
         """Adds the running phase's span up to now; it goes on after."""
         t = clock.now()
-        if self.phase is not None and self._span and t > self.started:
+        if self.phase is not None and self.makes_span and t > self.started:
             self._add_span(t)
             self.started = t
         return t
