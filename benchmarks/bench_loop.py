@@ -29,7 +29,11 @@ Variants, in shuffled order in each round, each on a fresh trainer:
   every 100 iterations): what counting FLOPs adds to timing the links.
 * ``LinkMemory()`` whose trigger (1000 iterations) does not fire: it
   measures the run's first iteration, and the others run no hook
-  (``bench_memory.py`` reads this variant's counts).
+  (``bench_memory.py`` reads this variant's counts);
+* the floors of ``TimedLoop``'s cost: an extension doing nothing (an
+  entry of the trainer, its trigger included), and one registering an
+  empty ``chainer.FunctionHook`` for the run (what Chainer's calls of any
+  function hook cost: the phase marks need one).
 
 The table gives the median over rounds of each variant's time per
 iteration divided by the baseline's of the same round (paired medians
@@ -46,7 +50,7 @@ It takes some minutes.
 
 Run: ``python benchmarks/bench_loop.py [--model mlp|deep] [--rounds 15]
 [--iterations 300]`` or ``python benchmarks/bench_loop.py --instructions
-[--model mlp|deep] [--counts 20 70]``
+[--model mlp|deep] [--counts 20 70] [--variants VARIANT ...]``
 """
 
 import argparse
@@ -116,6 +120,27 @@ def make_trainer(model, out, iterations, batchsize=32, shape=(784,),
     return trainer
 
 
+class NothingDone(training.Extension):
+    """An extension doing nothing: what an extension entry of the trainer
+    costs, its trigger included."""
+
+    def __call__(self, trainer):
+        pass
+
+
+class EmptyFunctionHook(NothingDone):
+    """An extension registering an empty ``chainer.FunctionHook`` for the
+    run: what Chainer's calls of a function hook cost, the floor of any
+    phase marking through one (``TimedLoop``'s)."""
+
+    def initialize(self, trainer):
+        self.hook = chainer.FunctionHook()
+        self.hook.__enter__()
+
+    def finalize(self):
+        self.hook.__exit__()
+
+
 def never(trainer):
     return False
 
@@ -157,6 +182,12 @@ VARIANTS = {
         (chainer_hookext.TimedLoop(), (100, 'iteration')),
         (chainer_hookext.LinkMemory(), (1000, 'iteration')),
         (chainer_hookext.Timeline(iterations=3), never)],
+    # The floors of TimedLoop's cost: an extension entry, and one with an
+    # empty function hook registered.
+    'an extension doing nothing': lambda n: [
+        (NothingDone(), (100, 'iteration'))],
+    'an empty FunctionHook': lambda n: [
+        (EmptyFunctionHook(), (100, 'iteration'))],
     'no extension, again': lambda n: [],
 }
 #: The variants counted in instructions.
@@ -164,6 +195,7 @@ COUNTED = ('no extension', 'TimedLoop()', 'Timeline, outside windows',
            'Timeline(outliers=True), outside windows', 'TimedLinks()',
            'TimedLinks(flops=True)',
            'LinkMemory, unmeasured iterations', 'all four together',
+           'an extension doing nothing', 'an empty FunctionHook',
            'no extension, again')
 
 
@@ -239,12 +271,14 @@ def instructions_per_iteration(model, variants, counts, jobs=1):
             for variant in variants}
 
 
-def instructions_table(model, counts):
+def instructions_table(model, counts, variants=COUNTED, jobs=1):
     if shutil.which('valgrind') is None:
         print('valgrind not found')
         return
     n1, n2 = counts
-    per_iteration = instructions_per_iteration(model, COUNTED, counts)
+    variants = ('no extension',) + tuple(
+        v for v in variants if v != 'no extension')
+    per_iteration = instructions_per_iteration(model, variants, counts, jobs)
     calls = function_calls(model)
     bare = per_iteration['no extension']
     print('Instructions per training iteration, model {}, batch 32, {} '
@@ -257,6 +291,8 @@ def instructions_table(model, counts):
         print('| {} | {:,.0f} | {:+,.0f} | {:+.2f}% | {:+.0f} |'.format(
             variant, count, count - bare, (count / bare - 1) * 100,
             (count - bare) / calls))
+    if 'all four together' not in per_iteration:  # a subset (--variants)
+        return
     timed = per_iteration['TimedLinks()']
     counted = per_iteration['TimedLinks(flops=True)']
     print('FLOPs counted: {:+,.0f} instructions per iteration, {:+.2f}% over '
@@ -308,6 +344,13 @@ def main():
     parser.add_argument('--counts', type=int, nargs=2, default=(20, 70),
                         metavar=('N1', 'N2'),
                         help='iterations of the two runs under valgrind')
+    parser.add_argument('--variants', nargs='+', choices=COUNTED,
+                        default=COUNTED, metavar='VARIANT',
+                        help='with --instructions: count these only (and '
+                        '"no extension")')
+    parser.add_argument('--jobs', type=int, default=1,
+                        help='with --instructions: processes at a time (the '
+                        'counts do not depend on it)')
     parser.add_argument('--run', nargs=2, help=argparse.SUPPRESS,
                         metavar=('VARIANT', 'ITERATIONS'))
     args = parser.parse_args()
@@ -315,7 +358,8 @@ def main():
         with tempfile.TemporaryDirectory() as out:
             run(args.model, args.run[0], int(args.run[1]), out)
     elif args.instructions:
-        instructions_table(args.model, args.counts)
+        instructions_table(args.model, args.counts, args.variants,
+                           args.jobs)
     else:
         time_table(args.model, args.rounds, args.iterations)
 
