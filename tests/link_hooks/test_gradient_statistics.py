@@ -130,6 +130,26 @@ def test_link_called_twice_and_forget(forget):
     assert hook._table.running['m/inner', ()].calls == 2
 
 
+def run_scale(hook, grads):
+    """Each of ``grads`` the gradient w.r.t. one call of a Scale link."""
+    link = Scale()
+    with hook:
+        for grad in grads:
+            x = chainer.Variable(numpy.zeros(grad.shape, numpy.float32))
+            F.sum(link(x) * grad).backward()
+
+
+def test_second_backward_over_the_graph_adds_nothing():
+    hook = GradientStatisticsHook(statistics=('mean', 'norm'))
+    x = chainer.Variable(numpy.ones((1, 2), numpy.float32))
+    with hook:
+        loss = F.sum(Scale()(x) * numpy.array([[3, 4]], numpy.float32))
+        loss.backward(retain_grad=True)
+        loss.backward()
+    assert hook.statistics() == {
+        'Scale/grad/mean': 3.5, 'Scale/grad/norm': 5.0}
+
+
 class Two(chainer.Link):
     def forward(self, x):
         return x * 2, {'index': numpy.arange(2), 'y': x * 3}
