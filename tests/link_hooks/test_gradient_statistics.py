@@ -139,6 +139,23 @@ def run_scale(hook, grads):
             F.sum(link(x) * grad).backward()
 
 
+def test_norm_exact_for_gradients_far_smaller_than_the_first():
+    # The first gradient's mean (1000) is the shift of the key's running
+    # sums; the norm of the later ones (about 0.06) is not to be derived
+    # from their sums less the shift, where it would lose most of its
+    # digits (and a part in a million of the average).
+    rng = numpy.random.RandomState(0)
+    grads = [numpy.full(1, 1000, numpy.float32)] + [
+        (1e-3 * rng.randn(4096)).astype(numpy.float32) for _ in range(3)]
+    hook = GradientStatisticsHook()
+    run_scale(hook, grads)
+    stats = hook.statistics()
+    ref = expected(grads)
+    for stat in ('norm', 'mean', 'std', 'min', 'max'):
+        assert stats['Scale/grad/' + stat] == pytest.approx(
+            ref[stat], rel=1e-9), stat
+
+
 def test_second_backward_over_the_graph_adds_nothing():
     hook = GradientStatisticsHook(statistics=('mean', 'norm'))
     x = chainer.Variable(numpy.ones((1, 2), numpy.float32))
