@@ -17,10 +17,22 @@ Each hook's extra time per iteration over off, divided by the link calls,
 is its cost per forward output or per backward step of a link's output;
 the target: the second no more than the first.
 
-Run: ``python benchmarks/bench_gradients.py [--device @cupy:0]``
+``--instructions`` counts instead, for NumPy, the instructions per link
+call under valgrind's cachegrind (one process per variant and count,
+``PYTHONHASHSEED=0``, one BLAS thread): the difference between
+``--iterations`` ``N1`` and ``N2``, free of the machine's noise.
+
+Run: ``python benchmarks/bench_gradients.py [--device @cupy:0]
+[--instructions]``
 """
 
 import argparse
+import concurrent.futures
+import os
+import re
+import shutil
+import subprocess
+import sys
 import time
 
 import chainer
@@ -60,11 +72,17 @@ def synchronize(device):
         device.device.synchronize()
 
 
-def measure(args, device, n):
+def workload(args, device, n):
+    """The chain, its names as a trainer's scope, and the input."""
     model = Chain(args.links)
     names = {id(link): 'main/{}'.format(i) for i, link in enumerate(model)}
     x = chainer.Variable(device.send(numpy.random.RandomState(0).randn(
         n).astype(numpy.float32)))
+    return model, names, x
+
+
+def measure(args, device, n):
+    model, names, x = workload(args, device, n)
 
     def run(iterations):
         synchronize(device)
@@ -94,6 +112,45 @@ def measure(args, device, n):
     return {name: (t - best['off']) / args.links for name, t in best.items()}
 
 
+def run_counted(args, n, variant, iterations):
+    """One process's work under cachegrind: a warm-up iteration, then
+    ``iterations`` under ``variant`` (its index in :data:`VARIANTS`)."""
+    model, names, x = workload(args, chainer.get_device('@numpy'), n)
+    make = VARIANTS[variant][1]
+    hook = None if make is None else make()
+    if hook is not None:
+        hook.set_scope(names)
+        hook.__enter__()
+    for _ in range(1 + iterations):
+        F.sum(model(x)).backward()
+
+
+def count_instructions(args, n, variant, iterations):
+    env = dict(os.environ, PYTHONHASHSEED='0', OPENBLAS_NUM_THREADS='1',
+               OMP_NUM_THREADS='1', MKL_NUM_THREADS='1')
+    done = subprocess.run(
+        ['valgrind', '--tool=cachegrind', '--cache-sim=no',
+         '--cachegrind-out-file=/dev/null', sys.executable,
+         os.path.abspath(__file__), '--links', str(args.links),
+         '--run-counted', str(n), str(variant), str(iterations)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        universal_newlines=True, env=env, check=True)
+    return int(re.search(r'I\s+refs:\s+([\d,]+)', done.stderr).group(1)
+               .replace(',', ''))
+
+
+def measure_instructions(args, n):
+    """``{variant: extra instructions per link call over off}``."""
+    n1, n2 = args.iterations
+    runs = [(v, k) for v in range(len(VARIANTS)) for k in (n1, n2)]
+    with concurrent.futures.ThreadPoolExecutor(os.cpu_count() or 1) as pool:
+        refs = dict(zip(runs, pool.map(
+            lambda run: count_instructions(args, n, *run), runs)))
+    per_call = {name: (refs[v, n2] - refs[v, n1]) / (n2 - n1) / args.links
+                for v, (name, _) in enumerate(VARIANTS)}
+    return {name: count - per_call['off'] for name, count in per_call.items()}
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     parser.add_argument('--device', default='@numpy')
@@ -101,19 +158,40 @@ def main():
     parser.add_argument('--rounds', type=int, default=15)
     parser.add_argument('--sizes', type=int, nargs='+',
                         default=[1024, 65536, 1048576])
+    parser.add_argument('--instructions', action='store_true',
+                        help='count instructions under valgrind (NumPy)')
+    parser.add_argument('--iterations', type=int, nargs=2, default=[4, 12],
+                        metavar=('N1', 'N2'),
+                        help='iterations of the two counted runs')
+    parser.add_argument('--run-counted', type=int, nargs=3,
+                        help=argparse.SUPPRESS)
     args = parser.parse_args()
-    device = chainer.get_device(args.device)
-    print('Extra us over off per link call ({} links, forward and backward, '
-          'best of {} rounds, device {})'.format(
-              args.links, args.rounds, device))
+    if args.run_counted:
+        run_counted(args, *args.run_counted)
+        return
+    if args.instructions:
+        if shutil.which('valgrind') is None:
+            parser.error('--instructions: valgrind not found')
+        print('Extra instructions over off per link call ({} links, forward '
+              'and backward, NumPy, cachegrind: ({} - {} iterations) / '
+              '{})'.format(args.links, args.iterations[1], args.iterations[0],
+                           args.iterations[1] - args.iterations[0]))
+        table = [measure_instructions(args, n) for n in args.sizes]
+        scale, fmt = 1, '{:>+14,.0f}'
+    else:
+        device = chainer.get_device(args.device)
+        print('Extra us over off per link call ({} links, forward and '
+              'backward, best of {} rounds, device {})'.format(
+                  args.links, args.rounds, device))
+        table = [measure(args, device, n) for n in args.sizes]
+        scale, fmt = 1e6, '{:>+14.2f}'
     print('{:<34}'.format('hook') + ''.join(
         '{:>14}'.format('N={}'.format(n)) for n in args.sizes))
-    table = [measure(args, device, n) for n in args.sizes]
     for name, label in (
             ('ActivationStatisticsHook()', 'Activation, per forward output'),
             ('GradientStatisticsHook()', 'Gradient, per backward step')):
         print('{:<34}'.format(label) + ''.join(
-            '{:>+14.2f}'.format(row[name] * 1e6) for row in table))
+            fmt.format(row[name] * scale) for row in table))
     print('{:<34}'.format('ratio gradient / activation') + ''.join(
         '{:>13.2f}x'.format(row['GradientStatisticsHook()']
                             / row['ActivationStatisticsHook()'])

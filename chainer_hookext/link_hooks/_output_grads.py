@@ -19,15 +19,20 @@ of its measured iteration.
   :meth:`~OutputGrads.mark` with the call's outputs (and, to have them, its
   inputs): it makes one :class:`Call` record and adds ``(call, position,
   index)`` to the tag of the node that created each output Variable
-  (``creator_node``; ``index``: which output of that node it is).
+  (``creator_node``; ``index``: which output of that node it is).  A
+  listener that only reads each gradient (``GradientStatisticsHook``)
+  calls :meth:`~OutputGrads.watch` instead: no record, ``(read, key,
+  index)`` on the node's tag.
 * **Backward.** Chainer gives the step of a node the gradient w.r.t. each
   of its outputs (``out_grad``), before that node's backward runs.  The
-  step listeners check it (every tagged node), then each mark of the node
-  hands its output's gradient to its call's listener
-  (``output_grad(call, position, grad)``, which reads it at once), and a
-  call whose every marked node was seen is done (``call_done(call)``: the
-  user's callback).  Readers come before callbacks at each step, so a
-  callback cannot change what was read.
+  step listeners check it (every tagged node), then each watch of the node
+  hands its output's gradient to ``read(key, grad)`` and each mark to its
+  call's listener (``output_grad(call, position, grad)``); each reads it at
+  once, and a node's watches and marks are read once (not again in a
+  second backward over the graph).  A call whose every marked node was
+  seen is done (``call_done(call)``: the user's callback).  Readers come
+  before callbacks at each step, so a callback cannot change what was
+  read.
 * **Outputs that get no gradient.** A node nothing downstream uses is never
   stepped; nor is one none of whose inputs needs a gradient (Chainer calls
   no hook for it).  A call some of whose nodes were seen is done with
@@ -71,16 +76,16 @@ def subscribe(listener, steps=False, nodes=False):
     Counted: each call needs one :func:`unsubscribe`.
 
     Args:
-        listener: A hook with ``output_grad(call, position, grad)``
-            (returns what the call keeps for that position),
-            ``call_done(call)`` and ``waits`` (whether a call it marks
-            waits for every node); with ``steps=True`` a hook with
-            ``grad_step(function, running, out_grad, prev)``, called at
-            every backward step (``running``: the node's tag of running
-            links); with ``nodes=True`` one with ``tag_node(function,
-            in_data, tag)`` (returns the tag to store),
-            ``backward_step_started(function, tag)`` and
-            ``backward_step_ended(function, tag)``.
+        listener: A hook; one that calls :meth:`~OutputGrads.mark` has
+            ``output_grad(call, position, grad)`` (returns what the call
+            keeps for that position), ``call_done(call)`` and ``waits``
+            (whether a call it marks waits for every node); with
+            ``steps=True`` a hook with ``grad_step(function, running,
+            out_grad, prev)``, called at every backward step
+            (``running``: the node's tag of running links); with
+            ``nodes=True`` one with ``tag_node(function, in_data, tag)``
+            (returns the tag to store), ``backward_step_started(function,
+            tag)`` and ``backward_step_ended(function, tag)``.
         steps (bool): Whether it is a step listener.
         nodes (bool): Whether it is the node listener (one at a time).
 
@@ -158,14 +163,16 @@ class Call(object):
 
 class Marked(object):
     """The tag of a node that created a link call's output: what it would
-    be tagged with (``running``), and ``marks``, ``[(call, position,
-    index)]``."""
+    be tagged with (``running``), ``marks``, ``[(call, position, index)]``
+    (:meth:`OutputGrads.mark`), and ``reads``, ``[(read, key, index)]``
+    (:meth:`OutputGrads.watch`); each list ``None`` until needed."""
 
-    __slots__ = ('running', 'marks')
+    __slots__ = ('running', 'marks', 'reads')
 
     def __init__(self, running):
         self.running = running
-        self.marks = []
+        self.marks = None
+        self.reads = None
 
 
 class OutputGrads(_tagging.NodeTagger):
@@ -265,19 +272,11 @@ class OutputGrads(_tagging.NodeTagger):
         for position, value in enumerate(values):
             if not isinstance(value, chainer.Variable):
                 continue
-            node = value.creator_node
-            if node is None:
+            tag, index = self._marked(value)
+            if tag is None:
                 continue
-            index = _output_index(node, value.node)
-            if index is None:
-                continue
-            try:
-                tag = node._chainer_hookext_tag
-            except AttributeError:
-                tag = None
-            if type(tag) is not Marked:
-                tag = Marked(tag)
-                node._chainer_hookext_tag = tag
+            if tag.marks is None:
+                tag.marks = []
             tag.marks.append((call, position, index))
             call.grads[position] = _WAITING
             call.waiting += 1
@@ -287,6 +286,49 @@ class OutputGrads(_tagging.NodeTagger):
             call.waiting = 0
             return None
         return call
+
+    def watch(self, read, name, out):
+        """Has ``read((name, key), grad)`` called with the gradient w.r.t.
+        each output Variable of one link call (``key``: where it is in
+        ``out``), at the backward step of the node that created it, once.
+
+        The light :meth:`mark` of a listener that reads each gradient at
+        once and keeps no record of the call (no ``call_done``).
+        """
+        outputs = (((), out),) if isinstance(out, chainer.Variable) else (
+            _arrays.walk(out, variables=True))
+        for key, value in outputs:
+            if not isinstance(value, chainer.Variable):
+                continue
+            tag, index = self._marked(value)
+            if tag is None:
+                continue
+            if tag.reads is None:
+                tag.reads = []
+            tag.reads.append((read, (name, key), index))
+
+    def _marked(self, variable):
+        # The Marked tag of the node that created ``variable`` (made if
+        # need be) and which of its outputs it is; (None, None) when it
+        # has no node.
+        node = variable.creator_node
+        if node is None:
+            return None, None
+        outputs = node.outputs
+        variable_node = variable.node
+        if len(outputs) == 1:
+            index = 0 if outputs[0]() is variable_node else None
+        else:
+            index = _output_index(outputs, variable_node)
+        if index is None:
+            return None, None
+        try:
+            tag = node._chainer_hookext_tag
+        except AttributeError:
+            tag = None
+        if type(tag) is not Marked:
+            tag = node._chainer_hookext_tag = Marked(tag)
+        return tag, index
 
     def name_of(self, listener, function):
         """The name of the innermost link running for ``listener`` when
@@ -304,18 +346,17 @@ class OutputGrads(_tagging.NodeTagger):
             tag = function._chainer_hookext_tag
         except AttributeError:
             tag = None
-        marks = None
+        marked = None
         if type(tag) is Marked:
-            marks = tag.marks
-            tag = tag.running
+            marked, tag = tag, tag.running
         if self.recorder is not None:
             self.recorder.backward_step_started(function, tag)
         if self._steps:
             prev, self.prev = self.prev, weakref.ref(function)
             for listener in self._steps:
                 listener.grad_step(function, tag, out_grad, prev)
-        if marks:
-            self._seen(marks, out_grad)
+        if marked is not None:
+            self._seen(marked, out_grad)
 
     def _step_ended(self, function, in_data, out_grad):
         # backward_postprocess, while a node listener listens.
@@ -327,8 +368,18 @@ class OutputGrads(_tagging.NodeTagger):
             tag = tag.running
         self.recorder.backward_step_ended(function, tag)
 
-    def _seen(self, marks, out_grad):
+    def _seen(self, marked, out_grad):
         # Readers first, then the calls done (the callbacks).
+        reads = marked.reads
+        if reads is not None:
+            marked.reads = None  # once: not again in a second backward
+            for read, key, index in reads:
+                grad = out_grad[index]
+                if grad is not None:
+                    read(key, grad)
+        marks = marked.marks
+        if not marks:
+            return
         done = []
         for call, position, index in reversed(marks):
             if call.grads[position] is not _WAITING:
@@ -375,9 +426,9 @@ class OutputGrads(_tagging.NodeTagger):
             raise first_error
 
 
-def _output_index(node, variable_node):
-    # Which output of ``node`` ``variable_node`` is.
-    for index, ref in enumerate(node.outputs):
+def _output_index(outputs, variable_node):
+    # Which of a node's ``outputs`` (weak references) ``variable_node`` is.
+    for index, ref in enumerate(outputs):
         if ref() is variable_node:
             return index
     return None

@@ -10,8 +10,10 @@ array's device in float64 without a synchronisation::
 of the values less a *shift* (the mean of the first array of the key since
 the last reset, so that the variance's subtraction loses nothing when the
 mean is large beside the spread); ``norm`` (gradients) is the L2 norm of the
-array itself.  Rows are Python floats for NumPy; for a device array one
-float64 device array, and every :data:`FOLD` rows are folded into one.
+array itself: for NumPy derived from the shifted sums where that loses
+nothing (``_norm``), else, and on a device, its own dot product.  Rows are
+Python floats for NumPy; for a device array one float64 device array, and
+every :data:`FOLD` rows are folded into one.
 :meth:`Running.values` makes the figures, after one
 :func:`~chainer_hookext._arrays.to_host` of every key's :meth:`Running.row`.
 """
@@ -129,7 +131,8 @@ def _row(array, shift, norm):
     flat = array.ravel()
     if norm:
         d = flat.astype(numpy.float64)
-        squares = xp.vdot(d, d)
+        if xp is not numpy:
+            squares = xp.vdot(d, d)
         xp.subtract(d, shift, out=d)
     else:
         d = xp.subtract(flat, shift, dtype=numpy.float64)
@@ -137,12 +140,28 @@ def _row(array, shift, norm):
     if xp is numpy:
         row = (float(d.sum()), float(numpy.dot(d, d)), float(flat.min()),
                float(flat.max()), float(zeros))
-        return row + (math.sqrt(squares),) if norm else row
+        return row + (_norm(flat, shift, row[0], row[1]),) if norm else row
     columns = [d.sum(), xp.vdot(d, d), flat.min().astype(numpy.float64),
                flat.max().astype(numpy.float64), zeros.astype(numpy.float64)]
     if norm:
         columns.append(xp.sqrt(squares))
     return xp.stack(columns)
+
+
+def _norm(flat, shift, total, squares):
+    # The L2 norm of ``flat`` (NumPy) from the sums of its values less
+    # ``shift``: sum(x^2) = squares + shift * (2 * total + n * shift).  Its
+    # rounding error scales with (sqrt(squares) + |shift| sqrt(n))^2, the
+    # values' own dot product's with sum(x^2): taken when the first is at
+    # most 4 times the second (always for the array that set the shift);
+    # else (an array far smaller than the shift) that dot product.
+    n = flat.size
+    x2 = squares + shift * (2.0 * total + n * shift)
+    bound = math.sqrt(squares) + abs(shift) * math.sqrt(n)
+    if bound * bound <= 4.0 * x2:
+        return math.sqrt(x2)
+    d = flat.astype(numpy.float64)
+    return math.sqrt(numpy.dot(d, d))
 
 
 def _fold(rows):

@@ -58,8 +58,6 @@ class GradientStatisticsHook(_statistics_hook.StatisticsHook):
     STATISTICS = STATISTICS
     report_key = staticmethod(report_keys.gradient_key)
     norm = True
-    #: Its calls are not waited for: each gradient is read when seen.
-    waits = False
 
     def __init__(self, *, statistics=STATISTICS, train=True, eval=False,
                  call=None):
@@ -77,12 +75,10 @@ class GradientStatisticsHook(_statistics_hook.StatisticsHook):
     def process(self, name, args):
         grads = self._grads
         if grads is not None:
-            grads.mark(self, args.link, name, args.out)
+            grads.watch(self.add_grad, name, args.out)
 
-    def output_grad(self, call, position, grad):
-        """Adds the gradient w.r.t. an output (the tagger calls it)."""
+    def add_grad(self, key, grad):
+        """Adds the gradient w.r.t. an output to ``key``'s values (the
+        tagger calls it, :meth:`~._output_grads.OutputGrads.watch`)."""
         if grad.dtype.kind == 'f' and grad.size:
-            self._table.add((call.name, call.keys[position]), grad)
-
-    def call_done(self, call):
-        pass
+            self._table.add(key, grad)

@@ -130,6 +130,43 @@ def test_link_called_twice_and_forget(forget):
     assert hook._table.running['m/inner', ()].calls == 2
 
 
+def run_scale(hook, grads):
+    """Each of ``grads`` the gradient w.r.t. one call of a Scale link."""
+    link = Scale()
+    with hook:
+        for grad in grads:
+            x = chainer.Variable(numpy.zeros(grad.shape, numpy.float32))
+            F.sum(link(x) * grad).backward()
+
+
+def test_norm_exact_for_gradients_far_smaller_than_the_first():
+    # The first gradient's mean (1000) is the shift of the key's running
+    # sums; the norm of the later ones (about 0.06) is not to be derived
+    # from their sums less the shift, where it would lose most of its
+    # digits (and a part in a million of the average).
+    rng = numpy.random.RandomState(0)
+    grads = [numpy.full(1, 1000, numpy.float32)] + [
+        (1e-3 * rng.randn(4096)).astype(numpy.float32) for _ in range(3)]
+    hook = GradientStatisticsHook()
+    run_scale(hook, grads)
+    stats = hook.statistics()
+    ref = expected(grads)
+    for stat in ('norm', 'mean', 'std', 'min', 'max'):
+        assert stats['Scale/grad/' + stat] == pytest.approx(
+            ref[stat], rel=1e-9), stat
+
+
+def test_second_backward_over_the_graph_adds_nothing():
+    hook = GradientStatisticsHook(statistics=('mean', 'norm'))
+    x = chainer.Variable(numpy.ones((1, 2), numpy.float32))
+    with hook:
+        loss = F.sum(Scale()(x) * numpy.array([[3, 4]], numpy.float32))
+        loss.backward(retain_grad=True)
+        loss.backward()
+    assert hook.statistics() == {
+        'Scale/grad/mean': 3.5, 'Scale/grad/norm': 5.0}
+
+
 class Two(chainer.Link):
     def forward(self, x):
         return x * 2, {'index': numpy.arange(2), 'y': x * 3}
