@@ -366,16 +366,11 @@ class Marks(object):
 
     def outside_update(self, phase):
         """Starts ``phase`` of the loop (an extension, the stop trigger)."""
-        # Some times an iteration: PhaseMarks.switch only where a backward
-        # may have to end at its last step.
         self.in_update = False
         hook = self._hook
         if hook.watch_forward or hook.watch_backward:
             hook.stop()
-        if self.clock.phase == phases.BACKWARD:
-            hook.switch(phase)
-        else:
-            self.clock.switch(phase)
+        hook.switch(phase)
 
     def update_started(self):
         """ChainerMN's update starts, after its all-reduce."""
