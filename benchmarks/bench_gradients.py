@@ -4,14 +4,17 @@ ActivationStatistics' per forward output.
 
 A chain of ``--links`` links, each multiplying its input by a constant (one
 function node per call: one forward output, one backward step of that
-output), runs forward and backward on N float32 elements.  Three variants
+output), runs forward and backward on N float32 elements.  Four variants
 alternate in one run, best of ``--rounds``:
 
 * off: nothing registered;
 * ``ActivationStatisticsHook()``: statistics of each forward output;
 * ``GradientStatisticsHook()``: statistics of the gradient w.r.t. each
   output (marking the output's node in forward, reading its gradient at its
-  backward step), as ``GradientStatistics`` registers it.
+  backward step), as ``GradientStatistics`` registers it;
+* the floor of the second: ``ActivationStatisticsHook()`` with an empty
+  ``chainer.FunctionHook`` beside it (the same statistics, and Chainer's
+  calls of the function hook through which alone a gradient is seen).
 
 Each hook's extra time per iteration over off, divided by the link calls,
 is its cost per forward output or per backward step of a link's output;
@@ -60,10 +63,37 @@ class Chain(chainer.ChainList):
         return x
 
 
+class ActivationBesideFunctionHook(object):
+    """``ActivationStatisticsHook()`` with an empty ``chainer.FunctionHook``
+    registered beside it: the floor of statistics of a link output's
+    gradient, which only a function hook's backward step sees (the same
+    statistics, and Chainer's calls of a function hook at every node)."""
+
+    def __init__(self):
+        self.hook = ActivationStatisticsHook()
+        self.function_hook = chainer.FunctionHook()
+
+    def set_scope(self, names):
+        self.hook.set_scope(names)
+
+    def statistics(self):
+        return self.hook.statistics()
+
+    def __enter__(self):
+        self.function_hook.__enter__()
+        self.hook.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        self.hook.__exit__(*exc)
+        self.function_hook.__exit__(*exc)
+
+
 VARIANTS = [
     ('off', None),
     ('ActivationStatisticsHook()', ActivationStatisticsHook),
     ('GradientStatisticsHook()', GradientStatisticsHook),
+    ('floor', ActivationBesideFunctionHook),
 ]
 
 
@@ -189,13 +219,15 @@ def main():
         '{:>14}'.format('N={}'.format(n)) for n in args.sizes))
     for name, label in (
             ('ActivationStatisticsHook()', 'Activation, per forward output'),
-            ('GradientStatisticsHook()', 'Gradient, per backward step')):
+            ('GradientStatisticsHook()', 'Gradient, per backward step'),
+            ('floor', 'Floor: activation + FunctionHook')):
         print('{:<34}'.format(label) + ''.join(
             fmt.format(row[name] * scale) for row in table))
-    print('{:<34}'.format('ratio gradient / activation') + ''.join(
-        '{:>13.2f}x'.format(row['GradientStatisticsHook()']
-                            / row['ActivationStatisticsHook()'])
-        for row in table))
+    for name, label in (('GradientStatisticsHook()', 'gradient'),
+                        ('floor', 'floor')):
+        print('{:<34}'.format('ratio {} / activation'.format(label)) + ''.join(
+            '{:>13.2f}x'.format(row[name] / row['ActivationStatisticsHook()'])
+            for row in table))
 
 
 if __name__ == '__main__':

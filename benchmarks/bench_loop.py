@@ -31,9 +31,11 @@ Variants, in shuffled order in each round, each on a fresh trainer:
   measures the run's first iteration, and the others run no hook
   (``bench_memory.py`` reads this variant's counts);
 * the floors of ``TimedLoop``'s cost: an extension doing nothing (an
-  entry of the trainer, its trigger included), and one registering an
-  empty ``chainer.FunctionHook`` for the run (what Chainer's calls of any
-  function hook cost: the phase marks need one).
+  entry of the trainer, its trigger included), one registering an empty
+  ``chainer.FunctionHook`` for the run (what Chainer's calls of any
+  function hook cost: the phase marks need one), and the least phase
+  marks (``LeastPhases``): the stand-ins ``TimedLoop`` needs and a flat
+  log of clock reads, with nothing added up.
 
 The table gives the median over rounds of each variant's time per
 iteration divided by the baseline's of the same round (paired medians
@@ -141,6 +143,122 @@ class EmptyFunctionHook(NothingDone):
         self.hook.__exit__()
 
 
+class LeastMarks(chainer.FunctionHook):
+    """The least work phase marks on Chainer's hook points can do: the
+    floor under ``TimedLoop`` (see :class:`LeastPhases`).
+
+    Appends ``(phase, clock time)`` to :attr:`log` at ``forward`` (the
+    update's first function applied) and ``backward`` (its first backward
+    step), and reads the clock at every backward step's end, the last of
+    which ends ``backward``.
+    """
+
+    name = 'LeastMarks'
+
+    def __init__(self):
+        self.log = []
+        self.watch_forward = self.watch_backward = False
+        self.steps = 0  # running backward steps (F.forget's recomputation)
+        self.step_end = None
+
+    def forward_preprocess(self, function, in_data):
+        if self.watch_forward and not self.steps:
+            self.watch_forward = False
+            self.log += ('forward', time.perf_counter())
+
+    def backward_preprocess(self, function, in_data, out_grad):
+        self.steps += 1
+        if self.watch_backward:
+            self.watch_backward = False
+            self.log += ('backward', time.perf_counter())
+
+    def backward_postprocess(self, function, in_data, out_grad):
+        self.steps -= 1
+        self.step_end = time.perf_counter()
+
+
+class _StandIn(object):
+    # A trainer's callable (its stop trigger, an entry's trigger) with the
+    # marks' work before or after it.
+
+    def __init__(self, marks, callable_, phase=None, first=False):
+        self.marks, self.callable, self.phase = marks, callable_, phase
+        self.first = first
+
+    def __call__(self, trainer):
+        marks = self.marks
+        if self.phase is None:  # the stop trigger: other, then data
+            marks.log += ('other', time.perf_counter())
+            stop = self.callable(trainer)
+            marks.watch_forward = marks.watch_backward = True
+            marks.log += ('data', time.perf_counter())
+            return stop
+        if self.first:  # the update's end: optimizer, then the extension
+            marks.watch_forward = marks.watch_backward = False
+            if marks.step_end is not None:
+                marks.log += ('optimizer', marks.step_end)
+                marks.step_end = None
+        marks.log += (self.phase, time.perf_counter())
+        return self.callable(trainer)
+
+
+class _Scope(object):
+    # The reporter's scope of one iteration, seeing an interrupt leave it.
+
+    __slots__ = ('owner', 'scope')
+
+    def __init__(self, owner, scope):
+        self.owner, self.scope = owner, scope
+
+    def __enter__(self):
+        return self.scope.__enter__()
+
+    def __exit__(self, exc_type, exc, tb):
+        suppressed = self.scope.__exit__(exc_type, exc, tb)
+        if exc_type is not None and not issubclass(exc_type, Exception):
+            self.owner.finalize()
+        return suppressed
+
+
+class LeastPhases(NothingDone):
+    """The least a phase timer on Chainer's hook points does per iteration:
+    :class:`LeastMarks`, and stand-ins for the stop trigger (``other``,
+    then ``data``), each extension entry's trigger (the extension's phase;
+    the first also ends ``backward`` at its last step) and the reporter's
+    scope (an interrupt seen), as ``TimedLoop`` has them.  No phase is
+    added up, no tail, no ``gc``, no second forward and backward told
+    apart: a flat log of ``(phase, time)``, a floor rather than a timer.
+    """
+
+    def initialize(self, trainer):
+        self.trainer = trainer
+        self.marks = LeastMarks()
+        self.marks.__enter__()
+        self.stop_trigger = trainer.stop_trigger
+        trainer.stop_trigger = _StandIn(self.marks, self.stop_trigger)
+        entries = trainer._extensions
+        self.triggers = {name: entries[name].trigger for name in entries}
+        for i, name in enumerate(sorted(
+                entries, key=lambda name: entries[name].priority,
+                reverse=True)):
+            entries[name].trigger = _StandIn(
+                self.marks, entries[name].trigger, name, i == 0)
+        reporter = trainer.reporter
+        self.scope = reporter.scope
+        reporter.scope = lambda observation: _Scope(
+            self, self.scope(observation))
+
+    def finalize(self):
+        trainer, self.trainer = self.trainer, None
+        if trainer is None:
+            return
+        self.marks.__exit__()
+        trainer.stop_trigger = self.stop_trigger
+        for name, trigger in self.triggers.items():
+            trainer._extensions[name].trigger = trigger
+        del trainer.reporter.scope
+
+
 def never(trainer):
     return False
 
@@ -188,6 +306,8 @@ VARIANTS = {
         (NothingDone(), (100, 'iteration'))],
     'an empty FunctionHook': lambda n: [
         (EmptyFunctionHook(), (100, 'iteration'))],
+    'the least phase marks (a floor, not a timer)': lambda n: [
+        (LeastPhases(), (100, 'iteration'))],
     'no extension, again': lambda n: [],
 }
 #: The variants counted in instructions.
@@ -196,6 +316,7 @@ COUNTED = ('no extension', 'TimedLoop()', 'Timeline, outside windows',
            'TimedLinks(flops=True)',
            'LinkMemory, unmeasured iterations', 'all four together',
            'an extension doing nothing', 'an empty FunctionHook',
+           'the least phase marks (a floor, not a timer)',
            'no extension, again')
 
 
