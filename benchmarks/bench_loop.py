@@ -35,7 +35,10 @@ Variants, in shuffled order in each round, each on a fresh trainer:
   ``chainer.FunctionHook`` for the run (what Chainer's calls of any
   function hook cost: the phase marks need one), and the least phase
   marks (``LeastPhases``): the stand-ins ``TimedLoop`` needs and a flat
-  log of clock reads, with nothing added up.
+  log of clock reads, with nothing added up;
+* the floor of ``Timeline(outliers=True)``: ``TimedLinks()`` (the same
+  calls timed, added up rather than kept as spans) and the least phase
+  marks.
 
 The table gives the median over rounds of each variant's time per
 iteration divided by the baseline's of the same round (paired medians
@@ -308,15 +311,22 @@ VARIANTS = {
         (EmptyFunctionHook(), (100, 'iteration'))],
     'the least phase marks (a floor, not a timer)': lambda n: [
         (LeastPhases(), (100, 'iteration'))],
+    # The floor of Timeline(outliers=...): TimedLinks' timing and the
+    # least phase marks (it records the same calls as spans).
+    'TimedLinks() and the least phase marks': lambda n: [
+        (chainer_hookext.TimedLinks(), (100, 'iteration')),
+        (LeastPhases(), (100, 'iteration'))],
     'no extension, again': lambda n: [],
 }
 #: The variants counted in instructions.
 COUNTED = ('no extension', 'TimedLoop()', 'Timeline, outside windows',
-           'Timeline(outliers=True), outside windows', 'TimedLinks()',
+           'Timeline(outliers=True), outside windows',
+           'Timeline(outliers=1 hour), nothing written', 'TimedLinks()',
            'TimedLinks(flops=True)',
            'LinkMemory, unmeasured iterations', 'all four together',
            'an extension doing nothing', 'an empty FunctionHook',
            'the least phase marks (a floor, not a timer)',
+           'TimedLinks() and the least phase marks',
            'no extension, again')
 
 
