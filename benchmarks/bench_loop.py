@@ -86,6 +86,7 @@ from chainer.training import extensions  # NOQA: E402
 
 import bench_timer  # NOQA: E402 (benchmarks/, beside this script)
 import chainer_hookext  # NOQA: E402
+from chainer_hookext import _chainer  # NOQA: E402
 
 
 class Deep(chainer.ChainList):
@@ -239,7 +240,7 @@ class LeastPhases(NothingDone):
         self.marks.__enter__()
         self.stop_trigger = trainer.stop_trigger
         trainer.stop_trigger = _StandIn(self.marks, self.stop_trigger)
-        entries = trainer._extensions
+        entries = _chainer.extension_entries(trainer)
         self.triggers = {name: entries[name].trigger for name in entries}
         for i, name in enumerate(sorted(
                 entries, key=lambda name: entries[name].priority,
@@ -258,7 +259,7 @@ class LeastPhases(NothingDone):
         self.marks.__exit__()
         trainer.stop_trigger = self.stop_trigger
         for name, trigger in self.triggers.items():
-            trainer._extensions[name].trigger = trigger
+            _chainer.extension_entries(trainer)[name].trigger = trigger
         del trainer.reporter.scope
 
 
