@@ -38,7 +38,7 @@ Variants, in shuffled order in each round, each on a fresh trainer:
   log of clock reads, with nothing added up;
 * the floor of ``Timeline(outliers=True)``: ``TimedLinks()`` (the same
   calls timed, added up rather than kept as spans) and the least phase
-  marks, both listeners of the package's one function hook entry.
+  marks.
 
 The table gives the median over rounds of each variant's time per
 iteration divided by the baseline's of the same round (paired medians
@@ -87,7 +87,6 @@ from chainer.training import extensions  # NOQA: E402
 import bench_timer  # NOQA: E402 (benchmarks/, beside this script)
 import chainer_hookext  # NOQA: E402
 from chainer_hookext import _chainer  # NOQA: E402
-from chainer_hookext import _registry  # NOQA: E402
 
 
 class Deep(chainer.ChainList):
@@ -238,9 +237,7 @@ class LeastPhases(NothingDone):
     def initialize(self, trainer):
         self.trainer = trainer
         self.marks = LeastMarks()
-        # A listener of the package's one entry, as TimedLoop's marks are:
-        # beside TimedLinks, Chainer calls one hook for both.
-        self.handle = _registry.add(chainer.get_function_hooks(), self.marks)
+        self.marks.__enter__()
         self.stop_trigger = trainer.stop_trigger
         trainer.stop_trigger = _StandIn(self.marks, self.stop_trigger)
         entries = _chainer.extension_entries(trainer)
@@ -259,7 +256,7 @@ class LeastPhases(NothingDone):
         trainer, self.trainer = self.trainer, None
         if trainer is None:
             return
-        _registry.remove(self.handle, self.marks)
+        self.marks.__exit__()
         trainer.stop_trigger = self.stop_trigger
         for name, trigger in self.triggers.items():
             _chainer.extension_entries(trainer)[name].trigger = trigger
@@ -316,8 +313,7 @@ VARIANTS = {
     'the least phase marks (a floor, not a timer)': lambda n: [
         (LeastPhases(), (100, 'iteration'))],
     # The floor of Timeline(outliers=...): TimedLinks' timing and the
-    # least phase marks, one entry of Chainer's registry for both (it
-    # records the same calls as spans).
+    # least phase marks (it records the same calls as spans).
     'TimedLinks() and the least phase marks': lambda n: [
         (chainer_hookext.TimedLinks(), (100, 'iteration')),
         (LeastPhases(), (100, 'iteration'))],
