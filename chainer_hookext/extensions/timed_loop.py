@@ -52,7 +52,9 @@ class TimedLoop(loop_phases.LoopExtension):
     * ``time/loop/other``: the rest (the stop trigger), so that the
       phases add up to the iteration;
     * ``time/loop/gc``: Python's garbage collector (``gc.callbacks``),
-      inside the phases and not added to them.
+      inside the phases and not added to them; a collection that starts
+      while an extension runs (its trigger, its call, its own work inside
+      the update) is that extension's time only, never ``gc``.
 
     And the tail of the iterations completed since its last report (the
     one running at a report is in the next): ``time/loop/iteration/max``,

@@ -6,9 +6,11 @@ the last switch to the phase that was running, so the phases of an
 iteration add up to the whole of it.  What starts each phase is in
 :mod:`.marks`.  Its :meth:`~PhaseClock.count_gc`, a ``gc.callbacks``
 entry while the loop runs, adds the garbage collector's time apart: it
-runs inside the phases; while a Timeline records, each collection is kept as a
-:class:`GcSpan` too.  :class:`IterationTimes` keeps the tail of an
-interval's iterations.
+runs inside the phases.  A collection that starts inside an extension's
+phase, or inside a pause of an extension's own work, is that extension's
+time only: it is not added to the garbage collector's.  While a Timeline
+records, each collection is kept as a :class:`GcSpan` too.
+:class:`IterationTimes` keeps the tail of an interval's iterations.
 """
 
 import collections
@@ -42,6 +44,10 @@ Span = collections.namedtuple('Span', ('phase', 'start', 'end'))
 GcSpan = collections.namedtuple(
     'GcSpan', ('generation', 'collected', 'start', 'end'))
 
+# How many of the last collections added to PhaseClock.gc a pause may take
+# back: a pause is short, and its collections the last ones.
+_GC_RECENT = 8
+
 
 class PhaseClock(object):
     """Seconds per phase, charged to the running phase.
@@ -50,7 +56,8 @@ class PhaseClock(object):
         totals (dict): ``{phase: seconds}`` since the clock was made.
         gc (float): Seconds in the garbage collector since the clock was
             made, while :meth:`count_gc` is registered (inside the phases,
-            not added to them).
+            not added to them), but for the collections that started in an
+            extension's phase or in a pause (:meth:`paused`).
         phase: The running phase (see :class:`Span`); ``None`` before
             the first :meth:`switch` and after :meth:`stop`.
         started (float): When the running phase started.
@@ -79,6 +86,10 @@ class PhaseClock(object):
         self.makes_span = True
         self.gc = 0.0
         self._gc_start = None  # when the running collection started
+        self._gc_counted = False  # whether it is added to gc
+        # The last collections added to gc, as GcSpans, for a pause that
+        # ends after them to take back (paused).
+        self._gc_recent = []
         self.pause_lists = []
         self._pauses = []  # (start, end) of pauses not charged past yet
 
@@ -140,6 +151,8 @@ class PhaseClock(object):
         phase = ExtensionPhase(name)
         totals = self.totals
         totals[phase] = totals.get(phase, 0.0) + (end - start)
+        if self._gc_recent:  # the pause's collections are its time
+            self._take_back_gc(start, end)
         if self.phase is not None:
             self._pauses.append((start, end))
         if self.pause_lists:
@@ -161,20 +174,38 @@ class PhaseClock(object):
 
     def count_gc(self, phase, info):
         """A ``gc.callbacks`` entry: adds each collection's time to
-        :attr:`gc`, and each collection to :attr:`gc_lists`.  A ``stop``
-        without its ``start`` (registered during a collection) adds
-        nothing."""
+        :attr:`gc`, and each collection to :attr:`gc_lists`.  A collection
+        that starts in an extension's phase (a :class:`ExtensionPhase`) is
+        not added to :attr:`gc`: the extension set it off, and its phase
+        keeps that time.  A ``stop`` without its ``start`` (registered
+        during a collection) adds nothing."""
         if phase == 'start':
             self._gc_start = clock.now()
+            self._gc_counted = not isinstance(self.phase, ExtensionPhase)
         elif self._gc_start is not None:
             start, t = self._gc_start, clock.now()
-            self.gc += t - start
             self._gc_start = None
-            if self.gc_lists:
-                span = GcSpan(info.get('generation'), info.get('collected'),
-                              start, t)
-                for spans in self.gc_lists:
-                    spans.append(span)
+            span = GcSpan(info.get('generation'), info.get('collected'),
+                          start, t)
+            if self._gc_counted:
+                self.gc += t - start
+                recent = self._gc_recent
+                recent.append(span)
+                if len(recent) > _GC_RECENT:
+                    del recent[0]
+            for spans in self.gc_lists:
+                spans.append(span)
+
+    def _take_back_gc(self, start, end):
+        # The collections added to gc inside the pause [start, end] are the
+        # pausing extension's time: taken back from gc, and forgotten.
+        kept = []
+        for span in self._gc_recent:
+            if start <= span.start and span.end <= end:
+                self.gc -= span.end - span.start
+            elif span.end > start:
+                kept.append(span)
+        self._gc_recent = kept
 
     def _add_span(self, t):
         span = Span(self.phase, self.started, t)

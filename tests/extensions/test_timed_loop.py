@@ -432,3 +432,73 @@ def test_resumed_without_an_extension_of_the_snapshot(still, tmp_path):
     summary = timed.summary()
     assert summary['extension/gone'] == 32.0 * 3 / 6
     _adds_up(summary)
+
+
+# -- a collection inside an extension is that extension's time ----------------
+
+GC_SECONDS = 0.5  # a collection's time, exact in binary
+
+
+class _CollectedSlowly:
+    # Collected in a reference cycle: its __del__ runs inside gc.
+    def __init__(self, still):
+        self.still = still
+        self.cycle = self
+
+    def __del__(self):
+        self.still.sleep(GC_SECONDS)
+
+
+def _collect(still):
+    import gc
+    _CollectedSlowly(still)
+    gc.collect()
+
+
+def test_gc_inside_an_extension_is_its_time_not_gc(still, tmp_path):
+    trainer = make_slow_trainer(still, tmp_path)
+
+    # Before TimedLoop: reported in the same iteration.
+    @training.make_extension(trigger=(1, 'iteration'),
+                             priority=training.PRIORITY_WRITER + 1)
+    def collecting(trainer):
+        _collect(still)
+    trainer.extend(collecting)
+    timed, log = run_timed(trainer)
+    for figures in log:
+        assert figures['gc'] == 0.0
+        assert figures['extension/collecting'] == GC_SECONDS
+        assert figures['iteration'] == DATA + FORWARD + BACKWARD + (
+            OPTIMIZER + SLOW / 2 + GC_SECONDS)
+    assert timed.summary()['gc'] == 0.0
+    assert log[-1]['slowest/gc'] == 0.0
+
+
+def test_gc_in_own_work_of_an_extension_is_its_time(still, tmp_path):
+    # A pause of an extension's own work inside the update (LinkMemory's,
+    # Timeline's) is that extension's time, its collections too.
+    from chainer_hookext.timing import pauses
+
+    class OwnWork(training.updaters.StandardUpdater):
+        def update_core(self):
+            with pauses.own_work('collecting'):
+                _collect(still)
+            super().update_core()
+    trainer = make_slow_trainer(still, tmp_path, updater=OwnWork)
+    timed, log = run_timed(trainer)
+    for figures in log:
+        assert figures['gc'] == 0.0
+        assert figures['extension/collecting'] == GC_SECONDS
+        assert figures['data'] == DATA
+
+
+def test_gc_in_the_update_is_still_gc(still, tmp_path):
+    class Collecting(training.updaters.StandardUpdater):
+        def update_core(self):
+            _collect(still)
+            super().update_core()
+    trainer = make_slow_trainer(still, tmp_path, updater=Collecting)
+    timed, log = run_timed(trainer)
+    for figures in log:
+        assert figures['gc'] == GC_SECONDS
+        assert figures['data'] == DATA + GC_SECONDS
