@@ -511,7 +511,8 @@ class TimerHook(call_stack.CallStack, scoped_link_hook.ScopedLinkHook):
         else:
             header = 'LinkPath' if by == 'path' else 'LinkName'
             tables.print_tree_table(
-                entries, unit, file, header, backward=self.backward)
+                entries, unit, file, header, backward=self.backward,
+                top=None)
             if self.functions:
                 self_times = collections.OrderedDict(
                     (e.key, (e.self_time, e.backward_self_time))
@@ -519,7 +520,7 @@ class TimerHook(call_stack.CallStack, scoped_link_hook.ScopedLinkHook):
                 self_times.setdefault(keys.OUTSIDE, (0.0, 0.0))
                 tables.print_function_table(
                     self.function_entries(by, mode), self_times, unit, file,
-                    backward=True, flops=self.flops)
+                    backward=True, flops=self.flops, top=None)
 
     # -- snapshots -----------------------------------------------------------
     def serialize(self, serializer):

@@ -4,19 +4,28 @@ Chainer's ``ProgressBar`` prints its status lines and moves the cursor back
 up to the first of them, so that its next status overwrites them; Chainer's
 ``PrintReport`` erases from the cursor down before each row.  Every table
 and line of ours goes through :func:`write`, which does the same on a
-terminal, so no status line is left in or between our lines.  A stream
+terminal, so no status line is left in or between our lines; a line
+wider than :data:`WIDTH` is wrapped at its spaces.  A stream
 that is no terminal (a file, a pipe) gets the lines alone; and
 :func:`for_print_report` gives ``PrintReport`` (which writes its erase
 whatever the stream) a stream that does the same.
 """
 
 import sys
+import textwrap
 
 from chainer.training.extensions import util
 
 
+#: The console's width: no line we write is wider (the tables of
+#: :mod:`.tables` are laid out to it, other lines wrapped).
+WIDTH = 100
+
+
 def write(lines, file=None):
     """Writes whole lines below ``ProgressBar``'s status lines.
+
+    A line wider than :data:`WIDTH` goes on over the next lines, indented.
 
     Args:
         lines (list of str): The lines, without their line ends.
@@ -37,9 +46,17 @@ def write(lines, file=None):
         # ProgressBar runs before each status and PrintReport copies):
         # ESC[J from the cursor down, or the Windows console's call.
         util.ProgressBar(out=file).erase_console()
-    file.write(''.join(line + '\n' for line in lines))
+    file.write(''.join(part + '\n' for line in lines
+                       for part in _wrapped(line)))
     if hasattr(file, 'flush'):
         file.flush()
+
+
+def _wrapped(line):
+    if len(line) <= WIDTH:
+        return [line]
+    return textwrap.wrap(line, WIDTH, subsequent_indent='    ',
+                         break_on_hyphens=False)
 
 
 def is_terminal(file):
@@ -72,7 +89,7 @@ def for_print_report(file=None):
     return file if is_terminal(file) else _WithoutErase(file)
 
 
-class _WithoutErase(object):
+class _WithoutErase:
     # A text stream writing to ``file`` without PrintReport's erase.
 
     def __init__(self, file):

@@ -16,12 +16,25 @@ the roofline (FLOPs, FLOP/s, percent of the peak, bound), forward and
 backward; the same tree of figures gathered over
 ChainerMN workers (mean, min, max, slowest rank); and the phases of
 :class:`~chainer_hookext.TimedLoop` with their shares of an iteration.
-Each table is written whole through :func:`.console.write`.
+Each table is written whole through :func:`.console.write`, laid out
+for the console: its :data:`TOP` links taking the most (a row's ancestors
+with it), then how many more; its key column at most :data:`KEY_WIDTH`
+characters; its columns, a group at a time, in as many blocks (each with
+the key column) as fit :data:`.console.WIDTH`.  ``top=None`` prints every
+row.
 """
 
 from chainer_hookext.report import console
 from chainer_hookext.report import keys
 from chainer_hookext.report import units
+
+
+#: The links a console table shows, those taking the most first chosen.
+TOP = 15
+#: The widest key column: a longer key keeps its end, after ``...``.
+KEY_WIDTH = 40
+#: Where the rows left out of a table are, said below it.
+EVERY_LINK = 'summary() and profile.json (ProfileReport) have them all'
 
 
 def print_class_table(entries, unit, file):
@@ -34,7 +47,7 @@ def print_class_table(entries, unit, file):
 
 
 def print_tree_table(entries, unit, file, header='LinkPath',
-                     backward=False, points=None):
+                     backward=False, points=None, top=TOP):
     """Prints :class:`~.records.Entry` rows as an indented tree.
 
     Args:
@@ -46,7 +59,11 @@ def print_tree_table(entries, unit, file, header='LinkPath',
         points (dict): ``{key: LinkPoints}``
             (:meth:`.costs.roofline.Roofline.link_points`): add the
             roofline's columns.
+        top (int): The links to show, by forward and backward time
+            (``None``: all).
     """
+    shown = top_rows(entries, top, lambda e: e.elapsed_time + e.backward_time)
+    left_out, entries = len(entries) - len(shown), shown
     figures = keys.link_figures(backward)
     fmt = units.formatter(unit, [
         getattr(e, f.field) for e in entries for f in figures])
@@ -61,10 +78,14 @@ def print_tree_table(entries, unit, file, header='LinkPath',
         if points is not None:
             cells += _roofline_cells(points.get(entry.key), backward)
         rows.append([label] + cells)
+    groups = [range(1, len(figures) + 2)]
     if points is not None:
         rows[0] += _ROOFLINE_TITLES[:4] + (
             _ROOFLINE_TITLES[4:] if backward else [])
-    _write(rows, '<' + '>' * (len(rows[0]) - 1), file)
+        groups += [range(start, start + 4) for start in range(
+            len(figures) + 2, len(rows[0]), 4)]
+    _write(rows, '<' + '>' * (len(rows[0]) - 1), file, groups,
+           _more(left_out, 'links'))
 
 
 _ROOFLINE_TITLES = ['FLOPs', 'FLOP/s', 'Peak%', 'Bound',
@@ -87,7 +108,7 @@ REST = '(rest)'
 
 
 def print_function_table(rows, self_times, unit, file, backward=False,
-                         flops=False):
+                         flops=False, top=TOP):
     """Prints each link's self figures split by function type, then each
     type's total, largest first::
 
@@ -107,7 +128,16 @@ def print_function_table(rows, self_times, unit, file, backward=False,
         file: Stream to write to.
         backward (bool): Add the backward columns.
         flops (bool): Add the FLOPs columns.
+        top (int): The rows of links to show, with their types, those
+            whose self time is the largest chosen first, and the types to
+            show below (``None``: all).
     """
+    by_link = {}
+    for row in rows:
+        by_link.setdefault(row.link, []).append(row)
+    self_times = {link: pair for link, pair in self_times.items()
+                  if by_link.get(link)}
+    shown = _links_within(self_times, by_link, top)
     figures = keys.function_figures(backward, flops)
     times = [f for f in figures if f.family == keys.TIME]
     fmt = units.formatter(unit, [getattr(r, f.field) for r in rows
@@ -120,13 +150,10 @@ def print_function_table(rows, self_times, unit, file, backward=False,
                 else units.count(getattr(row, f.field))
                 for f in figures] + [str(row.occurrence)]
 
-    by_link = {}
-    for row in rows:
-        by_link.setdefault(row.link, []).append(row)
     for link, (own, backward_own) in self_times.items():
-        mine = by_link.get(link, [])
-        if not mine:
+        if link not in shown:
             continue
+        mine = by_link[link]
         table.append([link] + [
             fmt(own) if f.field == 'time' and link != keys.OUTSIDE else
             fmt(backward_own) if f.field == 'backward_time' else ''
@@ -135,15 +162,32 @@ def print_function_table(rows, self_times, unit, file, backward=False,
         if link != keys.OUTSIDE:
             rest = own - sum(row.time for row in mine)
             table.append(['  ' + REST, fmt(rest)] + [''] * len(figures))
+    more = _more(len(self_times) - len(shown), 'links')
     table.append(['(all links)'] + [''] * len(figures) + [''])
     totals = sorted(keys.function_totals(rows), key=lambda row: -(
         row.time + row.backward_time))
-    table += [['  ' + row.function] + cells(row) for row in totals]
-    _write(table, '<' + '>' * (len(table[0]) - 1), file)
+    table += [['  ' + row.function] + cells(row) for row in totals[:top]]
+    more += _more(len(totals) - len(totals[:top]), 'function types')
+    _write(table, '<' + '>' * (len(table[0]) - 1), file, more=more)
+
+
+def _links_within(self_times, by_link, top):
+    # The links of the most self time whose rows (the link's, its types'
+    # and its rest) fit in ``top`` rows; the first whatever its rows.
+    if top is None:
+        return set(self_times)
+    shown, used = set(), 0
+    for link in sorted(self_times, key=lambda k: -sum(self_times[k])):
+        size = len(by_link[link]) + 2
+        if shown and used + size > top:
+            break
+        shown.add(link)
+        used += size
+    return shown
 
 
 def print_spread_table(entries, unit, file, header='LinkName',
-                       backward=False):
+                       backward=False, top=TOP):
     """Prints figures gathered over workers as an indented tree.
 
     The first figure has its mean, min, max and slowest rank; the others
@@ -156,7 +200,12 @@ def print_spread_table(entries, unit, file, header='LinkName',
         file: Stream to write to.
         header (str): Title of the key column.
         backward (bool): Add the backward columns.
+        top (int): The links to show, by their mean times (``None``: all).
     """
+    shown = top_rows(entries, top, lambda e: sum(
+        e.spreads[field].mean for field in ('elapsed_time', 'backward_time')
+        if field in e.spreads))
+    left_out, entries = len(entries) - len(shown), shown
     first, *others = keys.link_figures(backward)
     fmt = units.formatter(unit, [
         s.max for e in entries for s in e.spreads.values()])
@@ -174,7 +223,8 @@ def print_spread_table(entries, unit, file, header='LinkName',
             spread = entry.spreads.get(figure.field)
             cells.append('' if spread is None else fmt(spread.mean))
         rows.append(cells)
-    _write(rows, '<' + '>' * (len(rows[0]) - 1), file)
+    _write(rows, '<' + '>' * (len(rows[0]) - 1), file,
+           more=_more(left_out, 'links'))
 
 
 def print_share_table(seconds, whole, unit, file,
@@ -218,7 +268,7 @@ def tree_labels(rows):
     return labels
 
 
-def print_memory_table(rows, file, gpu):
+def print_memory_table(rows, file, gpu, top=TOP):
     """Prints :class:`~chainer_hookext.memory.figures.LinkFigures` rows as
     an indented tree, bytes with binary prefixes.
 
@@ -226,7 +276,12 @@ def print_memory_table(rows, file, gpu):
         rows (list): Parents before their children; ``(outside)`` last.
         file: Stream to write to.
         gpu (bool): Add the peaks' columns.
+        top (int): The links to show, by their bytes kept for backward and
+            held between iterations (``None``: all).
     """
+    kept = top_rows(rows, top, lambda row: sum(getattr(row, field) or 0 for
+                                               field in _INCLUSIVE_BYTES))
+    left_out, rows = len(rows) - len(kept), kept
     shown = [f for f in keys.MEMORY_FIGURES if gpu or not f.gpu]
     table = [['LinkName'] + [f.title for f in shown] + ['ForwardTime']]
     for label, row in zip(tree_labels(rows), rows):
@@ -236,12 +291,67 @@ def print_memory_table(rows, file, gpu):
                  for f in shown]
         time = row.forward_time
         table.append([label] + cells + [
-            '' if time is None else '%.2fms' % (time * 1e3)])
-    _write(table, '<' + '>' * (len(table[0]) - 1), file)
+            '' if time is None else f'{time * 1e3:.2f}ms'])
+    _write(table, '<' + '>' * (len(table[0]) - 1), file,
+           more=_more(left_out, 'links'))
 
 
-def _write(rows, aligns, file):
+#: A memory row's figures that hold its descendants' too.
+_INCLUSIVE_BYTES = ('activations', 'params', 'grads', 'optimizer_state')
+
+
+def top_rows(rows, top, size):
+    """Returns the ``top`` rows of the largest ``size(row)``, with their
+    ancestors (``parent``), in their order.
+
+    Args:
+        rows (list): Rows with ``key`` and ``parent``, parents first.
+        top (int): How many (``None``: all).
+        size: Function of a row to rank it by.
+    """
+    if top is None or len(rows) <= top:
+        return list(rows)
+    ranked = sorted(range(len(rows)), key=lambda i: -size(rows[i]))
+    chosen = set(ranked[:top])
+    index = {row.key: i for i, row in enumerate(rows)}
+    for i in list(chosen):
+        parent = rows[i].parent
+        while parent in index and index[parent] not in chosen:
+            chosen.add(index[parent])
+            parent = rows[index[parent]].parent
+    return [row for i, row in enumerate(rows) if i in chosen]
+
+
+def _more(count, what):
+    return [f'... {count} more {what}: {EVERY_LINK}'] if count else []
+
+
+def _write(rows, aligns, file, groups=None, more=()):
+    # The table in blocks of whole column groups, each block with the key
+    # column and as wide as the console at most; then the lines ``more``.
+    rows = [[_shorten(row[0])] + row[1:] for row in rows]
     widths = [max(len(row[i]) for row in rows) for i in range(len(aligns))]
-    template = '  '.join(
-        '{:%s%d}' % (align, width) for align, width in zip(aligns, widths))
-    console.write([template.format(*row).rstrip() for row in rows], file)
+    if groups is None:
+        groups = [[i] for i in range(1, len(aligns))]
+    blocks = [[]]
+    for group in groups:
+        block = blocks[-1] + list(group)
+        if blocks[-1] and sum(widths[i] + 2 for i in [0] + block) - 2 > (
+                console.WIDTH):
+            block = list(group)
+            blocks.append(block)
+        blocks[-1] = block
+    lines = []
+    for block in blocks:
+        columns = [0] + block
+        template = '  '.join(f'{{:{aligns[i]}{widths[i]}}}' for i in columns)
+        lines += [template.format(*(row[i] for i in columns)).rstrip()
+                  for row in rows]
+    console.write(lines + list(more), file)
+
+
+def _shorten(key):
+    if len(key) <= KEY_WIDTH:
+        return key
+    indent = len(key) - len(key.lstrip(' '))
+    return key[:indent] + '...' + key[-(KEY_WIDTH - indent - 3):]

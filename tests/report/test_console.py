@@ -5,6 +5,9 @@ import re
 import subprocess
 import sys
 
+import chainer
+import chainer.functions as F
+import chainer.links as L
 import pytest
 
 import chainer_hookext
@@ -181,3 +184,58 @@ def test_is_terminal():
     closed = io.StringIO()
     closed.close()
     assert not console.is_terminal(closed)
+
+
+# -- the tables of print_report=True on a model of many links -----------------
+class Deep(chainer.ChainList):
+    """``n`` Linear links, each followed by a ReLU."""
+
+    def __init__(self, n=40):
+        super().__init__(*[L.Linear(4 if i == 0 else 8,
+                                    8 if i < n - 1 else 3)
+                           for i in range(n)])
+
+    def forward(self, x):
+        for link in self.children():
+            x = F.relu(link(x))
+        return x
+
+
+HEADERS = ('LinkName', 'Link / Function')
+
+
+def table_rows(lines):
+    """Each table's rows between its header and its end (a title, another
+    header, a line saying how many more, or the ``(all links)`` totals)."""
+    tables, rows = [], None
+    for line in lines:
+        if line.startswith(HEADERS):
+            rows = []
+            tables.append(rows)
+        elif rows is None or ' at iteration ' in line or line.startswith(
+                ('...', '(all links)', 'F.forget')):
+            rows = None
+        else:
+            rows.append(line)
+    return tables
+
+
+def test_tables_fit_the_console_with_many_links(trainer_factory, capsys):
+    trainer = trainer_factory(stop=(2, 'iteration'),
+                              model=L.Classifier(Deep()))
+    for extension in (
+            chainer_hookext.TimedLoop(print_report=True),
+            chainer_hookext.TimedLinks(print_report=True, flops=True,
+                                       functions=True),
+            chainer_hookext.LinkMemory(print_report=True)):
+        trainer.extend(extension, trigger=(2, 'iteration'))
+    trainer.run()
+    lines = capsys.readouterr().out.splitlines()
+    assert max(len(line) for line in lines) <= console.WIDTH == 100
+    tables = table_rows(lines)
+    assert len(tables) >= 4  # times (two blocks), functions, memory
+    for rows in tables:
+        assert 0 < len(rows) <= 16, rows
+    more = [line for line in lines if line.startswith('... ')]
+    assert any(re.match(r'\.\.\. \d+ more links', line) for line in more)
+    assert len(lines) < 120
