@@ -53,6 +53,7 @@ from chainer import training
 from chainer.training import extensions
 
 import chainer_hookext
+from chainer_hookext import _files
 from chainer_hookext import plots
 from chainer_hookext.report import console
 
@@ -294,13 +295,14 @@ def main(argv=None):
     print('\nPer-link time of the training iterations, whole run:')
     timed.hook.print_report(by='path', mode='train')
     times = plots.link_times(timed)
+    # Written whole, never through a link planted at the name (the
+    # package's one file writer, as plots.save writes the pictures).
     path = os.path.join(args.out, 'link_times.json')
-    with open(path, 'w') as f:
-        json.dump(times, f, indent=1)
+    _files.write_atomic(path, json.dumps(times, indent=1).encode('utf-8'))
     print('Summary written to {}'.format(path))
     path = os.path.join(args.out, 'link_memory.json')
-    with open(path, 'w') as f:
-        json.dump(memory.summary(), f, indent=1)
+    _files.write_atomic(path, json.dumps(
+        memory.summary(), indent=1).encode('utf-8'))
     print('Memory of the last measured iteration written to {}'.format(path))
     if args.plot and extensions.PlotReport.available():
         draw(args.out, log_report.log, list(timed.summary(by='name')),

@@ -9,14 +9,17 @@ Times are kept as integers of nanoseconds and written as microseconds that
 Perfetto reads back as exactly those nanoseconds (it truncates
 ``ts * 1000``): a span that ends where its parent ends is never 1 ns past
 it, which would make Perfetto drop it.  :func:`write` refuses non-finite
-numbers, and writes the file aside, then renames it: a killed run never
-leaves a truncated trace.
+numbers, and writes through :func:`chainer_hookext._files.write_atomic`: a
+killed run never leaves a truncated trace, and a link planted in the folder
+is never followed.
 """
 
 import gzip
 import json
 import math
 import os
+
+from chainer_hookext import _files
 
 
 def microseconds(ns):
@@ -71,25 +74,18 @@ def write(path, events, compress=True, other=None):
     trace (Perfetto loads the events and leaves it aside).
 
     Returns:
-        bool: ``False`` when ``path`` exists already (never overwritten).
+        bool: ``False`` when ``path`` exists already, a link included
+        (never overwritten).
     """
-    if os.path.exists(path):
+    if os.path.lexists(path):
         return False
-    os.makedirs(os.path.dirname(path) or '.', exist_ok=True)
     # allow_nan=False: one NaN makes Perfetto refuse the whole file.
     trace = {'traceEvents': events, 'displayTimeUnit': 'ms'}
     if other is not None:
         trace['otherData'] = other
     data = json.dumps(trace, separators=(',', ':'),
                       allow_nan=False).encode('utf-8')
-    aside = '{}.{}.tmp'.format(path, os.getpid())
-    try:
-        with (gzip.open if compress else open)(aside, 'wb') as f:
-            f.write(data)
-        os.replace(aside, path)
-    finally:
-        if os.path.exists(aside):
-            os.remove(aside)
+    _files.write_atomic(path, gzip.compress(data) if compress else data)
     return True
 
 
