@@ -1,46 +1,86 @@
-"""The few findings of a run that matter most, each with its number.
+"""What a run's figures say to do, each with its number and its saving.
 
-:func:`findings` reads a :class:`~.run.Run`: the last report of each
-extension in the log, and ``profile.json``.  Each :class:`Finding` is one
-sentence a user can act on: the slowest links and their share of the
-model's time, links far under the machine's roofline, the biggest memory
-holders and the ``F.forget`` candidates, the loop's heaviest phase or
-extension ("``PlotReport`` takes 33% of each iteration"), the function
-type that takes the most time.  Keys are built with
+:func:`findings` reads a :class:`~.run.Run` (``LogReport``'s log and
+``profile.json``) through a few rules, each a function of this module
+with its threshold beside it (docs/profile.md has them in a table): an
+extension's share of the training and the trigger that would shrink it; a
+slow ``data`` phase and the iterator that would hide it; the garbage
+collector's share and ``gc.freeze()``; ``F.forget`` where it frees much;
+overhead-bound links and a larger batch.  Keys are built with
 :mod:`~chainer_hookext.report.keys`, never parsed.
 """
 
 import collections
+import typing
 
 from chainer_hookext.profile import run as run_module
 from chainer_hookext.report import keys
 from chainer_hookext.report import units
 from chainer_hookext.timing import phases
 
-#: One finding: ``topic`` (``'links'``, ``'roofline'``, ``'memory'``,
-#: ``'loop'``, ``'functions'``), ``text`` (one sentence), ``share`` (the
-#: fraction of its whole the finding is about, 0 to 1).
-Finding = collections.namedtuple('Finding', ('topic', 'text', 'share'))
 
-#: Links far under the roofline: below this percentage of a peak.
-FAR_UNDER = 10.0
+#: What a finding's ``number`` and ``saving`` are shares of.
+TIME = 'time'
+ACTIVATIONS = 'activations'
+
+#: A finding saving less of the training's time is left out.
+MIN_SAVING = 0.01
+#: An extension's share is brought down to this (or under) by a trigger
+#: whose period is 2, 5, 10, 20, 50 ... times its own.
+TRIGGER_TARGET = 0.025
+#: The ``data`` phase's share from which another iterator is suggested.
+DATA_SHARE = 0.05
+#: The garbage collector's share from which ``gc.freeze()`` is suggested.
+GC_SHARE = 0.01
+#: The share of the activations ``F.forget`` around a link must free.
+FORGET_SHARE = 0.10
+#: The ``bound`` of an overhead-bound point of the roofline
+#: (:mod:`~chainer_hookext.costs.roofline`): its links are said to take a
+#: larger batch.
+OVERHEAD = 'overhead'
+#: The iterators that load batches while the model trains.
+PARALLEL_ITERATORS = ('MultiprocessIterator', 'MultithreadIterator')
 
 
-def findings(run, top=2):
-    """Returns the findings of ``run``, topic by topic.
+class Finding(typing.NamedTuple):
+    """One thing to do: ``what`` was measured (a clause with its
+    ``number``), ``action`` (a clause), and ``saving``; ``number`` and
+    ``saving`` are shares (0 to 1) of ``of``: :data:`TIME` (the training's
+    time) or :data:`ACTIVATIONS` (the bytes kept for backward).  ``rule``
+    names the rule (a row of docs/profile.md's table).
 
-    Args:
-        run (~.run.Run): The run.
-        top (int): Findings at most per topic (the links' one more).
-
-    Returns:
-        list of Finding: Each topic's largest first; topics whose
-        extension did not run give none.
+    >>> Finding('gc', 'Python\\'s garbage collector takes 4.0% of the '
+    ...         'training', 0.04, 0.04, 'call gc.freeze() after set-up',
+    ...         TIME).text
+    "Python's garbage collector takes 4.0% of the training; call \
+gc.freeze() after set-up."
     """
-    out = []
-    for topic in (_links, _loop, _functions, _roofline, _memory):
-        out.extend(topic(run)[:top + (topic is _links)])
-    return out
+
+    rule: str
+    what: str
+    number: float
+    saving: float
+    action: str
+    of: str
+
+    @property
+    def text(self) -> str:
+        """The sentence a user reads."""
+        return f'{self.what}; {self.action}.'
+
+
+def findings(run: run_module.Run) -> typing.List[Finding]:
+    """Returns the findings of ``run``: those saving time first, the
+    largest saving first, then those saving memory.
+
+    A finding saving less than :data:`MIN_SAVING` of the training's time
+    is left out; rules whose extension did not run give none.
+    """
+    found = []
+    for rule in (_triggers, _data, _gc, _batch, _forget):
+        found.extend(rule(run))
+    found = [f for f in found if f.of != TIME or f.saving >= MIN_SAVING]
+    return sorted(found, key=lambda f: (f.of != TIME, -f.saving))
 
 
 def link_names(run):
@@ -64,103 +104,132 @@ def link_seconds(entry, names):
     return out
 
 
-def _links(run):
-    entry = run_module.last_entry(run, keys.TIME + '/')
-    names = link_names(run)
-    if entry is None or not names:
-        return []
-    seconds = link_seconds(entry, names)
-    whole = sum(f + b for f, b in seconds.values())
-    if whole <= 0:
-        return []
-    found = []
-    for name, (forward, backward) in seconds.items():
-        share = (forward + backward) / whole
-        text = ('{} takes {:.0f}% of the model\'s time ({} per iteration: '
-                'forward {}, backward {}).'.format(
-                    name, 100 * share, units.seconds(forward + backward),
-                    units.seconds(forward), units.seconds(backward)))
-        found.append(Finding('links', text, share))
-    return sorted(found, key=lambda f: -f.share)
-
-
-def _loop(run):
-    entry = run_module.last_entry(run, keys.LOOP_PREFIX)
-    if entry is None:
-        return []
-    iteration = entry.get(keys.LOOP_PREFIX + keys.ITERATION, 0.0)
-    if iteration <= 0:
-        return []
-    names = run.profile.get('config', {}).get('trainer_extensions', ())
-    found = []
-    for phase in phases.UPDATE_PHASES + tuple(
-            phases.ExtensionPhase(n) for n in names) + (phases.OTHER,):
-        figure = keys.phase_figure(phase)
-        value = entry.get(keys.LOOP_PREFIX + figure)
-        if not value:
+def loop_shares(run):
+    """Returns each of TimedLoop's figures' share of the training's time,
+    over every report in the log (each weighted by its iterations), keyed
+    as after :data:`.keys.LOOP_PREFIX`; ``{}`` without."""
+    totals = collections.Counter()
+    last = 0
+    for entry in run.log:
+        if keys.LOOP_PREFIX + keys.ITERATION not in entry:
             continue
-        what = phase.name if isinstance(phase, phases.ExtensionPhase) else (
-            '`{}`'.format(phase))
-        share = value / iteration
-        found.append(Finding('loop', '{} takes {:.0f}% of each iteration '
-                             '({} of {}).'.format(what, 100 * share,
-                                                  units.seconds(value),
-                                                  units.seconds(iteration)),
-                             share))
-    gc = entry.get(keys.LOOP_PREFIX + keys.GC, 0.0)
-    if gc / iteration >= 0.05:
-        found.append(Finding('loop', 'The garbage collector takes {:.0f}% of '
-                             'each iteration.'.format(100 * gc / iteration),
-                             gc / iteration))
-    return sorted(found, key=lambda f: -f.share)
+        count = entry.get('iteration', last + 1) - last
+        last = entry.get('iteration', last + 1)
+        for key, value in entry.items():
+            if key.startswith(keys.LOOP_PREFIX) and isinstance(
+                    value, (int, float)):
+                totals[key[len(keys.LOOP_PREFIX):]] += value * count
+    whole = totals.get(keys.ITERATION, 0.0)
+    return {k: v / whole for k, v in totals.items()} if whole > 0 else {}
 
 
-def _functions(run):
-    entry = run_module.last_entry(run, keys.TIME + '/' + keys.FUNCTION + '/')
-    types = run.profile.get('links', {}).get('functions', {})
-    if entry is None or not types:
-        return []
-    figures = [f for f in keys.FUNCTION_FIGURES if f.family == keys.TIME]
-    seconds = {name: sum(entry.get(keys.function_key('train', name, f), 0.0)
-                         for f in figures) for name in types}
-    whole = sum(seconds.values())
-    if whole <= 0:
-        return []
-    return sorted((Finding(
-        'functions', '{} takes {:.0f}% of the time in function nodes ({} per '
-        'iteration, forward and backward).'.format(
-            name, 100 * value / whole, units.seconds(value)), value / whole)
-        for name, value in seconds.items()), key=lambda f: -f.share)
-
-
-def _roofline(run):
-    links = run.profile.get('links', {})
-    points = links.get('roofline')
-    summary = links.get('links', {})
-    if not points:
-        return []
-    whole = sum(row.get('self_time', 0.0) + row.get('backward_self_time',
-                                                    0.0)
-                for key, row in summary.items() if key != keys.OUTSIDE)
+# -- the rules ----------------------------------------------------------------
+def _triggers(run):
+    shares = loop_shares(run)
+    triggers = run.profile.get('config', {}).get('triggers', {})
     found = []
-    for path, ways in points.items():
-        for way, point in sorted((ways or {}).items()):
-            if not point or not point.get('flops') or point.get(
-                    'percent', 100.0) >= FAR_UNDER:
-                continue
-            row = summary.get(path, {})
-            seconds = row.get('self_time' if way == 'forward' else
-                              'backward_self_time', 0.0)
-            share = seconds / whole if whole > 0 else 0.0
-            found.append(Finding(
-                'roofline', '{} runs its {} at {:.1f}% of the peak, {}-bound '
-                '({:.2f} FLOPs per byte), in {:.0f}% of the model\'s time.'
-                .format(path, way, point['percent'], point['bound'],
-                        point.get('intensity', 0.0), 100 * share), share))
-    return sorted(found, key=lambda f: -f.share)
+    for name in run.profile.get('config', {}).get('trainer_extensions', ()):
+        share = shares.get(keys.phase_figure(phases.ExtensionPhase(name)), 0)
+        if share <= TRIGGER_TARGET:
+            continue
+        times = _sparser(share)
+        after = share / times
+        trigger = triggers.get(name)
+        action = (f'trigger=({trigger[0] * times}, {trigger[1]!r})'
+                  if trigger else f'a trigger {times} times sparser')
+        found.append(Finding(
+            'trigger', f'{name} takes {_percent(share)} of the training',
+            share, share - after, f'{action} would bring it to '
+            f'{_percent(after)}, saving {_percent(share - after)}', TIME))
+    return found
 
 
-def _memory(run):
+def _sparser(share):
+    # The least of 2, 5, 10, 20, 50, ... bringing ``share`` to the target.
+    for times in _steps():
+        if share / times <= TRIGGER_TARGET:
+            return times
+
+
+def _steps():
+    scale = 1
+    while True:
+        yield 2 * scale
+        yield 5 * scale
+        scale *= 10
+        yield scale
+
+
+def _data(run):
+    share = loop_shares(run).get(phases.DATA, 0.0)
+    if share < DATA_SHARE:
+        return []
+    iterator = run.profile.get('config', {}).get('iterator')
+    if iterator in PARALLEL_ITERATORS:
+        action = (f'more workers ({iterator}\'s n_processes= or n_threads=) '
+                  f'would load more of it while the model trains')
+    else:
+        action = ('MultiprocessIterator (MultithreadIterator where the '
+                  'dataset cannot be pickled) would load the next batches '
+                  'while the model trains')
+    return [Finding(
+        'data', f'Loading the data (`data`) takes {_percent(share)} of the '
+        f'training', share, share, f'{action}, saving up to '
+        f'{_percent(share)}', TIME)]
+
+
+def _gc(run):
+    share = loop_shares(run).get(keys.GC, 0.0)
+    if share < GC_SHARE:
+        return []
+    return [Finding(
+        'gc', f'Python\'s garbage collector takes {_percent(share)} of the '
+        f'training', share, share, 'gc.freeze() after set-up (before '
+        'trainer.run()) would keep the dataset and the model out of its '
+        f'collections, saving up to {_percent(share)}', TIME)]
+
+
+def _batch(run):
+    # Overhead-bound work (each link's self time, forward and backward)
+    # spread over twice the samples: half of it saved per sample.
+    links = run.profile.get('links', {})
+    config = run.profile.get('config', {})
+    iterations, batch = config.get('iteration'), config.get('batch_size')
+    per_iteration = _iteration_seconds(run)
+    if not iterations or not batch or not per_iteration:
+        return []
+    bound, seconds = [], 0.0
+    for path, ways in (links.get('roofline') or {}).items():
+        row = links.get('links', {}).get(path, {})
+        for way, field in (('forward', 'self_time'),
+                           ('backward', 'backward_self_time')):
+            point = (ways or {}).get(way)
+            if point and point.get('bound') == OVERHEAD:
+                seconds += row.get(field, 0.0) / iterations
+                bound.append(path)
+    share = seconds / per_iteration
+    if not bound:
+        return []
+    names = ', '.join(sorted(set(bound))[:3]) + (
+        ', ...' if len(set(bound)) > 3 else '')
+    return [Finding(
+        'batch', f'{len(set(bound))} links are overhead-bound ({names}), '
+        f'{_percent(share)} of the training', share, share / 2,
+        f'batch_size={2 * batch} would spread their overhead over twice '
+        f'the samples, saving up to {_percent(share / 2)} per sample', TIME)]
+
+
+def _iteration_seconds(run):
+    # The training's seconds per iteration: TimedLoop's, else LogReport's.
+    for entry in reversed(run.log):
+        if keys.LOOP_PREFIX + keys.ITERATION in entry:
+            return entry[keys.LOOP_PREFIX + keys.ITERATION]
+        if entry.get('elapsed_time') and entry.get('iteration'):
+            return entry['elapsed_time'] / entry['iteration']
+    return None
+
+
+def _forget(run):
     entry = run_module.last_entry(run, keys.MEMORY + '/')
     names = link_names(run) or list(run.profile.get('memory', {}))
     if entry is None or not names:
@@ -168,33 +237,38 @@ def _memory(run):
     self_figure, forgettable = (
         [f for f in keys.MEMORY_FIGURES if f.field == field][0]
         for field in ('self_activations', 'forgettable'))
-    kept = {name: entry.get(keys.memory_key(name, self_figure), 0)
-            for name in names if name != keys.OUTSIDE}
-    whole = sum(kept.values())
-    found = []
-    if whole > 0:
-        for name, value in kept.items():
-            if value:
-                found.append(Finding(
-                    'memory', '{} keeps {} for backward ({:.0f}% of the '
-                    'activations).'.format(name, units.nbytes(value),
-                                           100 * value / whole),
-                    value / whole))
-    found.sort(key=lambda f: -f.share)
+    whole = sum(entry.get(keys.memory_key(name, self_figure), 0)
+                for name in names if name != keys.OUTSIDE)
     # Around a link of the model, not the whole model (an optimizer's
-    # target, a name of one part).
+    # target, a name of one part); none inside another already found.
     freed = {name: entry.get(keys.memory_key(name, forgettable), 0)
              for name in names if '/' in name}
-    best = max(freed, key=lambda n: freed[n], default=None)
-    if best is not None and freed[best] > 0 and whole > 0:
-        times = run_module.last_entry(run, keys.TIME + '/') or {}
-        forward = times.get(keys.figure_key('train', best, 'elapsed_time'))
-        cost = ('its forward run again in backward' if forward is None else
-                'for its forward again in backward ({} per iteration)'.format(
-                    units.seconds(forward)))
-        found.insert(0, Finding(
-            'memory', 'F.forget around {} would free {} ({:.0f}% of the '
-            'activations), {}.'.format(best, units.nbytes(freed[best]),
-                                       100 * freed[best] / whole, cost),
-            freed[best] / whole))
+    found, chosen = [], []
+    for name in sorted(freed, key=lambda n: -freed[n]):
+        share = freed[name] / whole if whole > 0 else 0.0
+        if share < FORGET_SHARE:
+            break
+        if any(name.startswith(c + '/') or c.startswith(name + '/')
+               for c in chosen):
+            continue
+        chosen.append(name)
+        found.append(Finding(
+            'forget', f'{name} keeps {units.nbytes(freed[name])} for '
+            f'backward that F.forget would free ({_percent(share)} of the '
+            f'activations)', share, share, f'F.forget around it would free '
+            f'them for {_cost(run, name)}', ACTIVATIONS))
     return found
+
+
+def _cost(run, name):
+    times = run_module.last_entry(run, keys.TIME + '/') or {}
+    forward = times.get(keys.figure_key('train', name, 'elapsed_time'))
+    if forward is None:
+        return 'its forward again in backward'
+    share = forward / (_iteration_seconds(run) or float('inf'))
+    return (f'its forward again in backward ({units.seconds(forward)}, '
+            f'{_percent(share)} of each iteration)')
+
+
+def _percent(share):
+    return f'{100 * share:.1f}%'

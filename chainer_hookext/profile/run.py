@@ -13,6 +13,8 @@ import glob
 import json
 import os
 
+from chainer.training import triggers
+
 from chainer_hookext import _chainer
 from chainer_hookext import _files
 from chainer_hookext.report import keys
@@ -83,6 +85,16 @@ def collect(trainer):
                 name for name, extension in found.values()
                 if type(extension).__module__.startswith('chainer_hookext')),
             'trainer_extensions': list(_chainer.extension_entries(trainer)),
+            # For the findings: the main iterator's class, and each
+            # extension's interval trigger ``[period, unit]`` (or None).
+            'iterator': None if iterator is None else
+            type(iterator).__name__,
+            'triggers': {
+                name: [entry.trigger.period, entry.trigger.unit]
+                if isinstance(entry.trigger, triggers.IntervalTrigger)
+                else None
+                for name, entry in _chainer.extension_entries(
+                    trainer).items()},
         },
     }
     if timed_links.TimedLinks in found:
