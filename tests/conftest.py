@@ -491,3 +491,13 @@ def bar_heights(ax):
     """The heights of each bar container of ``ax``, by its label."""
     return {c.get_label(): [p.get_height() for p in c.patches]
             for c in ax.containers}
+
+
+@pytest.fixture(autouse=True, scope='session')
+def peaks_file(tmp_path_factory):
+    """The roofline's peaks kept in a file of the session's, never in the
+    user's cache (``chainer_hookext.costs.peaks.cache_path``)."""
+    path = tmp_path_factory.mktemp('peaks') / 'peaks.json'
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv('CHAINER_HOOKEXT_PEAKS', str(path))
+        yield path

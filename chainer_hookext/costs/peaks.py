@@ -1,16 +1,27 @@
 """The machine's own peaks: FLOP/s of a matrix product, bytes/s of a copy.
 
 A roofline needs two ceilings.  :func:`measure` takes them on the device
-and in the dtype of the model, once per process (cached): a square GEMM
-(2·n³ FLOPs) and a streaming copy (read and write: 2 × its bytes), each the
-best of a few repeats, well under half a second in all.  On a GPU, CuPy's
-device is synchronised inside this measurement only, and the sizes are
-larger (a 512 GEMM takes tens of microseconds there, mostly its launch: an
-H200 measured 7.5 TFLOP/s in float32 with it); the arrays' blocks are
-freed from CuPy's pool afterwards.
+and in the dtype of the model: a square GEMM (2·n³ FLOPs) and a streaming
+copy (read and write: 2 × its bytes), each the best of many repeats over
+at least :data:`SECONDS` (a busy machine only slows some of them).  The
+figures are kept per machine, device and dtype in a small JSON file
+(:func:`cache_path`), so every later run on the machine uses the same
+peaks; ``python -m chainer_hookext.costs.peaks`` measures them again.  On
+a GPU, CuPy's device is synchronised inside this measurement only, and the
+sizes are larger (a 512 GEMM takes tens of microseconds there, mostly its
+launch); the arrays' blocks are freed from CuPy's pool afterwards.
 """
 
+import argparse
 import collections
+import datetime
+import json
+import os
+import platform
+import sys
+import tempfile
+import time
+import warnings
 
 import chainer
 import numpy
@@ -21,29 +32,59 @@ from chainer_hookext.timing import clock
 #: Ceilings of a roofline: FLOP/s and bytes/s.
 Peaks = collections.namedtuple('Peaks', ('flops', 'bandwidth'))
 
-_measured = {}  # {(device key, dtype): Peaks}
+#: The environment variable naming the cache file.
+ENVIRONMENT = 'CHAINER_HOOKEXT_PEAKS'
+#: Seconds each of the two measurements repeats its work for, at least.
+SECONDS = 0.5
 #: GEMM sizes and copy bytes, on the CPU and on a GPU.
 _GEMM = {'cpu': 512, 'gpu': 4096}
 _COPY_BYTES = {'cpu': 1 << 25, 'gpu': 1 << 28}
-_REPEATS = 3
+_LEAST_REPEATS = 5
+
+_measured = {}  # {(cache file, key): Peaks}
 
 
-def measure(xp=numpy, dtype=numpy.float32):
+def cache_path() -> str:
+    """Returns the path of the file keeping the peaks measured.
+
+    ``$CHAINER_HOOKEXT_PEAKS`` when set, else ``peaks.json`` in
+    ``$XDG_CACHE_HOME/chainer_hookext`` (``~/.cache/chainer_hookext``).
+    """
+    path = os.environ.get(ENVIRONMENT)
+    if path:
+        return path
+    root = os.environ.get('XDG_CACHE_HOME') or os.path.join(
+        os.path.expanduser('~'), '.cache')
+    return os.path.join(root, 'chainer_hookext', 'peaks.json')
+
+
+def measure(xp=numpy, dtype=numpy.float32, again: bool = False) -> Peaks:
     """Returns the :class:`Peaks` of ``xp``'s current device in ``dtype``.
+
+    Read from the cache file (:func:`cache_path`) when the machine's are
+    there; otherwise measured and written to it.
 
     Args:
         xp: ``numpy``, or ``cupy`` for the current CUDA device.
         dtype: The model's floating dtype.
+        again (bool): Measure even when the file has the peaks, and
+            replace them there.
     """
     dtype = numpy.dtype(dtype)
-    key = (_device_key(xp), dtype.str)
-    peaks = _measured.get(key)
+    path, key = cache_path(), _cache_key(xp, dtype)
+    peaks = None if again else _measured.get((path, key))
     if peaks is None:
-        peaks = _measured[key] = _measure(xp, dtype)
+        cached = {} if again else _read(path)
+        peaks = _peaks_of(cached.get(key))
+        if peaks is None:
+            start = time.perf_counter()
+            peaks = _measure(xp, dtype)
+            _write(path, key, peaks, time.perf_counter() - start)
+        _measured[path, key] = peaks
     return peaks
 
 
-def measure_for(param):
+def measure_for(param) -> Peaks:
     """Returns the :class:`Peaks` of ``param``'s device and dtype.
 
     Args:
@@ -58,10 +99,77 @@ def measure_for(param):
         return measure(xp, param.dtype)
 
 
-def _device_key(xp):
+def _cache_key(xp, dtype):
+    # The machine, the device and the dtype: '<host> cpu float32',
+    # '<host> cuda:0 NVIDIA H100 80GB HBM3 float16'.
     if xp is numpy:
-        return 'cpu'
-    return 'cuda:{}'.format(xp.cuda.Device().id)
+        device = 'cpu'
+    else:
+        device_id = xp.cuda.Device().id
+        name = xp.cuda.runtime.getDeviceProperties(device_id)['name']
+        device = f'cuda:{device_id} {name.decode()}'
+    return f'{platform.node()} {device} {dtype.name}'
+
+
+def _peaks_of(entry):
+    # The Peaks of a cache entry, or None for an entry unusable.
+    try:
+        peaks = Peaks(float(entry['flops']), float(entry['bandwidth']))
+    except (KeyError, TypeError, ValueError):
+        return None
+    return peaks if min(peaks) > 0 and max(peaks) < float('inf') else None
+
+
+def _read(path):
+    # {key: entry} of the cache file; {} without one, and with a broken
+    # one (warned: it is measured again and written over).
+    try:
+        with open(path, encoding='utf-8') as f:
+            found = json.load(f)['peaks']
+        if not isinstance(found, dict):
+            raise TypeError(f'"peaks" is {found!r}')
+        return found
+    except (FileNotFoundError, NotADirectoryError):
+        return {}
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        warnings.warn(
+            f'TimedLinks: the peaks file {path!r} cannot be read ({e}); the '
+            f'peaks are measured again and written over it.',
+            RuntimeWarning)
+        return {}
+
+
+def _write(path, key, peaks, seconds):
+    # Adds one entry to the file: written beside it, then renamed over it.
+    found = _read_quietly(path)
+    found[key] = dict(peaks._asdict(), seconds=round(seconds, 3),
+                      measured=datetime.datetime.now().isoformat(
+                          timespec='seconds'))
+    data = json.dumps({'peaks': found}, indent=1, sort_keys=True)
+    folder = os.path.dirname(path) or '.'
+    aside = None
+    try:
+        os.makedirs(folder, exist_ok=True)
+        handle, aside = tempfile.mkstemp(
+            prefix='.peaks.', suffix='.tmp', dir=folder)
+        with os.fdopen(handle, 'w', encoding='utf-8') as f:
+            f.write(data)
+        os.replace(aside, path)
+        aside = None
+    except OSError as e:
+        warnings.warn(
+            f'TimedLinks: the peaks measured cannot be kept in {path!r} '
+            f'({e}); each run measures them again.  Set ${ENVIRONMENT} to a '
+            f'file that can be written.', RuntimeWarning)
+    finally:
+        if aside is not None and os.path.exists(aside):
+            os.remove(aside)
+
+
+def _read_quietly(path):
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore')
+        return _read(path)
 
 
 def _measure(xp, dtype):
@@ -80,17 +188,48 @@ def _measure(xp, dtype):
 
 
 def _best(xp, work):
+    # The shortest of the repeats of ``work`` over SECONDS at least.
     work()  # warm-up: allocations, kernels compiled
     best = float('inf')
-    for _ in range(_REPEATS):
+    repeats = 0
+    # The budget is wall time, whatever clock a test gives the package.
+    until = time.perf_counter() + SECONDS
+    while repeats < _LEAST_REPEATS or time.perf_counter() < until:
         _synchronize(xp)
         start = clock.now()
         work()
         _synchronize(xp)
         best = min(best, clock.now() - start)
+        repeats += 1
     return max(best, 1e-9)
 
 
 def _synchronize(xp):
     if xp is not numpy:
         xp.cuda.Device().synchronize()
+
+
+def main(argv=None) -> int:
+    """Measures the peaks again and keeps them: ``python -m
+    chainer_hookext.costs.peaks [--dtype float16] [--device 0]``."""
+    parser = argparse.ArgumentParser(
+        prog='python -m chainer_hookext.costs.peaks',
+        description='Measure the peaks of the roofline again and keep them '
+        f'in {cache_path()}.')
+    parser.add_argument('--dtype', default='float32')
+    parser.add_argument('--device', type=int, default=None,
+                        help='a CUDA device id; the CPU by default')
+    args = parser.parse_args(argv)
+    if args.device is None:
+        peaks = measure(numpy, args.dtype, again=True)
+    else:
+        from chainer.backends import cuda
+        with cuda.get_device_from_id(args.device):
+            peaks = measure(cuda.cupy, args.dtype, again=True)
+    print(f'{peaks.flops / 1e9:.4g} GFLOP/s, {peaks.bandwidth / 1e9:.4g} '
+          f'GB/s, kept in {cache_path()}')
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

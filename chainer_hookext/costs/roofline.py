@@ -8,7 +8,9 @@ above compute-bound.  :meth:`Roofline.point` places one link's work:
 its FLOPs, bytes and seconds (forward or backward, as
 :class:`~chainer_hookext.TimedLinks` measures them) give its achieved
 FLOP/s and its share of what it can reach, the larger of FLOP/s over the
-compute peak and bytes/s over the memory peak.
+compute peak and bytes/s over the memory peak.  Work below
+:data:`OVERHEAD_PERCENT` of that is bound by neither roof but by what
+surrounds it (Python, kernel launches): it is overhead-bound.
 
 No work can beat the machine: a point above a ceiling means the ceiling is
 wrong (given too low, or measured on a busy machine).  The roofline then
@@ -21,12 +23,21 @@ import warnings
 from chainer_hookext.costs import peaks as peaks_module
 
 
+#: Work below this percentage of the roof over its intensity is
+#: overhead-bound: neither the FLOP/s nor the bytes/s of the machine hold
+#: it back, but its Python and launch time.
+OVERHEAD_PERCENT = 10.0
+
 #: Where one link's work lies: ``flops`` and ``bytes`` counted, ``seconds``
 #: measured, ``rate`` (FLOP/s), ``intensity`` (FLOPs per byte; ``None``
-#: with no byte), ``percent`` of what its intensity can reach, and
-#: ``bound``: ``'compute'`` or ``'memory'``.
+#: with no byte), ``percent`` of what its intensity can reach, ``bound``:
+#: ``'compute'``, ``'memory'`` or ``'overhead'`` (below
+#: :data:`OVERHEAD_PERCENT`), ``roof``: the roof over its intensity,
+#: ``'compute'`` or ``'memory'``, and ``label``, the words to print:
+#: ``'memory-bound'``, ``'overhead-bound (3% of the compute roof)'``.
 Point = collections.namedtuple('Point', (
-    'flops', 'bytes', 'seconds', 'rate', 'intensity', 'percent', 'bound'))
+    'flops', 'bytes', 'seconds', 'rate', 'intensity', 'percent', 'bound',
+    'roof', 'label'))
 
 
 #: A link's :class:`Point` s, ``forward`` and ``backward`` (``None`` where
@@ -34,7 +45,7 @@ Point = collections.namedtuple('Point', (
 LinkPoints = collections.namedtuple('LinkPoints', ('forward', 'backward'))
 
 
-class Roofline(object):
+class Roofline:
     """The two ceilings, raised when some work goes above them.
 
     Args:
@@ -72,11 +83,17 @@ class Roofline(object):
         if rate > self.peaks.flops or byte_rate > self.peaks.bandwidth:
             self._raise(name, rate, byte_rate)
         intensity = flops / bytes if bytes > 0 else None
-        bound = 'compute' if intensity is None or (
+        roof = 'compute' if intensity is None or (
             intensity >= self.ridge) else 'memory'
         percent = 100.0 * max(rate / self.peaks.flops,
                               byte_rate / self.peaks.bandwidth)
-        return Point(flops, bytes, seconds, rate, intensity, percent, bound)
+        if percent < OVERHEAD_PERCENT:
+            bound = 'overhead'
+            label = f'overhead-bound ({percent:.2g}% of the {roof} roof)'
+        else:
+            bound, label = roof, f'{roof}-bound'
+        return Point(flops, bytes, seconds, rate, intensity, percent, bound,
+                     roof, label)
 
     def _raise(self, name, rate, byte_rate):
         old = self.peaks

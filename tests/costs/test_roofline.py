@@ -60,3 +60,30 @@ def test_link_points_forward_and_backward():
     assert points['main'].forward.rate == 50.0
     assert points['main'].backward.rate == 50.0
     assert points['main'].backward.bound == 'memory'  # 5 FLOPs a byte
+
+
+# -- overhead-bound: far below both roofs (issue 45, item 3) ------------------
+def test_far_below_the_compute_roof_is_overhead_bound():
+    # 100 FLOPs over 4 bytes: above the ridge; 2.5 FLOP/s of its 100.
+    point = roofline.Roofline(PEAKS, 'T').point('l1', 100, 4, 40.0)
+    assert point.percent == pytest.approx(2.5)
+    assert (point.bound, point.roof) == ('overhead', 'compute')
+    assert point.label == 'overhead-bound (2.5% of the compute roof)'
+
+
+def test_far_below_the_memory_roof_is_overhead_bound():
+    # 1 FLOP a byte: below the ridge; 0.2 bytes/s of its 10.
+    point = roofline.Roofline(PEAKS, 'T').point('l1', 10, 10, 50.0)
+    assert (point.bound, point.roof) == ('overhead', 'memory')
+    assert point.label == 'overhead-bound (2% of the memory roof)'
+
+
+def test_from_the_threshold_up_the_roof_bounds_it():
+    line = roofline.Roofline(PEAKS, 'T')
+    seconds = 100 / (PEAKS.flops * roofline.OVERHEAD_PERCENT / 100)
+    point = line.point('l1', 100, 4, seconds)
+    assert point.percent == pytest.approx(roofline.OVERHEAD_PERCENT)
+    assert (point.bound, point.label) == ('compute', 'compute-bound')
+    point = line.point('l1', 40, 8, 2.0)  # 40% of its memory roof
+    assert (point.bound, point.roof, point.label) == (
+        'memory', 'memory', 'memory-bound')
