@@ -5,9 +5,10 @@
     python -m chainer_hookext report RESULT_DIR [--out FILE]
     python -m chainer_hookext compare RESULT_A RESULT_B [--out FILE]
 
-A folder that is not a run's, a log without a key of this package or two
-runs of different models give a message and exit status 2, never a
-traceback.
+A missing folder, a file that cannot be read or holds something else, a
+log without a key of this package, two runs of different models or an
+``--out`` of another kind give one line naming what is wrong and exit
+status 2, never a traceback.
 """
 
 import argparse
@@ -38,21 +39,26 @@ def main(argv=None):
         'compare', help='what changed between two runs',
         description='Prints each key of chainer_hookext (time, FLOPs, '
         'memory: per link, per phase, per function type) in both runs, '
-        'each family\'s largest change first; --out draws the largest '
-        'relative changes.')
+        'each family\'s largest change first, per example too when the '
+        'batch sizes differ, changes within the runs\' own spread marked; '
+        '--out writes them as a page (.html) or draws the largest relative '
+        'changes (.png).')
     compare.add_argument('a', metavar='RESULT_A')
     compare.add_argument('b', metavar='RESULT_B')
     compare.add_argument('--top', type=int, default=10,
                          help='changes printed per family (default 10)')
-    compare.add_argument('--out', metavar='FILE', help='also draw the '
-                         'largest changes to this PNG file')
+    compare.add_argument('--out', metavar='FILE', help='also write the '
+                         'changes to this file: a page (.html) or a picture '
+                         '(.png)')
     args = parser.parse_args(argv)
     try:
         if args.command == 'report':
             run = run_module.from_folder(args.result)
             path = page.write(run, args.out)
-            print('Profile page written to {}'.format(path))
+            print(f'Profile page written to {path}')
         else:
+            if args.out:
+                compare_module.check_out(args.out)
             a = run_module.from_folder(args.a)
             b = run_module.from_folder(args.b)
             compare_module.check_comparable(a, b)
@@ -61,11 +67,10 @@ def main(argv=None):
             found = compare_module.changes(a, b)
             compare_module.print_changes(found, sys.stdout, args.top)
             if args.out:
-                from chainer_hookext import plots
-                plots.save(compare_module.draw(found), args.out)
-                print('Changes drawn in {}'.format(args.out))
+                compare_module.write(a, b, found, args.out, args.top)
+                print(f'Changes written to {args.out}')
     except (run_module.RunError, ImportError, OSError) as e:
-        print('python -m chainer_hookext {}: {}'.format(args.command, e),
+        print(f'python -m chainer_hookext {args.command}: {e}',
               file=sys.stderr)
         return 2
     return 0

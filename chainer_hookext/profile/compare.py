@@ -6,36 +6,89 @@ FLOPs, memory: ``time/main/predictor/l1``, ``time/loop/data``,
 set beside the other's; the changes are grouped by family (time, FLOPs,
 memory), each family's largest change first: seconds, FLOPs and bytes
 compare within a family, and a small figure doubling matters less than a
-large one growing by a tenth.
+large one growing by a tenth.  When the runs' batch sizes differ, time and
+FLOPs are set beside each other per example too, and ranked by that; a
+change no larger than the runs' own spread of the key is marked
+(docs/profile.md says how).
 """
 
+import base64
 import collections
+import html
+import os
 
+from chainer_hookext import _files
 from chainer_hookext.profile import run as run_module
 from chainer_hookext.report import keys
 from chainer_hookext.report import units
 
-#: A key's latest value in run ``a`` and run ``b`` (``None``: not reported).
-Change = collections.namedtuple('Change', ('key', 'a', 'b'))
+#: A key's latest value in run ``a`` and run ``b`` (``None``: not
+#: reported); ``a_per_example`` and ``b_per_example``: those divided by
+#: each run's batch size (time and FLOPs, when the batch sizes differ;
+#: else ``None``); ``within_spread``: the change is no larger than either
+#: run's own spread of the key (:func:`spreads`).
+Change = collections.namedtuple('Change', (
+    'key', 'a', 'b', 'a_per_example', 'b_per_example', 'within_spread'),
+    defaults=(None, None, False))
 
 #: How values of each family are printed.
 _FORMATS = ((keys.TIME + '/', units.seconds), (keys.FLOPS + '/', units.count),
             (keys.MEMORY + '/', units.nbytes))
+#: The families whose figures are per iteration, so per example too.
+PER_EXAMPLE = (keys.TIME + '/', keys.FLOPS + '/')
+#: TimedLoop's keys that are not seconds: an iteration's number, a rank.
+_NOT_FIGURES = (keys.LOOP_PREFIX + keys.SLOWEST,
+                keys.LOOP_PREFIX + keys.SLOWEST_RANK)
+#: What ``--out`` may end with, and what each writes.
+OUT_SUFFIXES = {'.html': 'a page', '.png': 'a picture'}
+
+
+def figures(entry):
+    """Returns ``{key: value}`` of a log entry's figures of this package:
+    numbers, without the spreads over ChainerMN workers.
+
+    A key is a spread when the entry holds every statistic of
+    :data:`~.keys.STATISTICS` of the same figure, as gathering reports
+    them (a link named ``max`` keeps ``time/main/max``)."""
+    spread = set()
+    for key in entry:
+        owned = [keys.spread_key(key, s) for s in keys.STATISTICS]
+        if all(k in entry for k in owned):
+            spread.update(owned)
+    return {key: value for key, value in entry.items()
+            if key.startswith(run_module.FAMILIES) and key not in spread
+            and key not in _NOT_FIGURES and isinstance(value, (int, float))}
 
 
 def latest_values(run):
     """Returns ``{key: value}``: the latest value of each key of this
     package in ``run``'s log (spreads over workers left out)."""
-    spread = tuple('/' + s for s in keys.STATISTICS)
-    slowest = keys.LOOP_PREFIX + keys.SLOWEST  # an iteration's number
     out = {}
     for entry in run.log:
-        for key, value in entry.items():
-            if (key.startswith(run_module.FAMILIES) and not key.endswith(
-                    spread) and not key.startswith(slowest)
-                    and isinstance(value, (int, float))):
-                out[key] = value
+        out.update(figures(entry))
     return out
+
+
+def spreads(run):
+    """Returns ``{key: spread}``: each key's own spread in ``run``, the
+    range of its values over the reports (the first, a warm-up, left out)
+    relative to its latest value; only keys with three reports or more."""
+    values = collections.defaultdict(list)
+    for entry in run.log:
+        for key, value in figures(entry).items():
+            values[key].append(value)
+    return {key: (max(v[1:]) - min(v[1:])) / abs(v[-1])
+            for key, v in values.items() if len(v) >= 3 and v[-1]}
+
+
+def batch_sizes(a, b):
+    """Returns the batch sizes of runs ``a`` and ``b`` when both are known
+    and they differ, else ``None``."""
+    sizes = [run.profile.get('config', {}).get('batch_size') for run in (
+        a, b)]
+    if None in sizes or 0 in sizes or sizes[0] == sizes[1]:
+        return None
+    return sizes
 
 
 def check_comparable(a, b):
@@ -44,21 +97,32 @@ def check_comparable(a, b):
     models = [run.profile.get('config', {}).get('model') for run in (a, b)]
     if None not in models and models[0] != models[1]:
         raise run_module.RunError(
-            'the runs train different models: {} trains {}, {} trains {}'
-            .format(a.out, models[0], b.out, models[1]))
+            f'the runs train different models: {a.out} trains {models[0]}, '
+            f'{b.out} trains {models[1]}')
     if not set(latest_values(a)) & set(latest_values(b)):
         raise run_module.RunError(
-            'the runs have no key in common: {} and {} measured different '
-            'models or different extensions'.format(a.out, b.out))
+            f'the runs have no key in common: {a.out} and {b.out} measured '
+            'different models or different extensions')
 
 
 def changes(a, b):
     """Returns the :class:`Change` of every key of either run: time, FLOPs,
-    then memory, each family's largest change first (a key only one run
-    has: its value)."""
+    then memory, each family's largest change first (per example when the
+    batch sizes differ; a key only one run has: its value)."""
     values_a, values_b = latest_values(a), latest_values(b)
-    found = [Change(key, values_a.get(key), values_b.get(key))
-             for key in sorted(set(values_a) | set(values_b))]
+    spread_a, spread_b = spreads(a), spreads(b)
+    sizes = batch_sizes(a, b)
+    found = []
+    for key in sorted(set(values_a) | set(values_b)):
+        change = Change(key, values_a.get(key), values_b.get(key))
+        if sizes and key.startswith(PER_EXAMPLE):
+            change = change._replace(
+                a_per_example=_divided(change.a, sizes[0]),
+                b_per_example=_divided(change.b, sizes[1]))
+        spread = max(spread_a.get(key, -1.0), spread_b.get(key, -1.0))
+        found.append(change._replace(
+            within_spread=relative_to_a(change) is not None and
+            abs(relative_to_a(change)) <= spread))
     return sorted(found, key=lambda c: (family(c.key), -size(c), c.key))
 
 
@@ -70,50 +134,65 @@ def family(key):
     return len(_FORMATS)
 
 
+def compared(change):
+    """Returns the pair of values a change is judged by: per example
+    where known, else the runs' values."""
+    if change.a_per_example is not None or change.b_per_example is not None:
+        return change.a_per_example, change.b_per_example
+    return change.a, change.b
+
+
 def size(change):
-    """The size of a change in its family's unit."""
-    return abs((change.b or 0) - (change.a or 0))
+    """The size of a change in its family's unit (per example where
+    known)."""
+    a, b = compared(change)
+    return abs((b or 0) - (a or 0))
 
 
-def relative(change):
-    """The size of a change relative to the larger value (1 for a key
-    only one run has)."""
-    a, b = change.a, change.b
-    if a is None or b is None:
-        return 1.0
-    larger = max(abs(a), abs(b))
-    return abs(b - a) / larger if larger else 0.0
+def relative_to_a(change):
+    """Returns ``(B - A) / |A|`` (per example where known), or ``None``
+    when a run lacks the key or ``A`` is zero."""
+    a, b = compared(change)
+    if a is None or b is None or not a:
+        return None
+    return (b - a) / abs(a)
 
 
 def describe(run):
     """One line naming a run's configuration."""
     config = run.profile.get('config', {})
-    said = ['{}={}'.format(k, config[k]) for k in (
+    said = [f'{k}={config[k]}' for k in (
         'model', 'optimizer', 'batch_size', 'iteration') if k in config]
-    return '{}: {}'.format(run.out, ', '.join(said) or 'no profile.json')
+    return f'{run.out}: {", ".join(said) or "no profile.json"}'
 
 
-def print_changes(found, file, top=10):
-    """Prints each family's first ``top`` changes as a table."""
-    rows = [['Key', 'A', 'B', 'Change']]
+def rows(found, top=10):
+    """Returns the table of each family's first ``top`` changes: a header,
+    then one row of strings per change."""
+    per_example = any(c.a_per_example is not None or c.b_per_example
+                      is not None for c in found)
+    out = [['Key', 'A', 'B', 'Change'] + (
+        ['A/example', 'B/example', 'Change/example'] if per_example
+        else []) + ['Spread']]
     shown = collections.Counter()
     for change in found:
         shown[family(change.key)] += 1
         if shown[family(change.key)] > top:
             continue
         fmt = _format(change.key)
-        a = '-' if change.a is None else fmt(change.a)
-        b = '-' if change.b is None else fmt(change.b)
-        if change.a is None or change.b is None:
-            moved = 'only in ' + ('B' if change.a is None else 'A')
-        elif change.a:
-            moved = '{:+.1f}%'.format(100.0 * (change.b - change.a) /
-                                      abs(change.a))
-        else:
-            moved = 'new' if change.b else '='
-        rows.append([change.key, a, b, moved])
-    widths = [max(len(r[i]) for r in rows) for i in range(4)]
-    for row in rows:
+        row = [change.key] + _moved(change.a, change.b, fmt)
+        if per_example:
+            row += _moved(change.a_per_example, change.b_per_example, fmt) if (
+                change.key.startswith(PER_EXAMPLE)) else ['', '', '']
+        out.append(row + ['within' if change.within_spread else ''])
+    return out
+
+
+def print_changes(found, file, top=10):
+    """Prints each family's first ``top`` changes as a table."""
+    table = rows(found, top)
+    widths = [max(len(r[i]) for r in table) for i in range(len(table[0]))]
+    for row in table:
         file.write('  '.join(
             cell.ljust(w) if i == 0 else cell.rjust(w)
             for i, (cell, w) in enumerate(zip(row, widths))).rstrip() + '\n')
@@ -121,12 +200,69 @@ def print_changes(found, file, top=10):
 
 def draw(found, top=20):
     """Returns a figure of the ``top`` largest changes relative to ``A``
-    of keys both runs have, in percent (needs matplotlib)."""
+    (per example where known) of keys both runs have, in percent (needs
+    matplotlib)."""
     from chainer_hookext import plots
-    shown = sorted((c for c in found if c.a and c.b is not None),
-                   key=relative, reverse=True)[:top]
+    shown = sorted((c for c in found if relative_to_a(c) is not None),
+                   key=lambda c: abs(relative_to_a(c)), reverse=True)[:top]
     return plots.changes([c.key for c in shown],
-                         [100.0 * (c.b - c.a) / abs(c.a) for c in shown])
+                         [100.0 * relative_to_a(c) for c in shown])
+
+
+def check_out(path):
+    """Raises :class:`~.run.RunError` unless ``path`` ends with a suffix
+    of :data:`OUT_SUFFIXES`."""
+    suffix = os.path.splitext(path)[1].lower()
+    if suffix not in OUT_SUFFIXES:
+        said = ' or '.join(f'{s} ({w})' for s, w in OUT_SUFFIXES.items())
+        what = f'a {suffix} file' if suffix else 'a file without a suffix'
+        raise run_module.RunError(
+            f'--out {path!r}: cannot write {what}; give a file ending in '
+            f'{said}')
+
+
+def write(a, b, found, path, top=10):
+    """Writes the comparison to ``path``: a self-contained page
+    (``.html``: both runs, the table, the picture) or the picture
+    (``.png``), whole or not at all."""
+    check_out(path)
+    from chainer_hookext import plots
+    if path.lower().endswith('.png'):
+        plots.save(draw(found), path)
+        return
+    try:
+        data = base64.b64encode(plots.png(draw(found))).decode('ascii')
+        picture = f'<p><img alt="changes" src="data:image/png;base64,{data}">'
+    except ImportError as e:
+        picture = f'<p>{html.escape(str(e))}</p>'
+    table = rows(found, top)
+    parts = [
+        '<!DOCTYPE html>', '<html><head><meta charset="utf-8">',
+        '<title>Compared: A and B</title></head><body>',
+        '<h1>What changed from A to B</h1>',
+        f'<p>A: {html.escape(describe(a))}<br>'
+        f'B: {html.escape(describe(b))}</p>', '<table>'] + [
+        '<tr>' + ''.join(f'<{c}>{html.escape(cell)}</{c}>' for cell in row)
+        + '</tr>' for c, row in [('th', table[0])] + [
+            ('td', r) for r in table[1:]]] + [
+        '</table>', '<p>Spread <i>within</i>: the change is no larger than '
+        'the runs\' own spread of the key (docs/profile.md).</p>',
+        picture, '</body></html>']
+    _files.write_atomic(path, '\n'.join(parts).encode('utf-8'))
+
+
+def _moved(a, b, fmt):
+    # The cells A, B and the change between them.
+    cells = ['-' if a is None else fmt(a), '-' if b is None else fmt(b)]
+    if a is None or b is None:
+        return cells + ['only in ' + ('B' if a is None else 'A')]
+    if a:
+        return cells + [f'{100.0 * (b - a) / abs(a):+.1f}%']
+    return cells + ['new' if b else '=']
+
+
+def _divided(value, batch_size):
+    return None if value is None else value / batch_size
 
 
 def _format(key):

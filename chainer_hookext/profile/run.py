@@ -12,17 +12,24 @@ import collections
 import glob
 import json
 import os
+import re
+import reprlib
 
 from chainer.training import triggers
 
 from chainer_hookext import _chainer
 from chainer_hookext import _files
 from chainer_hookext.report import keys
+from chainer_hookext.timing import records
 
 #: The file, in the trainer's ``out``, of the figures not in the log.
 PROFILE_FILE = 'profile.json'
 #: ``LogReport``'s default file name.
 LOG_FILE = 'log'
+#: The folder, in the trainer's ``out``, of the Timeline files.
+TRACE_FOLDER = 'timeline'
+#: A Timeline file's name: outlier or window, its (first) iteration.
+_TRACE = re.compile(r'(outlier_)?iteration_(\d+)(?:_rank\d+)?\.json(?:\.gz)?$')
 
 #: A run: ``out`` its folder, ``log`` LogReport's entries (list of dict),
 #: ``profile`` what ``profile.json`` holds (dict), ``traces`` the paths of
@@ -115,34 +122,41 @@ def from_folder(out):
     """Returns the :class:`Run` of a result folder.
 
     Raises:
-        RunError: No such folder, or no log with a key of this package.
+        RunError: No such folder, no log with a key of this package, or a
+            file that cannot be read or holds something else (its shape
+            is checked here: the page and ``compare`` read what is left).
     """
     if not os.path.isdir(out):
-        raise RunError('{}: no such folder; give the `out` folder of a '
-                       'trainer'.format(out))
+        raise RunError(f'{out}: no such folder; give the `out` folder of a '
+                       'trainer')
     path = os.path.join(out, LOG_FILE)
     if not os.path.isfile(path):
-        raise RunError('{}: no LogReport log (`{}`) in it; extend the '
-                       'trainer with extensions.LogReport()'.format(
-                           out, LOG_FILE))
-    try:
-        with open(path) as f:
-            log = json.load(f)
-    except ValueError as e:
-        raise RunError('{}: not a LogReport log ({})'.format(path, e))
-    if not isinstance(log, list) or not any(
-            isinstance(entry, dict) and has_our_keys(entry)
-            for entry in log):
+        raise RunError(f'{out}: no LogReport log (`{LOG_FILE}`) in it; '
+                       'extend the trainer with extensions.LogReport()')
+    log = _read_json(path, _LOG_KIND)
+    _check_shape(path, log, [_LOG_ENTRY], _LOG_KIND)
+    if not any(has_our_keys(entry) for entry in log):
         raise RunError(
-            '{}: no key of chainer_hookext in it ({}...); train with '
-            'TimedLinks, TimedLoop or LinkMemory and LogReport'.format(
-                path, ', '.join(FAMILIES)))
+            f'{path}: no key of chainer_hookext in it '
+            f'({", ".join(FAMILIES)}...); train with TimedLinks, TimedLoop '
+            'or LinkMemory and LogReport')
     profile = {}
     path = os.path.join(out, PROFILE_FILE)
     if os.path.isfile(path):
-        with open(path) as f:
-            profile = json.load(f)
+        profile = _read_json(path, _PROFILE_KIND)
+        _check_shape(path, profile, _PROFILE, _PROFILE_KIND)
     return Run(out, log, profile, traces_in(out))
+
+
+def _read_json(path, kind):
+    # The JSON value in ``path``, or a RunError naming it.
+    try:
+        with open(path, 'rb') as f:
+            return json.loads(f.read().decode('utf-8'))
+    except OSError as e:
+        raise RunError(f'{path}: cannot be read ({e.strerror or e})')
+    except ValueError as e:  # JSONDecodeError, UnicodeDecodeError
+        raise RunError(f'{path}: {kind.what} ({e}){kind.fix}')
 
 
 def write_profile(run):
@@ -168,18 +182,15 @@ def last_entry(run, prefix):
 
 def traces_in(out):
     """Returns the Timeline files in ``out``: windows by first iteration,
-    then outlier traces."""
-    folder = os.path.join(out, 'timeline')
-
-    def number(path):
-        digits = ''.join(c if c.isdigit() else ' ' for c in
-                         os.path.basename(path)).split()
-        return int(digits[0]) if digits else 0
-    windows = sorted(glob.glob(os.path.join(folder, 'iteration_*.json*')),
-                     key=number)
-    outliers = sorted(glob.glob(os.path.join(
-        folder, 'outlier_iteration_*.json*')), key=number)
-    return windows + outliers
+    then outlier traces (files being written beside them left out)."""
+    folder = os.path.join(out, TRACE_FOLDER)
+    found = {}  # {(outlier, first iteration, name): path}
+    for path in glob.glob(os.path.join(folder, '*iteration_*.json*')):
+        match = _TRACE.match(os.path.basename(path))
+        if match:
+            found[(bool(match.group(1)), int(match.group(2)),
+                   os.path.basename(path))] = path
+    return [found[key] for key in sorted(found)]
 
 
 def _log_of(trainer):
@@ -192,3 +203,92 @@ def _log_of(trainer):
         with open(path) as f:
             return json.load(f)
     return []
+
+
+# -- the shape of the files read ----------------------------------------------
+#: What a file read is not when its shape is wrong, and what to do.
+_Kind = collections.namedtuple('_Kind', ('what', 'fix'))
+_LOG_KIND = _Kind('not a LogReport log', '')
+_PROFILE_KIND = _Kind(
+    'not ProfileReport\'s figures', '; remove it (the page is drawn from '
+    'the log without it) or let ProfileReport write it again')
+#: A shape: a JSON object with these fields (each optional but those in
+#: ``required``); the fields not named are not checked.
+_Object = collections.namedtuple('_Object', ('fields', 'required'),
+                                 defaults=((),))
+#: A shape: a JSON object whose every value has ``shape``.
+_Each = collections.namedtuple('_Each', ('shape',))
+#: A shape: ``null`` or ``shape``.
+_Maybe = collections.namedtuple('_Maybe', ('shape',))
+_NUMBER = (int, float)
+_TEXT = (str, type(None))
+
+
+class _OurKeys(dict):
+    """The shape of a log entry: every key of this package a number."""
+
+
+_LOG_ENTRY = _OurKeys(epoch=_NUMBER, iteration=_NUMBER)
+_PROFILE = _Object({
+    'config': _Object({
+        'model': _TEXT, 'optimizer': _TEXT,
+        'batch_size': (int, type(None)), 'iteration': _NUMBER,
+        'epoch': _NUMBER, 'extensions': [str],
+        'trainer_extensions': [str]}),
+    'links': _Object({
+        'links': _Each(_Object(dict.fromkeys(
+            [f.field for f in keys.FIGURES] + ['rest_time'], _NUMBER))),
+        'functions': _Each(_Object(dict.fromkeys(
+            records.FUNCTION_FIELDS, _NUMBER), ('time', 'backward_time',
+                                                'occurrence'))),
+        'names': [str],
+        'peaks': _Each(_NUMBER),
+        'roofline': _Each(_Each(_Maybe(_Object(dict.fromkeys(
+            ('flops', 'bytes', 'seconds', 'rate', 'intensity', 'percent'),
+            _NUMBER))))),
+    }),
+    'memory': _Each(_Object(dict.fromkeys(
+        [f.field for f in keys.MEMORY_FIGURES], _NUMBER))),
+    'loop': bool, 'timeline': bool})
+
+_WHAT = {dict: 'an object', list: 'a list', str: 'a string',
+         bool: 'true or false', _NUMBER: 'a number', _TEXT: 'a string',
+         (int, type(None)): 'an integer'}
+
+
+def _check_shape(path, value, shape, kind, where=''):
+    # Raises RunError naming ``path``, the place and the value that does
+    # not have ``shape``, and what the file is not (a _Kind).
+    def wrong(what):
+        at = f' at `{where}`' if where else ''
+        return RunError(f'{path}: {kind.what} ({reprlib.repr(value)}{at} is '
+                        f'not {what}){kind.fix}')
+
+    def inner(key, item, item_shape):
+        _check_shape(path, item, item_shape, kind,
+                     f'{where}{"." if where else ""}{key}')
+    if isinstance(shape, _Maybe):
+        if value is not None:
+            _check_shape(path, value, shape.shape, kind, where)
+    elif isinstance(shape, list):
+        if not isinstance(value, list):
+            raise wrong('a list')
+        for i, item in enumerate(value):
+            inner(f'{i}', item, shape[0])
+    elif isinstance(shape, (_Object, _Each, _OurKeys)):
+        if not isinstance(value, dict):
+            raise wrong('an object')
+        for key in shape.required if isinstance(shape, _Object) else ():
+            if key not in value:
+                raise wrong(f'an object with `{key}`')
+        for key, item in value.items():
+            if isinstance(shape, _Each):
+                inner(key, item, shape.shape)
+            elif isinstance(shape, _Object) and key in shape.fields:
+                inner(key, item, shape.fields[key])
+            elif isinstance(shape, _OurKeys) and (
+                    key in shape or key.startswith(FAMILIES)):
+                inner(key, item, shape.get(key, _NUMBER))
+    elif not isinstance(value, shape) or (
+            shape is _NUMBER and isinstance(value, bool)):
+        raise wrong(_WHAT.get(shape, shape))
