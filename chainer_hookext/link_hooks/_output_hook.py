@@ -23,7 +23,7 @@ class OutputHook(scoped_link_hook.ScopedLinkHook):
     Subclasses implement ``process(name, args)``, where ``args`` is the
     ``forward_postprocess`` argument (``args.out``, ``args.args``,
     ``args.kwargs``, ``args.link``), and call this class's ``added`` and
-    ``deleted``.
+    ``deleted`` (``super().added(link)``).
     """
 
     track_links = False
@@ -39,10 +39,12 @@ class OutputHook(scoped_link_hook.ScopedLinkHook):
         self._stacked = self.track_links or self.link_names is None
 
     def added(self, link):
+        super().added(link)
         self._running = _running_links.subscribe(self, self.track_links)
 
     def deleted(self, link):
         self._running = _running_links.unsubscribe(self._running, self)
+        super().deleted(link)
 
     def forward_preprocess(self, args):
         if self._stacked:

@@ -121,11 +121,13 @@ class CallbackHook(scoped_link_hook.ScopedLinkHook):
         self._grads = None  # the thread's OutputGrads, while registered
 
     def added(self, link):
+        super().added(link)
         if self.backward is not None:
             self._grads = _output_grads.subscribe(self)
 
     def deleted(self, link):
         self._grads = _output_grads.unsubscribe(self._grads, self)
+        super().deleted(link)
 
     def forward_preprocess(self, args):
         grads = self._grads

@@ -3,6 +3,7 @@ import chainer
 from chainer_hookext import _chainer
 from chainer_hookext import _checks
 from chainer_hookext import _registry
+from chainer_hookext.link_hooks import _copied_hooks
 
 
 class ScopedLinkHook(chainer.LinkHook):
@@ -26,7 +27,11 @@ class ScopedLinkHook(chainer.LinkHook):
     Subclasses read :attr:`link_names` (``None``: every link) and
     :attr:`config_train`, the value of ``chainer.config.train`` it acts on
     (``None``: both modes; ``True``: training only; ``False``:
-    evaluation only) in their hot path, or call :meth:`in_scope`.
+    evaluation only) in their hot path, or call :meth:`in_scope`.  Their
+    ``added`` and ``deleted`` call this class's (``super().added(link)``):
+    a copy of the hook (of a link holding it: ``copy.deepcopy``,
+    ``pickle``, ``link.copy(mode='copy')``) is then added again by each
+    link holding it, at the link's first call.
 
     Args:
         train (bool): Act while ``chainer.config.train`` is true.
@@ -40,6 +45,10 @@ class ScopedLinkHook(chainer.LinkHook):
         own_modes (Modes): The hook's own ``(train, eval)``.
         scope_modes (Modes): The ``(train, eval)`` of the last
             :meth:`set_scope`; both true before any.
+        held_by_links (int): How many links hold the hook
+            (``link.add_hook``, not deleted since).
+        in_thread (int): How many times it is registered in the thread
+            (``with hook:``, an extension), not removed since.
 
     .. admonition:: Example
 
@@ -60,6 +69,10 @@ no mode to act in: ...
     config_train = None
     own_modes = _checks.Modes(True, True)
     scope_modes = _checks.Modes(True, True)
+    held_by_links = 0
+    in_thread = 0
+    #: A copy's :class:`~._copied_hooks.Waiting` for the links holding it.
+    waiting = None
 
     def __init__(self, *, train=True, eval=True):
         self.own_modes = _checks.Modes(
@@ -99,6 +112,36 @@ no mode to act in: ...
         self.link_names = None if link_names is None else dict(link_names)
         self.scope_modes = scope
         self.config_train = mode
+
+    # -- where it is registered, and copies ---------------------------------
+    def added(self, link):
+        """Counts where the hook is registered: ``link``, or the thread
+        (``None``)."""
+        if link is None:
+            self.in_thread += 1
+        else:
+            self.held_by_links += 1
+
+    def deleted(self, link):
+        """Counts where the hook is no longer registered."""
+        if link is None:
+            self.in_thread = max(self.in_thread - 1, 0)
+        else:
+            self.held_by_links = max(self.held_by_links - 1, 0)
+
+    def __getstate__(self):
+        # A copy is registered nowhere: links holding it add it again
+        # (_copied_hooks), the thread never.
+        state = dict(vars(self))
+        state['in_thread'] = 0
+        waiting = self.waiting
+        return state if waiting is None else waiting.state(state)
+
+    def __setstate__(self, state):
+        vars(self).update(state)
+        if self.held_by_links:
+            links, self.held_by_links = self.held_by_links, 0
+            self.waiting = _copied_hooks.Waiting(self, links)
 
     # -- with hook: ----------------------------------------------------------
     #: The registration of ``with hook:``, while in it.

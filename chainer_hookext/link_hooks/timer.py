@@ -178,6 +178,7 @@ class TimerHook(call_stack.CallStack, scoped_link_hook.ScopedLinkHook):
     # -- registration --------------------------------------------------------
     def added(self, link):
         """Starts timing in the calling thread (and backward, if asked)."""
+        super().added(link)
         self.thread = threading.get_ident()
         self._pause_listeners = pauses.listen(self)
         if not self.backward:
@@ -197,6 +198,7 @@ class TimerHook(call_stack.CallStack, scoped_link_hook.ScopedLinkHook):
         self._backward_timer = _tagging.unregister(self._backward_timer)
         self.store(self._stored)
         self.thread = None
+        super().deleted(link)
 
     def set_iteration_parts(self, parts):
         """Takes each call's mode from where it runs in a trainer's loop,
