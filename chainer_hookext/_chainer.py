@@ -88,6 +88,26 @@ def extension_entries(trainer):
     return trainer._extensions
 
 
+#: The attribute holding the file name, in the trainer's ``out``, that
+#: Chainer 7.8.1's writing extensions keep private: ``LogReport._log_name``,
+#: ``PlotReport._file_name``, ``VariableStatisticsPlot._filename``,
+#: ``DumpGraph._filename`` (each only an argument of ``__init__``).
+_FILE_ATTRIBUTES = ('_log_name', '_file_name', '_filename')
+
+
+def written_file(extension):
+    """Returns the file name a Chainer extension writes in the trainer's
+    ``out`` (``None`` when it keeps none of :data:`_FILE_ATTRIBUTES`).
+
+    ProfileReport refuses to write its page over it.
+    """
+    for attribute in _FILE_ATTRIBUTES:
+        name = getattr(extension, attribute, None)
+        if isinstance(name, str):
+            return name
+    return None
+
+
 def optimizer_hooks(optimizer, timing):
     """Returns the optimizer's ``'pre'`` or ``'post'`` hooks by name.
 

@@ -70,6 +70,7 @@ class ProfileReport(extension.Extension):
     def initialize(self, trainer):
         _checks.check_one_per_trainer(
             trainer, self, 'write the same page', 'use one ProfileReport')
+        run_module.check_page_name(trainer, self)
         if not any(isinstance(entry.extension, extensions.LogReport)
                    for entry in _chainer.extension_entries(trainer).values()):
             warnings.warn(

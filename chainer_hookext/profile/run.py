@@ -115,7 +115,28 @@ def collect(trainer):
         profile['loop'] = True
     if timeline.Timeline in found:
         profile['timeline'] = True
+    profile.update(statistics_of(trainer, found))
     return profile
+
+
+def statistics_of(trainer, found):
+    """Returns ``profile.json``'s ``'activations'`` and ``'gradients'``,
+    each where its extension is in the trainer (``found``: ``{type:
+    (name, extension)}``): ``'names'``, the links it watches, and
+    ``'statistics'``, those it reports."""
+    from chainer_hookext.extensions import activation_statistics
+    from chainer_hookext.extensions import gradient_statistics
+    out = {}
+    for field, kind in (
+            ('activations', activation_statistics.ActivationStatistics),
+            ('gradients', gradient_statistics.GradientStatistics)):
+        if kind in found:
+            extension = found[kind][1]
+            out[field] = {
+                'names': list(dict.fromkeys(
+                    extension.scope_link_names(trainer).values())),
+                'statistics': list(extension.hook.statistics_names)}
+    return out
 
 
 def from_folder(out):
@@ -157,6 +178,54 @@ def _read_json(path, kind):
         raise RunError(f'{path}: cannot be read ({e.strerror or e})')
     except ValueError as e:  # JSONDecodeError, UnicodeDecodeError
         raise RunError(f'{path}: {kind.what} ({e}){kind.fix}')
+
+
+def files_in_out(trainer, but):
+    """Returns ``{file name: who writes or reads it}`` of the files in the
+    trainer's ``out`` that the trainer's extensions other than ``but``
+    write (Chainer's log, plots and graph, an extension's public
+    ``filename``, a snapshot's, when fixed) and that this package writes
+    or reads there."""
+    found = {
+        LOG_FILE: 'the log `python -m chainer_hookext report` reads',
+        PROFILE_FILE: 'the figures ProfileReport writes beside its page',
+        TRACE_FOLDER: 'the folder of Timeline\'s traces'}
+    for name, entry in _chainer.extension_entries(trainer).items():
+        extension = entry.extension
+        if extension is but:
+            continue
+        written = _chainer.written_file(extension)
+        if written is None:  # a snapshot's file name, when fixed
+            written = getattr(extension, 'filename', None)
+        if isinstance(written, str) and '{' not in written:
+            found[os.path.normpath(written)] = (
+                f'the file of the extension {name!r}')
+    return found
+
+
+def check_page_name(trainer, report):
+    """Refuses a page's file name that another file in the trainer's
+    ``out`` has (:func:`files_in_out`).
+
+    Args:
+        trainer (~chainer.training.Trainer): The trainer.
+        report (~chainer_hookext.ProfileReport): The extension writing
+            the page, ``report.filename``.
+
+    Raises:
+        ValueError: Naming the clash and what works.
+    """
+    files = files_in_out(trainer, report)
+    name = os.path.normpath(report.filename)
+    top = name.split(os.sep)[0]
+    clash = files.get(name) or files.get(top)
+    if clash:
+        taken = ', '.join(repr(n) for n in sorted(files))
+        raise ValueError(
+            f'`ProfileReport(filename={report.filename!r})` would write its '
+            f'page over {clash} in the trainer\'s out at every trigger; give '
+            f'a name no other file there has ({taken} are taken), such as '
+            f'\'profile.html\'.')
 
 
 def write_profile(run):

@@ -112,3 +112,53 @@ def test_bad_arguments():
         chainer_hookext.ProfileReport(filename='')
     with pytest.raises(TypeError, match='communicator'):
         chainer_hookext.ProfileReport(comm='naive')
+
+
+@pytest.mark.parametrize('filename, others, clash', [
+    ('log', [], "the file of the extension 'LogReport'"),
+    ('./profile.json', [], 'the figures ProfileReport writes beside its '
+     'page'),
+    ('timeline/page.html', [], "the folder of Timeline's traces"),
+    ('mylog', [extensions.LogReport(filename='mylog')],
+     "the file of the extension 'LogReport_1'"),
+    ('loss.png', [extensions.PlotReport(['main/loss'], filename='loss.png')],
+     "the file of the extension 'PlotReport'"),
+    ('cg.dot', [extensions.DumpGraph('main/loss')],
+     "the file of the extension 'dump_graph'"),
+    ('model.npz', [extensions.snapshot(filename='model.npz')],
+     "the file of the extension '_Snapshot'"),
+])
+def test_page_over_another_file_refused(tmp_path, filename, others, clash):
+    # Refused when training starts, before any iteration or file.
+    trainer = make_trainer(tmp_path, stop=(2, 'iteration'))
+    trainer.extend(extensions.LogReport(trigger=(1, 'iteration')))
+    for other in others:
+        trainer.extend(other)
+    trainer.extend(chainer_hookext.ProfileReport(filename=filename))
+    with pytest.raises(ValueError) as raised:
+        trainer.run()
+    assert str(raised.value).startswith(
+        f'`ProfileReport(filename={filename!r})` would write its page over '
+        f"{clash} in the trainer's out at every trigger; give a name no "
+        'other file there has (')
+    assert str(raised.value).endswith("such as 'profile.html'.")
+    assert trainer.updater.iteration == 0
+    assert not os.path.exists(tmp_path / 'log')
+
+
+def test_page_named_as_the_log_without_log_report_refused(tmp_path):
+    trainer = make_trainer(tmp_path, stop=(2, 'iteration'))
+    trainer.extend(chainer_hookext.ProfileReport(filename='log'))
+    with pytest.raises(ValueError, match='over the log `python -m '
+                       'chainer_hookext report` reads'):
+        trainer.run()
+
+
+def test_page_beside_a_snapshot_of_changing_name(tmp_path):
+    trainer = make_trainer(tmp_path, stop=(2, 'iteration'))
+    trainer.extend(extensions.LogReport(trigger=(1, 'iteration')))
+    trainer.extend(extensions.snapshot(), trigger=(2, 'iteration'))
+    trainer.extend(chainer_hookext.ProfileReport(filename='page.html'))
+    trainer.run()
+    assert os.path.isfile(tmp_path / 'page.html')
+    assert os.path.isfile(tmp_path / 'snapshot_iter_2')
