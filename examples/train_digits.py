@@ -293,7 +293,7 @@ def main(argv=None):
     trainer.run()
 
     print('\nPer-link time of the training iterations, whole run:')
-    timed.hook.print_report(by='path', mode='train')
+    timed.hook.print_report(by='name', mode='train')
     times = plots.link_times(timed)
     # Written whole, never through a link planted at the name (the
     # package's one file writer, as plots.save writes the pictures).

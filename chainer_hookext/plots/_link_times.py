@@ -3,25 +3,26 @@
 
 def link_times(timed):
     """Returns a :class:`~chainer_hookext.TimedLinks`' whole-run figures
-    by link path, as plain JSON values (the example's ``link_times.json``).
+    by link name (``main/predictor/l1``, as its reported keys), as plain
+    JSON values (the example's ``link_times.json``).
 
     Returns:
         dict: ``'links'``: :meth:`~chainer_hookext.TimedLinks.summary`;
         with ``functions=True``, ``'functions'``:
         :meth:`~chainer_hookext.TimedLinks.function_summary`; with
         ``flops=True``, ``'peaks'`` (``{'flops', 'bandwidth'}``),
-        ``'roofline'`` (``{path: {'forward': point, 'backward': point}}``,
+        ``'roofline'`` (``{name: {'forward': point, 'backward': point}}``,
         a point a dict or ``None``) and ``'unknown_functions'``.
     """
-    out = {'links': timed.summary(by='path')}
+    out = {'links': timed.summary(by='name')}
     if timed.functions:
         out['functions'] = timed.function_summary()
     if timed.flops:
-        points = timed.roofline(by='path')  # sets the peaks if need be
+        points = timed.roofline(by='name')  # sets the peaks if need be
         out['peaks'] = timed.roofline_.peaks._asdict()
         out['roofline'] = {
-            path: {way: None if point is None else point._asdict()
+            name: {way: None if point is None else point._asdict()
                    for way, point in link._asdict().items()}
-            for path, link in points.items()}
-        out['unknown_functions'] = timed.unknown_functions(by='path')
+            for name, link in points.items()}
+        out['unknown_functions'] = timed.unknown_functions(by='name')
     return out

@@ -23,10 +23,10 @@ def test_link_times(tmp_path, functions, flops):
     expected = ['links'] + ['functions'] * functions + [
         'peaks', 'roofline', 'unknown_functions'] * flops
     assert sorted(out) == sorted(expected)
-    assert out['links']['/predictor/l1']['occurrence'] == 4
+    assert out['links']['main/predictor/l1']['occurrence'] == 4
     if functions:
         assert out['functions']['LinearFunction']['occurrence'] == 8
     if flops:
         assert out['peaks'] == {'flops': 1e15, 'bandwidth': 1e15}
-        assert out['roofline']['/predictor/l1']['forward']['flops'] > 0
+        assert out['roofline']['main/predictor/l1']['forward']['flops'] > 0
         assert plots.roofline(out) is not None
