@@ -1,4 +1,6 @@
+import collections
 import os
+import sys
 import warnings
 
 from chainer.training import extension
@@ -8,7 +10,14 @@ from chainer_hookext import _chainer
 from chainer_hookext import _checks
 from chainer_hookext.profile import page
 from chainer_hookext.profile import run as run_module
+from chainer_hookext.report import console
 from chainer_hookext.report import gather
+from chainer_hookext.run import training_loop
+from chainer_hookext.timing import clock
+
+#: What a page is drawn from: the trainer's iteration, how many entries
+#: LogReport's log holds, the Timeline files.  The same is not drawn twice.
+_Drawn = collections.namedtuple('_Drawn', ('iteration', 'entries', 'traces'))
 
 
 class ProfileReport(extension.Extension):
@@ -36,6 +45,14 @@ class ProfileReport(extension.Extension):
     need matplotlib (``pip install chainer-hookext[plot]``); without it the
     page says so in their place.
 
+    A page takes a second or two to draw on a CPU: at its trigger it draws
+    only while the pages drawn stay within :attr:`max_share` (3%) of the
+    training's time so far, and says once that it skips.  When the loop
+    ends (before any ``finalize``) and in ``finalize`` it always draws,
+    unless nothing changed since the last page.
+    A Ctrl-C while it draws leaves the last page as it was (or none), says
+    so in one line, and reaches the user's script as Chainer raises it.
+
     Args:
         filename (str): The page's file name in ``trainer.out``.
         comm (chainermn.CommunicatorBase): Under ChainerMN, only rank 0
@@ -51,6 +68,12 @@ class ProfileReport(extension.Extension):
     trigger = 1, 'epoch'
     priority = extension.PRIORITY_READER - 1
     default_name = 'ProfileReport'
+    #: The most of the training's elapsed time that the pages drawn at the
+    #: trigger may take (on the package's clock, from ``initialize``).
+    max_share: float = 0.03
+    #: The seconds a page is expected to take before one was drawn (then:
+    #: the last page's): a page with every section on a CPU.
+    first_draw_seconds: float = 2.0
 
     def __init__(self, filename=page.PAGE_FILE, comm=None):
         if not isinstance(filename, str) or not filename or (
@@ -64,6 +87,11 @@ class ProfileReport(extension.Extension):
         self.comm = comm
         self._trainer = None
         self._failed = False
+        self._budget = None  # _Budget: this run's drawing time
+        self._drawn = None  # _Drawn: what the last page was drawn from
+        self._interrupted = False  # a Ctrl-C stopped a drawing
+        self._said = False  # the line after it was written
+        self._loop = None  # the TrainingLoop telling the loop's end
         #: The path of the page, once written.
         self.written = None
 
@@ -79,28 +107,142 @@ class ProfileReport(extension.Extension):
                 'chainer.training.extensions.LogReport().', RuntimeWarning)
         self._trainer = trainer
         self._failed = False
+        self._start_run(trainer)
+
+    def _start_run(self, trainer):
+        self._budget = _Budget(clock.now())
+        self._drawn = None
+        self._interrupted = self._said = False
+        self._forget_loop()
+        # The page is drawn when the loop ends, before any finalize (one
+        # that raises skips the others').
+        self._loop = training_loop.TrainingLoop.install(
+            trainer, self._loop_started, self._loop_ended)
+
+    def _loop_started(self):
+        pass  # drawn at the trigger and at the loop's end
+
+    def _loop_ended(self):
+        if self._trainer is not None:
+            self._draw_at_end(self._trainer)
+
+    def _forget_loop(self):
+        loop, self._loop = self._loop, None
+        if loop is not None:
+            loop.discard(self._loop_started)
 
     def __call__(self, trainer):
-        self._write(trainer)
-
-    def finalize(self):
-        trainer, self._trainer = self._trainer, None
-        if trainer is not None:
-            self._write(trainer)
-
-    def _write(self, trainer):
-        # Never raises: a page that cannot be written is warned about
-        # once, and training goes on.
         if self.comm is not None and self.comm.rank != 0:
             return
+        if self._budget is None:  # called outside a run
+            self._budget = _Budget(clock.now())
+        budget = self._budget
+        start = clock.now()
+        if not budget.allows(start, self.max_share, self.first_draw_seconds):
+            if not budget.told:
+                budget.told = True
+                console.write([
+                    f'ProfileReport: skips drawing while it would pass '
+                    f'{self.max_share:.0%} of the training\'s time; draws '
+                    f'when training ends.'], sys.stderr)
+            return
+        if self._write(trainer):
+            budget.add(clock.now() - start)
+
+    def on_error(self, trainer, exc, tb):
+        self._forget_loop()
+
+    def finalize(self):
+        self._forget_loop()
+        trainer, self._trainer = self._trainer, None
+        if trainer is not None:
+            self._draw_at_end(trainer)
+
+    def _draw_at_end(self, trainer):
+        # At the loop's end and in finalize: the page unless drawn from the
+        # same already, or the line saying why not.
+        if self.comm is not None and self.comm.rank != 0:
+            return
+        if not self._interrupted:
+            try:
+                self._write(trainer)
+                return
+            except KeyboardInterrupt:
+                self._say_left(trainer)
+                raise
+        self._say_left(trainer)
+
+    def _write(self, trainer):
+        # Returns whether a page was drawn.  Never raises but on Ctrl-C: a
+        # page that cannot be written is warned about once, and training
+        # goes on.
         try:
             run = run_module.from_trainer(trainer)
+            drawn = _Drawn(trainer.updater.iteration, len(run.log),
+                           tuple(run.traces))
+            if drawn == self._drawn:
+                return False
             run_module.write_profile(run)
             self.written = page.write(
                 run, os.path.join(trainer.out, self.filename))
+            self._drawn = drawn
         except Exception as e:  # a page is never worth the training
             if not self._failed:
                 self._failed = True
-                warnings.warn('ProfileReport: the page could not be written '
-                              '({}: {}); training goes on.'.format(
-                                  type(e).__name__, e), RuntimeWarning)
+                warnings.warn(f'ProfileReport: the page could not be written '
+                              f'({type(e).__name__}: {e}); training goes on.',
+                              RuntimeWarning)
+        except KeyboardInterrupt as e:
+            # The user's, raised on without the frames of matplotlib it
+            # came through; the page was written whole or not at all.
+            self._interrupted = True
+            raise e.with_traceback(None)
+        return True
+
+    def _say_left(self, trainer):
+        # After a Ctrl-C while drawing: the figures saved (quick), the page
+        # left as it was, one line saying which; once.
+        if self._said:
+            return
+        self._said = True
+        try:
+            run_module.write_profile(run_module.from_trainer(trainer))
+        except Exception:  # the line below says what to do
+            pass
+        path = os.path.join(trainer.out, self.filename)
+        drawn = self._drawn
+        if drawn is not None:
+            kept = (f'{self.filename} left as it was (iteration '
+                    f'{drawn.iteration})')
+        elif os.path.exists(path):
+            kept = f'{self.filename} left as it was (an earlier run\'s)'
+        else:
+            kept = f'no {self.filename} written'
+        console.write([
+            f'ProfileReport: Ctrl-C while drawing: {kept}; redraw: '
+            f'python -m chainer_hookext report {trainer.out}'], sys.stderr)
+
+
+class _Budget:
+    """The time of the pages drawn at the trigger in one run, against the
+    run's elapsed time, both on the package's clock."""
+
+    __slots__ = ('started', 'spent', 'last', 'told')
+
+    def __init__(self, started):
+        self.started = started
+        self.spent = 0.0
+        self.last = None  # the last page's seconds
+        self.told = False  # whether a skip was said
+
+    def allows(self, now, share, first):
+        """Returns whether a page drawn from ``now`` keeps the drawing
+        within ``share`` of the time since the start, a page taking as
+        long as the last one (``first`` before any)."""
+        expected = first if self.last is None else self.last
+        return self.spent + expected <= share * (now - self.started)
+
+    def add(self, seconds):
+        """Counts a page drawn in ``seconds``."""
+        self.spent += seconds
+        self.last = seconds
