@@ -27,6 +27,8 @@ from chainer_hookext.plots._changes import changes  # NOQA
 from chainer_hookext.plots._files import png  # NOQA
 from chainer_hookext.plots._files import save  # NOQA
 from chainer_hookext.plots._functions import functions  # NOQA
+from chainer_hookext.plots._link_statistics import activations  # NOQA
+from chainer_hookext.plots._link_statistics import gradients  # NOQA
 from chainer_hookext.plots._link_time import link_time  # NOQA
 from chainer_hookext.plots._link_times import link_times  # NOQA
 from chainer_hookext.plots._loop_time import loop_time  # NOQA
@@ -37,9 +39,11 @@ from chainer_hookext.plots._timeline import timeline  # NOQA
 
 
 __all__ = [
+    'activations',
     'changes',
     'first_trace',
     'functions',
+    'gradients',
     'link_time',
     'link_times',
     'loop_time',

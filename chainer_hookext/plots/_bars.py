@@ -6,6 +6,8 @@ import itertools
 
 import numpy
 
+from chainer_hookext.plots import _text
+from chainer_hookext.plots import _top
 from chainer_hookext.report import keys
 
 
@@ -45,6 +47,28 @@ def layers(log, series, scale=1.0):
         for s in series if any(s.key in e for e in log)]
 
 
+def named(panels, top=_top.TOP):
+    """Returns ``panels`` (lists of :class:`Layer`) with at most ``top``
+    labels named: the largest over every panel (:func:`~._top.largest`),
+    the rest summed in one layer on top of each panel."""
+    sizes = collections.OrderedDict()
+    for layers in panels:
+        for layer in layers:
+            sizes[layer.label] = sizes.get(layer.label, 0.0) + float(
+                layer.values.sum())
+    kept = set(_top.largest(sizes, top))
+    label = _top.others(len(sizes) - len(kept))
+    out = []
+    for layers in panels:
+        shown = [layer for layer in layers if layer.label in kept]
+        rest = [layer.values for layer in layers if layer.label not in kept]
+        if rest:
+            shown.append(Layer(label, numpy.sum(rest, axis=0),
+                               _top.OTHERS_COLOUR))
+        out.append(shown)
+    return out
+
+
 def steps(log):
     """Returns ``(labels, name)`` of the bars of ``log``'s entries: their
     epochs, or their iterations when an epoch has several entries."""
@@ -69,8 +93,8 @@ def stack(ax, layers, scale=1.0):
     bottom = 0
     for layer in layers:
         values = layer.values / scale
-        ax.bar(range(len(values)), values, bottom=bottom, label=layer.label,
-               color=layer.colour)
+        ax.bar(range(len(values)), values, bottom=bottom,
+               label=_text.escape(layer.label), color=layer.colour)
         bottom = bottom + values
 
 

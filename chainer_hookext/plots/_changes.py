@@ -1,6 +1,7 @@
 """What changed between two runs (``python -m chainer_hookext compare``)."""
 
 from chainer_hookext.plots import _matplotlib
+from chainer_hookext.plots import _text
 
 
 def changes(labels, percents):
@@ -23,7 +24,7 @@ def changes(labels, percents):
                                  for p in percents])
     ax.axvline(0, color='black', linewidth=0.8)
     ax.set_yticks(list(ys))
-    ax.set_yticklabels(labels)
+    ax.set_yticklabels([_text.escape(label) for label in labels])
     ax.invert_yaxis()  # the largest at the top
     ax.set_xlabel('% change from run A to run B')
     ax.set_title('What changed (chainer_hookext compare)')

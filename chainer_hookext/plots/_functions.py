@@ -1,6 +1,7 @@
 """TimedLinks' time of each function type, largest first."""
 
 from chainer_hookext.plots import _matplotlib
+from chainer_hookext.plots import _text
 
 
 #: The most function types drawn.
@@ -41,7 +42,7 @@ def functions(function_summary):
         ax.barh(ys, [row[2] * scale for row in shown], left=forward,
                 color='tab:green', label='backward')
     ax.set_yticks(list(ys))
-    ax.set_yticklabels([row[0] for row in shown])
+    ax.set_yticklabels([_text.escape(row[0]) for row in shown])
     ax.invert_yaxis()  # the largest at the top
     ax.set_xlabel('{}, whole run'.format(unit))
     ax.set_title('Time of each function type (TimedLinks, functions=True)'

@@ -10,7 +10,9 @@ def link_time(log, names):
 
     Forward on the left, backward (with ``(outside)``) on the right when
     timed: a bar per log entry, a training iteration's milliseconds split
-    by link.  Self times add up to the whole model's time.
+    by link.  Self times add up to the whole model's time.  Past
+    20 links, the 19 largest (forward and backward together) are named
+    and the rest drawn as one ``N others``.
 
     Args:
         log (list of dict): ``LogReport``'s entries.
@@ -38,6 +40,8 @@ def link_time(log, names):
     panels = [(title, layers) for title, layers in (
         ('forward', _bars.layers(log, forward, 1e3)),
         ('backward', _bars.layers(log, backward, 1e3))) if layers]
+    panels = list(zip([title for title, _ in panels], _bars.named(
+        [layers for _, layers in panels])))
     labels, step = _bars.steps(log)
     fig = _matplotlib.new_figure((2 + 3.5 * len(panels), 4.2))
     axes = fig.subplots(1, len(panels), sharey=True, squeeze=False)[0]

@@ -22,6 +22,8 @@ def memory(log, names):
     function nodes keep for backward, and those of ``(outside)`` (they add
     up to the whole model's).  On the right, the last entry's parameters,
     gradients and optimizer state of each link, less its child links'.
+    Past 20 links, the 19 largest (both sides together) are named and the
+    rest drawn as one ``N others``.
 
     Args:
         log (list of dict): ``LogReport``'s entries.
@@ -43,16 +45,18 @@ def memory(log, names):
     if not log:
         return None
     last = log[-1]
+    kids = children(names)
     state = [_bars.Layer(n, numpy.array(
-        [own_bytes(last, names, n, field) for _, field in MODEL_STATE],
+        [own_bytes(last, kids[n], n, field) for _, field in MODEL_STATE],
         float), colours[n]) for n in names
         if _key(n, 'params') in last]
+    activations, state = _bars.named([_bars.layers(log, series), state])
     fig = _matplotlib.new_figure((10 if state else 6.5, 4.2))
     axes = fig.subplots(1, 2 if state else 1, squeeze=False,
                         gridspec_kw={'width_ratios': (3, 2)[:2 if state
                                                             else 1]})[0]
     labels, step = _bars.steps(log)
-    unit = _bars.stack_bytes(axes[0], _bars.layers(log, series))
+    unit = _bars.stack_bytes(axes[0], activations)
     _bars.set_steps(axes[0], labels, step)
     axes[0].set_ylabel('{} in the measured iteration'.format(unit))
     axes[0].set_title('activations kept for backward')
@@ -66,6 +70,16 @@ def memory(log, names):
     _bars.legend_beside(axes[-1], axes)
     fig.tight_layout()
     return fig
+
+
+def children(names):
+    """Returns ``{name: [its child links' names]}`` of ``names``."""
+    out = {name: [] for name in names}
+    for name in names:
+        parent = name.rpartition('/')[0]
+        if parent in out:
+            out[parent].append(name)
+    return out
 
 
 def own_bytes(entry, names, name, field):

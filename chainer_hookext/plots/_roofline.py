@@ -1,11 +1,14 @@
 """Each link of a run under the machine's roofline."""
 
+import collections
 import itertools
 
 import numpy
 
 from chainer_hookext.plots import _bars
 from chainer_hookext.plots import _matplotlib
+from chainer_hookext.plots import _text
+from chainer_hookext.plots import _top
 from chainer_hookext.report import keys
 
 
@@ -18,6 +21,8 @@ def roofline(link_times):
 
     Arithmetic intensity (FLOPs per byte moved) against achieved FLOP/s,
     forward and backward, over the whole run; the ceilings are the peaks.
+    Past 10 links, the 9 with the most FLOPs are named (a legend entry per
+    way) and the rest drawn in grey as one ``N others``.
 
     Args:
         link_times (dict): As :func:`~chainer_hookext.plots.link_times`
@@ -53,10 +58,7 @@ def roofline(link_times):
     ax.annotate('{:.3g} GB/s'.format(bandwidth / 1e9),
                 (low, low * bandwidth), ha='left', va='bottom', fontsize=8,
                 rotation=30)
-    colours = dict(zip(points, itertools.cycle(_bars.LINK_COLOURS)))
-    for path, way, marker, point in found:
-        ax.scatter(point['intensity'], point['rate'], color=colours[path],
-                   marker=marker, label='{} ({})'.format(path, way))
+    draw_points(ax, points, found)
     ax.set_xscale('log')
     ax.set_yscale('log')
     ax.set_xlabel('arithmetic intensity (FLOPs per byte moved)')
@@ -65,6 +67,29 @@ def roofline(link_times):
     ax.legend(loc='center left', bbox_to_anchor=(1.0, 0.5), fontsize=8)
     fig.tight_layout()
     return fig
+
+
+def draw_points(ax, points, found):
+    """Draws the points ``found`` (``(path, way, marker, point)``): each
+    of the largest links in its colour, the rest as one grey entry."""
+    flops = collections.OrderedDict()
+    for path, _, _, point in found:
+        flops[path] = flops.get(path, 0) + point['flops']
+    kept = set(_top.largest(flops, _top.TOP // 2))
+    colours = dict(zip(points, itertools.cycle(_bars.LINK_COLOURS)))
+    for path, way, marker, point in found:
+        if path in kept:
+            ax.scatter(point['intensity'], point['rate'], color=colours[path],
+                       marker=marker, label=_text.escape(f'{path} ({way})'))
+    label = _top.others(len(flops) - len(kept))
+    for way, marker in MARKERS:
+        rest = [point for path, one, _, point in found
+                if one == way and path not in kept]
+        if rest:
+            ax.scatter([p['intensity'] for p in rest],
+                       [p['rate'] for p in rest], color=_top.OTHERS_COLOUR,
+                       marker=marker, label=label)
+            label = '_nolegend_'  # one entry for both ways
 
 
 def _drawn(point):

@@ -5,6 +5,7 @@ import os
 import re
 
 from chainer_hookext.plots import _matplotlib
+from chainer_hookext.plots import _text
 from chainer_hookext.timing import trace
 
 
@@ -15,6 +16,8 @@ CATEGORIES = (('iteration', 'lightgray'), ('phase', 'tab:blue'),
               ('link_backward', 'tab:green'), ('function_forward', 'gold'),
               ('function_backward', 'yellowgreen'), ('gc', 'tab:red'))
 OTHER_COLOUR = 'tab:gray'
+#: Pixels under which a span gets no label (no character fits).
+MIN_LABEL_WIDTH = 10
 
 _WINDOW = re.compile(r'iteration_(\d+)(?:_rank(\d+))?\.json(?:\.gz)?$')
 
@@ -40,7 +43,11 @@ def first_iteration(events):
     Returns:
         list: ``(depth, event)``, depth 0 the iteration, in its process's
         training loop; a span is one deeper than the innermost span holding
-        it in time.  Empty without an iteration.
+        it in time.  Of spans with the same start and length (a piece of a
+        cut link span and its parent's), the one holding the others comes
+        first, whatever their order in the file: by category
+        (:data:`CATEGORIES`), then a link above its child links
+        (:func:`link_depth`).  Empty without an iteration.
     """
     order = {c: i for i, (c, _) in enumerate(CATEGORIES)}
     spans = [e for e in events if e.get('ph') == 'X']
@@ -53,12 +60,20 @@ def first_iteration(events):
              and first['ts'] <= e['ts'] < _end(first)]
     stack, depths = [], []
     for e in sorted(spans, key=lambda e: (
-            e['ts'], -e['dur'], order.get(e['cat'], len(order)))):
+            e['ts'], -e['dur'], order.get(e['cat'], len(order)),
+            link_depth(e))):
         while stack and _end(e) > _end(stack[-1]) + 1e-3:  # ts rounded
             stack.pop()
         depths.append((len(stack), e))
         stack.append(e)
     return depths
+
+
+def link_depth(event):
+    """Returns how deep a span's link is in the model (``main`` 0,
+    ``main/predictor`` 1), from its ``args``' ``link``; 0 without."""
+    link = (event.get('args') or {}).get('link')
+    return link.count('/') if isinstance(link, str) else 0
 
 
 def _end(event):
@@ -88,12 +103,14 @@ def timeline(trace_path):
     ax.set_xlim(0, iteration['dur'] / 1e3)
     ax.set_ylim(rows, 0)  # the iteration at the top
     ax.set_yticks([])
-    ax.set_xlabel('ms from the start of {}'.format(iteration['name']))
-    ax.set_title('One training iteration, nested calls below their caller '
-                 '(Timeline, {})'.format(os.path.basename(trace_path)))
+    ax.set_xlabel(_text.escape(f"ms from the start of {iteration['name']}"))
+    ax.set_title(_text.escape(
+        'One training iteration, nested calls below their caller '
+        f'(Timeline, {os.path.basename(trace_path)})'))
     shown = {e['cat'] for _, e in spans}
     ax.legend(handles=[
-        modules.patches.Patch(color=colours.get(c, OTHER_COLOUR), label=c)
+        modules.patches.Patch(color=colours.get(c, OTHER_COLOUR),
+                              label=_text.escape(c))
         for c in [c for c, _ in CATEGORIES if c in shown] + sorted(
             shown - set(colours))],
         loc='upper left', bbox_to_anchor=(1.0, 1.0))
@@ -114,9 +131,11 @@ def label_span(ax, renderer, name, start, width, y):
     """Writes the longest of a span's names that fits in it, if any."""
     left, right = (ax.transData.transform((x, y))[0]
                    for x in (start, start + width))
+    if right - left < MIN_LABEL_WIDTH:
+        return
     for label in (name, name.rsplit('/', 1)[-1]):
-        text = ax.text(start + width / 2, y, label, ha='center',
-                       va='center', fontsize=8, clip_on=True)
+        text = ax.text(start + width / 2, y, _text.escape(label),
+                       ha='center', va='center', fontsize=8, clip_on=True)
         if text.get_window_extent(renderer).width + 4 <= right - left:
             return
         text.remove()

@@ -69,3 +69,21 @@ def test_first_trace(tmp_path):
         (folder / name).write_bytes(b'')
     assert plots.first_trace(str(tmp_path)) == os.path.join(
         str(folder), 'iteration_9_rank0.json.gz')
+
+
+@pytest.mark.parametrize('reverse', [False, True])
+def test_equal_spans_nest_by_path(reverse):
+    # Pieces of cut spans: a parent and its child with the same start and
+    # length, in either order in the file (issue 44, item 8).
+    def link(name, start, end):
+        return trace.complete(name, 'link_forward', start * 1000, end * 1000,
+                              1, 1, {'link': name, 'piece': 1})
+    spans = [link('main', 100, 300), link('main/predictor', 100, 300),
+             link('main/predictor/conv2', 100, 300)]
+    if reverse:
+        spans.reverse()
+    found = [(depth, e['name']) for depth, e in _timeline.first_iteration(
+        [span('iteration 1', 'iteration', 0, 1000),
+         span('forward', 'phase', 100, 300)] + spans)]
+    assert found == [(0, 'iteration 1'), (1, 'forward'), (2, 'main'),
+                     (3, 'main/predictor'), (4, 'main/predictor/conv2')]

@@ -1,0 +1,24 @@
+"""The links a picture names: the largest, at most :data:`TOP`, the rest
+drawn together as one ``N others``."""
+
+#: The most entries a picture's legend names: past it, the ``TOP - 1``
+#: largest and one :func:`others` entry.
+TOP = 20
+#: The colour of the :func:`others` entry.
+OTHERS_COLOUR = 'lightgray'
+
+
+def largest(sizes, top=TOP):
+    """Returns the names of ``sizes`` (``{name: size}``) a picture names,
+    in their order: all of them up to ``top``, else the ``top - 1``
+    largest."""
+    if len(sizes) <= top:
+        return list(sizes)
+    kept = set(sorted(sizes, key=lambda name: -sizes[name])[:top - 1])
+    return [name for name in sizes if name in kept]
+
+
+def others(count):
+    """Returns the label of ``count`` links drawn together."""
+    return f'{count} others'
+
