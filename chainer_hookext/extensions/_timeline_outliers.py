@@ -1,13 +1,15 @@
 """Which iterations :class:`~chainer_hookext.Timeline` writes as outliers,
 and what their traces say about them.
 
-An :class:`OutlierRule` keeps the seconds of the last :data:`RECENT`
-iterations (their running median) and the count of outlier traces written:
-both are the Timeline's state in a snapshot.  Each iteration is judged
-against the iterations before it, then joins them.
+An :class:`OutlierRule` judges each part of an iteration (the update, each
+extension called in it) against that part's own recent runs, an
+extension's in the iterations calling the same extensions (a
+:class:`~chainer_hookext.timing.running_median.RunningMedian` per part),
+and counts the outlier traces written: both are the Timeline's state in a
+snapshot.  Each iteration is judged, then its parts join their histories.
+The rule itself is stated once, in ``docs/timing.md`` ("Outlier traces").
 """
 
-import bisect
 import collections
 import datetime
 import math
@@ -20,15 +22,25 @@ from chainer_hookext import _checks
 from chainer_hookext import _state
 from chainer_hookext.extensions import _timeline_recorder
 from chainer_hookext.report import keys
+from chainer_hookext.report import units
 from chainer_hookext.timing import pauses
 from chainer_hookext.timing import phases
+from chainer_hookext.timing import running_median
 
-#: Iterations whose seconds give the running median.
-RECENT = 100
+#: Runs of each part whose seconds give its running median.
+RECENT = 50
 #: Iterations added before any is judged.
 WARMUP = 20
-#: ``outliers=True``: slower than this many times the running median.
+#: Runs of an extension before its own are judged.
+RUNS = 3
+#: ``outliers=True``: a part slower than this many times its baseline.
 FACTOR = 3.0
+#: Sets of extensions called together whose runs are kept; past it, the
+#: set seen least recently is forgotten.
+SIGNATURES = 32
+#: The part of an iteration outside its extensions: the update's phases
+#: (``data`` to ``allreduce``) and ``other``.
+UPDATE = 'update'
 
 #: An iteration recorded whole: ``number``, ``start`` and ``end`` (clock
 #: seconds), its :class:`~._timeline_recorder.Piece`, and ``seconds``, its
@@ -40,9 +52,22 @@ Iteration = collections.namedtuple(
 #: of the Timeline's own phase then (``own``).
 Started = collections.namedtuple('Started', ('number', 'start', 'own'))
 
-#: Why an iteration is an outlier: its ``seconds``, the ``median`` of the
-#: iterations before it and the ``threshold`` it passed.
-Verdict = collections.namedtuple('Verdict', ('seconds', 'median', 'threshold'))
+#: A part of an iteration, judged: its ``name`` (:data:`UPDATE` or an
+#: extension's figure, ``extension/<name>``), its ``seconds`` in the
+#: iteration, its own ``median`` over its last ``runs`` runs (``None``
+#: before any) and the ``baseline`` it is judged against: its median, for
+#: an extension the update's when larger, ``None`` for an extension run
+#: fewer than :data:`RUNS` times before.
+Part = collections.namedtuple(
+    'Part', ('name', 'seconds', 'median', 'runs', 'baseline'))
+
+#: Why an iteration is an outlier: its ``seconds``, the :class:`Part` that
+#: grew most over its baseline, the ``threshold`` passed (the part's, or
+#: the absolute one of the whole iteration), and ``grew_most``, the phase
+#: of the part (a figure: ``data``, ``extension/<name>``) grown most over
+#: its own median, by ``grew_seconds``.
+Verdict = collections.namedtuple(
+    'Verdict', ('seconds', 'part', 'threshold', 'grew_most', 'grew_seconds'))
 
 
 def ended(started, end, piece, own):
@@ -57,36 +82,45 @@ def check(outliers):
     """Returns ``Timeline(outliers=...)`` as ``None`` (off), a factor
     (``float``) or a threshold (``datetime.timedelta``); raises unless it
     is one of those, ``True`` or ``False``."""
-    what = ('use True (slower than {:g} times the running median), a '
-            'factor above 1 (e.g. 5.0), a datetime.timedelta (an absolute '
-            'threshold, e.g. timedelta(seconds=0.5)), or None.'.format(
-                FACTOR))
-    call = '`Timeline(outliers={})`'.format(_checks.shown(outliers))
+    what = (f'use True (a part of an iteration slower than {FACTOR:g} '
+            'times its own running median), a factor above 1 (e.g. 5.0), a '
+            'datetime.timedelta (an absolute threshold, e.g. '
+            'timedelta(seconds=0.5)), or None.')
+    call = f'`Timeline(outliers={_checks.shown(outliers)})`'
     if outliers is None or outliers is False or outliers is numpy.False_:
         return None
     if outliers is True or outliers is numpy.True_:
         return FACTOR
     if isinstance(outliers, datetime.timedelta):
         if outliers <= datetime.timedelta(0):
-            raise ValueError('{} is not above 0: {}'.format(call, what))
+            raise ValueError(f'{call} is not above 0: {what}')
         return outliers
     if not isinstance(outliers, numbers.Real) or isinstance(
             outliers, numpy.bool_):
-        raise TypeError('{} is not a flag, a factor or a '
-                        'datetime.timedelta: {}'.format(call, what))
+        raise TypeError(f'{call} is not a flag, a factor or a '
+                        f'datetime.timedelta: {what}')
     if not 1 < outliers < math.inf:
-        raise ValueError('{} is not a factor above 1: {}'.format(call, what))
+        raise ValueError(f'{call} is not a factor above 1: {what}')
     return float(outliers)
 
 
-class OutlierRule(object):
-    """The running median of the recent iterations and the outliers written.
+class OutlierRule:
+    """Each part's recent runs, the iterations added and the outliers
+    written.
 
     Args:
         rule: What :func:`check` returned (not ``None``).
         max_outliers (int): Outlier traces written at most.
 
     Attributes:
+        update_history (dict): ``{part: RunningMedian}``, ``part``
+            :data:`UPDATE` or a phase of the update (``data`` ...).
+        extension_history (collections.OrderedDict): ``{called: {phase:
+            RunningMedian}}``: ``called`` the ``frozenset`` of the
+            extensions' phases (:class:`~chainer_hookext.timing.phases.
+            ExtensionPhase`) called in an iteration, the least recently
+            seen first, at most :data:`SIGNATURES`; ``phase`` one of them.
+        iterations (int): The iterations added (resumed runs included).
         written (int): The outlier traces written (resumed runs included).
         warned (bool): Whether this run said that no more are written.
     """
@@ -98,8 +132,9 @@ class OutlierRule(object):
 
     def reset(self):
         """Forgets the iterations and the outliers written."""
-        self._recent = collections.deque()  # seconds, oldest first
-        self._sorted = []  # the same, sorted
+        self.update_history = {}
+        self.extension_history = collections.OrderedDict()
+        self.iterations = 0
         self.written = 0
         self.warned = False
 
@@ -107,125 +142,245 @@ class OutlierRule(object):
         """Whether ``max_outliers`` traces are written."""
         return self.written >= self.max_outliers
 
-    def median(self):
-        """Returns the median of the recent seconds, or ``None``."""
-        kept, n = self._sorted, len(self._sorted)
-        if not n:
-            return None
-        return kept[n // 2] if n % 2 else (kept[n // 2 - 1] + kept[n // 2]) / 2
-
-    def threshold(self, median):
-        """Returns the seconds above which an iteration is an outlier."""
-        if isinstance(self.rule, datetime.timedelta):
-            return self.rule.total_seconds()
-        return self.rule * median
-
-    def judge(self, seconds, judged=True):
-        """Returns a :class:`Verdict` when an iteration of ``seconds`` is
-        an outlier (never in the warm-up, nor when not ``judged``), else
-        ``None``; then adds it to the recent iterations."""
+    def judge(self, iteration, left_out, judged=True):
+        """Returns a :class:`Verdict` when ``iteration`` is an outlier
+        (never in the warm-up, nor when not ``judged``), else ``None``;
+        then adds its parts to their histories.  The phase ``left_out``
+        (the Timeline's own) is no part."""
+        spent = phase_seconds(iteration, left_out)
+        called = frozenset(phase for phase in spent
+                           if isinstance(phase, phases.ExtensionPhase))
+        update = sum(seconds for phase, seconds in spent.items()
+                     if phase not in called)
+        runs = self._runs(called)
         verdict = None
-        if judged and len(self._recent) >= WARMUP:
-            median = self.median()
-            threshold = self.threshold(median)
-            if seconds > threshold:
-                verdict = Verdict(seconds, median, threshold)
-        self._add(seconds)
+        if judged and self.iterations >= WARMUP:
+            verdict = self._verdict(iteration.seconds, spent, update, runs)
+        _add(self.update_history, UPDATE, update)
+        for phase, seconds in spent.items():
+            _add(runs if phase in called else self.update_history, phase,
+                 seconds)
+        self.iterations += 1
         return verdict
 
-    def outlier(self, iteration, previous):
+    def _runs(self, called):
+        # The extensions' histories in the iterations calling ``called``.
+        history = self.extension_history
+        runs = history.get(called)
+        if runs is None:
+            runs = history[called] = {}
+            if len(history) > SIGNATURES:
+                history.popitem(last=False)
+        else:
+            history.move_to_end(called)
+        return runs
+
+    def _verdict(self, seconds, spent, update, runs):
+        parts = [_part(UPDATE, update, self.update_history.get(UPDATE),
+                       None)]
+        floor = parts[0].baseline
+        parts += [_part(phase, s, runs.get(phase), floor)
+                  for phase, s in spent.items()
+                  if isinstance(phase, phases.ExtensionPhase)]
+        if isinstance(self.rule, datetime.timedelta):
+            threshold = self.rule.total_seconds()
+            if seconds <= threshold:
+                return None
+            part = max(parts, key=_excess)
+        else:
+            grown = [p for p in parts if p.baseline is not None
+                     and p.seconds > self.rule * p.baseline]
+            if not grown:
+                return None
+            part = max(grown, key=_excess)
+            threshold = self.rule * part.baseline
+        if part.name != UPDATE:
+            grew, grew_most = part.seconds - (part.median or 0.0), part.name
+        else:
+            grew, grew_most = max(
+                (s - (_median(self.update_history.get(phase)) or 0.0),
+                 figure(phase))
+                for phase, s in spent.items()
+                if not isinstance(phase, phases.ExtensionPhase))
+        return Verdict(seconds, part, threshold, grew_most, grew)
+
+    def outlier(self, iteration, previous, left_out):
         """Returns a :class:`Verdict` when ``iteration`` is an outlier to
-        write (``previous`` the one before it, or ``None``: not judged).
-        Warns, once, of an outlier not written past ``max_outliers``."""
-        verdict = self.judge(iteration.seconds, previous is not None)
+        write (``previous`` the one before it, or ``None``: not judged;
+        ``left_out`` as in :meth:`judge`).  Warns, once, of an outlier not
+        written past ``max_outliers``."""
+        verdict = self.judge(iteration, left_out, previous is not None)
         if verdict is None or not self.full():
             return verdict
         if not self.warned:
             self.warned = True
             warnings.warn(
-                'Timeline: {} outlier traces are written (max_outliers={}); '
-                'later outliers (iteration {} is one) are no longer '
+                f'Timeline: {self.written} outlier traces are written '
+                f'(max_outliers={self.max_outliers}); later outliers '
+                f'(iteration {iteration.number} is one) are no longer '
                 'written. Give Timeline a larger max_outliers (or a higher '
-                'threshold in outliers=) to have more.'.format(
-                    self.written, self.max_outliers, iteration.number),
-                RuntimeWarning)
+                'threshold in outliers=) to have more.', RuntimeWarning)
         return None
 
-    def _add(self, seconds):
-        if len(self._recent) == RECENT:
-            oldest = self._recent.popleft()
-            del self._sorted[bisect.bisect_left(self._sorted, oldest)]
-        self._recent.append(seconds)
-        bisect.insort(self._sorted, seconds)
-
     def save(self, serializer):
-        """Saves the recent seconds and the count written."""
-        serializer('outlier_seconds', numpy.asarray(
-            self._recent, numpy.float64))
+        """Saves each part's recent seconds and the counts: a row per
+        value, labelled with its part's name and, for an extension, the
+        names of the extensions called beside it."""
+        labels, seconds = [], []
+        for called, runs in [(None, self.update_history)] + list(
+                self.extension_history.items()):
+            beside = None if called is None else sorted(
+                phase.name for phase in called)
+            for phase, history in runs.items():
+                label = [phase if called is None else phase.name, beside]
+                for value in history.values():
+                    labels.append(label)
+                    seconds.append(value)
+        _state.save_rows(serializer['outlier_history'], labels,
+                         {'seconds': seconds})
+        serializer('outlier_iterations', numpy.asarray(
+            self.iterations, numpy.int64))
         serializer('outliers_written', numpy.asarray(
             self.written, numpy.int64))
 
     def load(self, serializer):
         """Restores what :meth:`save` saved; a snapshot without it (an
         earlier version's, or of a Timeline without outliers) starts
-        afresh, without a warning."""
+        afresh, without a warning (an earlier version's count of traces
+        written goes on)."""
         self.reset()
         try:
-            seconds = _state.read(serializer, 'outlier_seconds')
-            written = _state.read(serializer, 'outliers_written')
+            self.written = int(_state.read(serializer, 'outliers_written'))
+            rows = _state.load_rows(
+                _state.child(serializer, 'outlier_history'), ('seconds',))
+            iterations = _state.read(serializer, 'outlier_iterations')
         except _state.MissingState:
             return
-        for s in numpy.ravel(seconds)[-RECENT:]:
-            self._add(float(s))
-        self.written = int(written)
+        for (name, beside), value in rows:
+            if beside is None:
+                _add(self.update_history, name, value['seconds'])
+            else:
+                runs = self._runs(frozenset(
+                    phases.ExtensionPhase(n) for n in beside))
+                _add(runs, phases.ExtensionPhase(name), value['seconds'])
+        self.iterations = int(iterations)
+
+
+def _part(key, seconds, history, floor):
+    # The update is judged against its median, an extension against the
+    # larger of its median and the update's (``floor``).
+    runs = len(history) if history is not None else 0
+    median = history.median() if runs else None
+    baseline = median
+    if key != UPDATE:
+        baseline = None if runs < RUNS else max(median, floor or 0.0)
+    return Part(figure(key), seconds, median, runs, baseline)
+
+
+def _median(history):
+    return history.median() if history is not None else None
+
+
+def _add(histories, key, seconds):
+    history = histories.get(key)
+    if history is None:
+        history = histories[key] = running_median.RunningMedian(RECENT)
+    history.add(seconds)
+
+
+def _excess(part):
+    # A part's seconds over its baseline (all of them without one).
+    return part.seconds - (part.baseline or 0.0)
+
+
+def figure(part):
+    """Returns the name of a part (:data:`UPDATE`, a phase):
+    ``update``, ``data``, ``extension/<name>`` ..."""
+    return UPDATE if part == UPDATE else keys.phase_figure(part)
 
 
 def phase_seconds(iteration, left_out):
-    """Returns ``{figure: seconds}`` of ``iteration``'s phases, named as
-    :class:`~chainer_hookext.TimedLoop`'s figures (``data``,
-    ``extension/<name>``), but for the phase ``left_out``."""
+    """Returns ``{phase: seconds}`` of ``iteration``'s phases (a name of
+    :data:`~chainer_hookext.timing.phases.UPDATE_PHASES`, ``other``, or an
+    :class:`~chainer_hookext.timing.phases.ExtensionPhase` of an extension
+    called or of its own work), but for the phase ``left_out``."""
     seconds = {}
     own_work = [p for p in iteration.piece.pauses
                 if iteration.start <= p.start and p.end <= iteration.end]
     index = pauses.PauseIndex(own_work)  # taken out of the phases
     for span in iteration.piece.phase_spans:
-        if span.phase == left_out or span.start < iteration.start or (
+        phase = span.phase
+        if phase == left_out or span.start < iteration.start or (
                 span.end > iteration.end):
             continue
-        figure = keys.phase_figure(span.phase)
-        seconds[figure] = seconds.get(figure, 0.0) + sum(
-            end - start for start, end in index.cut(span.start, span.end))
+        if own_work:
+            spent = sum(end - start
+                        for start, end in index.cut(span.start, span.end))
+        else:
+            spent = span.end - span.start
+        seconds[phase] = seconds.get(phase, 0.0) + spent
     for pause in own_work:
         phase = phases.ExtensionPhase(pause.name)
         if phase != left_out:
-            figure = keys.phase_figure(phase)
-            seconds[figure] = seconds.get(figure, 0.0) + (
+            seconds[phase] = seconds.get(phase, 0.0) + (
                 pause.end - pause.start)
     return seconds
 
 
-def about(iteration, previous, verdict, left_out):
-    """Returns what an outlier's trace says about it (JSON values): the
-    figures of :class:`Verdict`, the previous iteration's number and
-    seconds, and the phase that grew most since it (``left_out``, the
-    Timeline's own, aside)."""
-    now = phase_seconds(iteration, left_out)
-    before = phase_seconds(previous, left_out)
-    grown = {p: s - before.get(p, 0.0) for p, s in now.items()}
-    grew = max(grown, key=grown.get) if grown else None
+def ratio(part):
+    """Returns a :class:`Part`'s seconds over its baseline, or ``None``
+    without one (or with a baseline of 0)."""
+    return part.seconds / part.baseline if part.baseline else None
+
+
+def why(verdict):
+    """Returns a line saying which part of an outlier grew, and by how
+    much against its own history."""
+    part = verdict.part
+    line = f'{part.name}: {units.seconds(part.seconds)}, '
+    median = units.seconds(part.median or 0.0)
+    if part.baseline is None:
+        line += ('its first run' if not part.runs else
+                 f'after only {part.runs} runs, too few to judge')
+    elif part.baseline == part.median:
+        times = f'{ratio(part):.1f}x' if part.baseline else 'above'
+        line += f'{times} its median of {median} over {part.runs} runs'
+    else:
+        line += (f"{ratio(part):.1f}x the update's median of "
+                 f'{units.seconds(part.baseline)} (its own median: '
+                 f'{median} over {part.runs} runs)')
+    if part.name == UPDATE:
+        line += (f'; {verdict.grew_most} grew most, by '
+                 f'{units.seconds(verdict.grew_seconds)}')
+    return line
+
+
+def about(iteration, previous, verdict):
+    """Returns what an outlier's trace says about it (JSON values): its
+    seconds, the part that grew (:class:`Part`'s figures, its ``ratio`` to
+    its baseline), the ``threshold_seconds`` passed, the phase that grew
+    most and :func:`why`, in a line; the previous iteration's number and
+    seconds."""
+    part = verdict.part
     return {
         'iteration': iteration.number,
         'seconds': verdict.seconds,
-        'median_seconds': verdict.median,
+        'part': part.name,
+        'part_seconds': part.seconds,
+        'median_seconds': part.median,
+        'runs': part.runs,
+        'baseline_seconds': part.baseline,
+        'ratio': ratio(part),
         'threshold_seconds': verdict.threshold,
+        'grew_most': verdict.grew_most,
+        'grew_seconds': verdict.grew_seconds,
         'previous_iteration': previous.number,
         'previous_seconds': previous.seconds,
-        'grew_most': grew,
-        'grew_seconds': grown[grew] if grew is not None else 0.0,
+        'why': why(verdict),
     }
 
 
-def outlier_trace(iteration, previous, verdict, rank, left_out):
+def outlier_trace(iteration, previous, verdict, rank):
     """Returns the events of an outlier's trace, the outlier and the
     iteration before it, and its ``otherData``: :func:`about` them, also
     the ``args`` of the outlier's slice, which Perfetto shows."""
@@ -233,8 +388,8 @@ def outlier_trace(iteration, previous, verdict, rank, left_out):
         [(previous.number, previous.start), (iteration.number,
                                              iteration.start)],
         iteration.end, [previous.piece, iteration.piece], rank)
-    said = about(iteration, previous, verdict, left_out)
-    name = 'iteration {}'.format(iteration.number)
+    said = about(iteration, previous, verdict)
+    name = f'iteration {iteration.number}'
     for event in events:
         if event['name'] == name and event.get('cat') == 'iteration':
             event['args'] = dict(said, outlier=True)

@@ -238,12 +238,12 @@ class Timeline(loop_phases.LoopExtension):
         # ``ended`` is judged, and written when an outlier; it is then the
         # previous iteration.  A run's first iteration is not judged.
         previous, self._previous = self._previous, ended
-        verdict = self._outliers.outlier(ended, previous)
+        verdict = self._outliers.outlier(ended, previous, self._own_phase)
         if verdict is None:
             return
         with self._loop.own_work(self.name or self.default_name):
             events, other = _timeline_outliers.outlier_trace(
-                ended, previous, verdict, self._rank(), self._own_phase)
+                ended, previous, verdict, self._rank())
             if self._write('outlier_iteration_{}'.format(ended.number),
                            events, other):
                 self._outliers.written += 1

@@ -4,9 +4,9 @@ on a real Trainer with known delays on a still clock."""
 import copy
 import datetime
 import gc
+import itertools
 import os
 import pickle
-import statistics
 
 import chainer
 import numpy
@@ -14,6 +14,8 @@ import pytest
 from chainer import training
 
 from chainer_hookext import Timeline
+from chainer_hookext.extensions import _timeline_outliers
+from chainer_hookext.timing import phases
 from chainer_hookext.timing import trace
 from tests.conftest import Boom
 from tests.conftest import DATA
@@ -67,10 +69,20 @@ def seconds(iteration, stalled=()):
         STALL if iteration in stalled else 0.0)
 
 
-def median_before(iteration, stalled=(), first=1):
-    """The running median of the (at most 100) iterations before."""
-    return statistics.median(seconds(i, stalled) for i in range(
-        max(first, iteration - 100), iteration))
+def about(part, number, part_seconds, median, runs, baseline, threshold,
+          grew_most, grew_seconds, why, stalled=()):
+    """What an outlier trace of ``make_trainer`` says about iteration
+    ``number``, its ``part`` judged against its own history."""
+    return {
+        'iteration': number, 'seconds': seconds(number, stalled),
+        'part': part, 'part_seconds': part_seconds,
+        'median_seconds': median, 'runs': runs,
+        'baseline_seconds': baseline,
+        'ratio': None if baseline is None else part_seconds / baseline,
+        'threshold_seconds': threshold,
+        'grew_most': grew_most, 'grew_seconds': grew_seconds,
+        'previous_iteration': number - 1,
+        'previous_seconds': seconds(number - 1, stalled), 'why': why}
 
 
 def never(trainer):
@@ -124,16 +136,22 @@ def test_stalls_written_with_the_previous_iteration(still, tmp_path):
         forward = [e for e in spans(events, 'link_forward')
                    if e['name'] == 'main']
         assert len(forward) == 2
-        median = median_before(number, stalled)
-        about = {
-            'iteration': number, 'seconds': seconds(number, stalled),
-            'median_seconds': median, 'threshold_seconds': 3 * median,
-            'previous_iteration': number - 1,
-            'previous_seconds': seconds(number - 1),
-            'grew_most': figure, 'grew_seconds': STALL}
-        assert other == {'outlier': about}
+        # The update's median: 15 s over the 39 iterations before 40;
+        # the extension's, 0 s over the 34 iterations calling ``slow``
+        # and ``stall`` before 70, is below the update's, which it is
+        # judged against.
+        said = about(
+            'update', 40, PLAIN + STALL, PLAIN, 39, PLAIN, 3 * PLAIN,
+            'data', STALL, 'update: 271.00sec, 18.1x its median of '
+            '15.00sec over 39 runs; data grew most, by 256.00sec',
+            stalled) if number == 40 else about(
+            'extension/stall', 70, STALL, 0.0, 34, PLAIN, 3 * PLAIN,
+            figure, STALL, "extension/stall: 256.00sec, 17.1x the "
+            "update's median of 15.00sec (its own median: 0.00ns over 34 "
+            "runs)", stalled)
+        assert other == {'outlier': said}
         # Perfetto shows it on the outlier's slice.
-        assert iterations[1]['args'] == dict(about, outlier=True)
+        assert iterations[1]['args'] == dict(said, outlier=True)
         assert 'args' not in iterations[0]
 
 
@@ -174,17 +192,20 @@ def test_at_most_max_outliers_then_one_warning(still, tmp_path):
 ])
 def test_factor_and_absolute_threshold(
         still, tmp_path, outliers, written, threshold):
-    # Iteration 30 takes 31 + 80 s, 50 takes 31 + 512 s; the median
-    # before either is 15 s.
+    # Iteration 30 takes 31 + 80 s, 50 takes 31 + 512 s, in the extension
+    # ``stall`` (0 s otherwise, judged against the update's median, 15 s).
     trainer = make_slow_trainer(still, tmp_path, stop=60)
     trainer.extend(_stalling(still, {30: 80.0, 50: 512.0}), name='stall')
     files = run(trainer, Timeline(outliers=outliers))
     assert sorted(files) == sorted(
         'outlier_iteration_{}.json.gz'.format(i) for i in written)
     _, other = files['outlier_iteration_50.json.gz']
-    assert other['outlier']['median_seconds'] == 15.0
+    assert other['outlier']['part'] == 'extension/stall'
+    assert other['outlier']['median_seconds'] == 0.0
+    assert other['outlier']['baseline_seconds'] == 15.0
     assert other['outlier']['threshold_seconds'] == threshold
     assert other['outlier']['seconds'] == 31.0 + 512.0
+    assert other['outlier']['part_seconds'] == 512.0
 
 
 def test_bad_arguments():
@@ -244,21 +265,37 @@ def test_resume_continues_the_median_and_the_count(still, tmp_path):
         'outlier_iteration_70.json.gz']
     files = read_folder(second)
     assert sorted(files) == sorted(expected)
-    # The median of 1-54 (the snapshot's, taken during 55) and 56-69.
+    # The extension's runs beside ``slow``: 2-54 (the snapshot's, taken
+    # during 55) and 56-68.
     _, other = files['outlier_iteration_70.json.gz']
-    assert other['outlier']['median_seconds'] == statistics.median(
-        seconds(i, (40,)) for i in range(1, 70) if i != 55) == 23.0
+    assert other['outlier']['part'] == 'extension/stall'
+    assert other['outlier']['runs'] == 34
+    assert other == expected['outlier_iteration_70.json.gz'][1]
     assert timeline._outliers.written == 2
 
 
-def test_snapshot_without_outlier_state_starts_afresh(still, tmp_path):
+def earlier_version(target):
+    # A snapshot of an earlier version's Timeline(outliers=True): the
+    # seconds of the last iterations, no history per part.
+    for key in [k for k in target if '/Timeline/outlier' in k]:
+        del target[key]
+    target['updater/Timeline/outlier_seconds'] = numpy.full(29, 15.0)
+    target['updater/Timeline/outliers_written'] = numpy.asarray(0)
+
+
+@pytest.mark.parametrize('outliers', [None, True])
+def test_snapshot_without_outlier_state_starts_afresh(
+        still, tmp_path, outliers):
     # A snapshot of a Timeline without outliers (or of an earlier
     # version): no warning, a new warm-up from the resume.
     target = {}
     first = make_trainer(still, tmp_path, stop=30)
     first.extend(snapshot_at(30, target))
-    run(first, Timeline())
+    run(first, Timeline(outliers=outliers))
     assert 'updater/iteration' in target
+    if outliers:
+        assert any('/Timeline/outlier_history/' in k for k in target)
+        earlier_version(target)
     second = make_trainer(still, tmp_path, stop=80, extension=[45, 60])
     timeline = Timeline(outliers=True)
     second.extend(timeline, trigger=never)
@@ -314,8 +351,10 @@ def test_own_writing_is_not_the_next_iterations_time(
     trainer = make_trainer(still, tmp_path, stop=50, data=[40])
     files = run(trainer, Timeline(outliers=True))
     assert sorted(files) == ['outlier_iteration_40.json.gz']
-    assert trainer.get_extension('Timeline')._outliers.median() == (
-        median_before(51, (40,)))
+    rule = trainer.get_extension('Timeline')._outliers
+    assert rule.update_history[_timeline_outliers.UPDATE].median() == PLAIN
+    assert phases.ExtensionPhase('Timeline') not in {
+        phase for called in rule.extension_history for phase in called}
 
 
 def test_memory_bounded_and_nothing_when_off(still, tmp_path):
@@ -458,3 +497,137 @@ def test_each_rank_writes_its_own(still, tmp_path, monkeypatch):
     trainer = make_trainer(still, tmp_path / 'launcher', stop=30, data=[25])
     files = run(trainer, Timeline(outliers=True))
     assert sorted(files) == ['outlier_iteration_25_rank3.json.gz']
+
+
+# -- each part judged against its own history ---------------------------------
+
+def scheduled(still, every, usual, slower=None):
+    """An extension called every ``every`` iterations, taking ``usual``
+    seconds, or ``slower[iteration]`` at those iterations."""
+    slower = slower or {}
+
+    @training.make_extension(trigger=(every, 'iteration'))
+    def work(trainer):
+        still.sleep(slower.get(trainer.updater.iteration, usual))
+    return work
+
+
+def slow_steps(still, trainer, steps):
+    """The optimizer's update takes ``steps[iteration]`` seconds more."""
+    updates = itertools.count(1)
+    trainer.updater.get_optimizer('main').add_hook(
+        lambda optimizer: still.sleep(steps.get(next(updates), 0.0)),
+        name='slow_step')
+
+
+def test_scheduled_extensions_at_their_usual_cost_are_no_outliers(
+        still, tmp_path):
+    # An evaluation every 10 iterations (8.5 times the update) and a plot
+    # every 25 (34 times): each judged against its own runs; ``stall``,
+    # 0 s at every iteration, takes 30 s once, less than 3 updates.
+    trainer = make_trainer(still, tmp_path, stop=200)
+    trainer.extend(scheduled(still, 10, 128.0), name='evaluate')
+    trainer.extend(scheduled(still, 25, 512.0), name='plot')
+    timeline = Timeline(outliers=True)
+    trainer.extend(_stalling(still, {55: 30.0}), name='blip')
+    files = run(trainer, timeline)
+    assert sorted(files) == []
+    # Bounded: the last 50 runs of each part; an extension's in the
+    # iterations calling the same extensions.
+    rule = timeline._outliers
+    assert sorted(rule.update_history) == [
+        'backward', 'data', 'forward', 'optimizer', 'other', 'update']
+    assert {len(h) for h in rule.update_history.values()} == {50}
+    called = {','.join(sorted(p.name for p in c)): {
+        p.name: len(h) for p, h in runs.items()}
+        for c, runs in rule.extension_history.items()}
+    assert called == {
+        'blip,stall': dict(blip=50, stall=50),  # 96 odd iterations
+        'blip,slow,stall': dict(blip=50, slow=50, stall=50),  # 80
+        'blip,evaluate,slow,stall': dict(blip=16, evaluate=16, slow=16,
+                                         stall=16),
+        'blip,plot,stall': dict(blip=4, plot=4, stall=4),
+        'blip,evaluate,plot,slow,stall': dict(blip=4, evaluate=4, plot=4,
+                                              slow=4, stall=4)}
+
+
+def test_a_data_stall_is_an_outlier_beside_scheduled_extensions(
+        still, tmp_path):
+    trainer = make_trainer(still, tmp_path, stop=100, data=[75])
+    trainer.extend(scheduled(still, 10, 128.0), name='evaluate')
+    files = run(trainer, Timeline(outliers=True))
+    assert sorted(files) == ['outlier_iteration_75.json.gz']
+    said = files['outlier_iteration_75.json.gz'][1]['outlier']
+    assert said['part'] == 'update'
+    assert said['ratio'] == (PLAIN + STALL) / PLAIN
+    assert said['grew_most'] == 'data'
+    assert said['why'] == ('update: 271.00sec, 18.1x its median of '
+                           '15.00sec over 50 runs; data grew most, by '
+                           '256.00sec')
+
+
+def test_a_slow_step_is_an_outlier(still, tmp_path):
+    trainer = make_trainer(still, tmp_path, stop=100)
+    trainer.extend(scheduled(still, 10, 128.0), name='evaluate')
+    slow_steps(still, trainer, {60: 64.0})
+    files = run(trainer, Timeline(outliers=True))
+    assert sorted(files) == ['outlier_iteration_60.json.gz']
+    said = files['outlier_iteration_60.json.gz'][1]['outlier']
+    assert (said['part'], said['part_seconds'], said['median_seconds'],
+            said['runs']) == ('update', PLAIN + 64.0, PLAIN, 50)
+    assert (said['grew_most'], said['grew_seconds']) == ('optimizer', 64.0)
+
+
+def test_an_extension_ten_times_slower_than_its_runs_is_an_outlier(
+        still, tmp_path):
+    # Iteration 70's update and other extensions as usual: only the
+    # evaluation grew, 10 times its 6 runs before.
+    trainer = make_trainer(still, tmp_path, stop=100)
+    trainer.extend(scheduled(still, 10, 128.0, {70: 1280.0}),
+                   name='evaluate')
+    files = run(trainer, Timeline(outliers=True))
+    assert sorted(files) == ['outlier_iteration_70.json.gz']
+    events, other = files['outlier_iteration_70.json.gz']
+    said = other['outlier']
+    assert said == dict(
+        said, iteration=70, seconds=seconds(70) + 1280.0,
+        part='extension/evaluate', part_seconds=1280.0,
+        median_seconds=128.0, runs=6, baseline_seconds=128.0, ratio=10.0,
+        threshold_seconds=3 * 128.0, grew_most='extension/evaluate',
+        grew_seconds=1280.0 - 128.0,
+        why='extension/evaluate: 1280.00sec, 10.0x its median of '
+            '128.00sec over 6 runs')
+    assert phase_in(events, 70, 'evaluate') == 1280.0
+
+
+@pytest.mark.parametrize('outliers,written', [
+    (True, [120]),
+    (datetime.timedelta(seconds=300), [30, 120]),
+])
+def test_a_part_is_judged_after_three_runs(
+        still, tmp_path, outliers, written):
+    # ``first`` runs at 30 (512 s: its first run, slow), 60 and 90 (64 s),
+    # then 120 (640 s, 10 times its median): not judged before its
+    # fourth run, unless the absolute threshold says so.
+    trainer = make_trainer(still, tmp_path, stop=130)
+    at = training.triggers.ManualScheduleTrigger([30, 60, 90, 120],
+                                                 'iteration')
+    costs = {30: 512.0, 120: 640.0}
+
+    @training.make_extension(trigger=at)
+    def first(trainer):
+        still.sleep(costs.get(trainer.updater.iteration, 64.0))
+    trainer.extend(first)
+    files = run(trainer, Timeline(outliers=outliers))
+    assert sorted(files) == sorted(
+        f'outlier_iteration_{i}.json.gz' for i in written)
+    said = files['outlier_iteration_120.json.gz'][1]['outlier']
+    assert (said['part'], said['median_seconds'], said['runs'],
+            said['ratio']) == ('extension/first', 64.0, 3, 10.0)
+    if 30 in written:
+        said = files['outlier_iteration_30.json.gz'][1]['outlier']
+        assert said == dict(
+            said, part='extension/first', part_seconds=512.0,
+            median_seconds=None, runs=0, baseline_seconds=None, ratio=None,
+            threshold_seconds=300.0, grew_seconds=512.0,
+            why='extension/first: 512.00sec, its first run')

@@ -1,0 +1,56 @@
+"""The median of the last values added, in a window of fixed size.
+
+:class:`~chainer_hookext.Timeline`'s outlier traces keep one per part of an
+iteration (the update, each extension): each part is judged against its
+own recent runs, in bounded memory.
+"""
+
+import bisect
+import collections
+
+
+class RunningMedian:
+    """The median of the last ``size`` values added.
+
+    Adding a value costs a ``bisect`` into a sorted list of at most
+    ``size`` values; memory does not grow past ``size``.
+
+    Args:
+        size (int): How many of the last values are kept.
+
+    .. admonition:: Example
+
+        >>> median = RunningMedian(3)
+        >>> for value in (4.0, 1.0, 3.0, 2.0):
+        ...     median.add(value)
+        >>> median.median(), len(median), median.values()
+        (2.0, 3, [1.0, 3.0, 2.0])
+    """
+
+    __slots__ = ('_recent', '_sorted')
+
+    def __init__(self, size: int):
+        self._recent = collections.deque(maxlen=size)  # oldest first
+        self._sorted = []  # the same values, sorted
+
+    def __len__(self) -> int:
+        return len(self._recent)
+
+    def add(self, value: float) -> None:
+        """Adds ``value``; the oldest is dropped when ``size`` are kept."""
+        recent = self._recent
+        if len(recent) == recent.maxlen:
+            del self._sorted[bisect.bisect_left(self._sorted, recent[0])]
+        recent.append(value)
+        bisect.insort(self._sorted, value)
+
+    def median(self):
+        """Returns the median of the kept values, or ``None``."""
+        kept, n = self._sorted, len(self._sorted)
+        if not n:
+            return None
+        return kept[n // 2] if n % 2 else (kept[n // 2 - 1] + kept[n // 2]) / 2
+
+    def values(self) -> list:
+        """Returns the kept values, oldest first."""
+        return list(self._recent)
