@@ -7,15 +7,15 @@ _copies`).  A copy of a link (``copy.deepcopy``, ``pickle``,
 ``link.copy(mode='copy')``) holds copies of its hooks, and Chainer calls
 no ``added`` on them.
 
-So the copy of a hook that links held (``held_by_links``) waits for them (:class:`Waiting`):
-the first call of each link holding it does what Chainer's ``added(link)``
-does, before the hook's own ``forward_preprocess``; ``deleted(link)`` of a
-link that never called it does nothing.  The copy cannot be added at
-unpickling: it does not know which links hold it.  A copy of part of the
-model holds it on fewer links than the original; ``Chain.copy(mode=
-'copy')`` copies each child twice, and the first copy of a child's hook is
-held by no link.  Added at unpickling, such a copy would stay in the
-thread's parts for good.
+So the copy of a hook that links held (``held_by_links``) waits for them
+(:class:`Waiting`): the first call of each link holding it does what
+Chainer's ``added(link)`` does, before the hook's own
+``forward_preprocess``; ``deleted(link)`` of a link that never called it
+does nothing.  The copy cannot be added at unpickling: it does not know
+which links hold it.  A copy of part of the model holds it on fewer links
+than the original; ``Chain.copy(mode='copy')`` copies each child twice,
+and the first copy of a child's hook is held by no link.  Added at
+unpickling, such a copy would stay in the thread's parts for good.
 
 While it waits, the copy's ``forward_preprocess``, ``added`` and
 ``deleted`` are instance attributes over its class's; they are taken out
@@ -25,6 +25,7 @@ methods are never touched.
 
 import weakref
 
+from chainer_hookext import _observer
 
 #: The hook's methods a waiting copy replaces, on the copy only.
 METHODS = ('forward_preprocess', 'added', 'deleted')
@@ -91,22 +92,26 @@ class Waiting:
 
     def end(self):
         """Gives the copy its own methods back."""
-        attributes = vars(self.hook)
-        for name in METHODS:
-            attributes.pop(name, None)
-        if self._forward_preprocess is not None:
-            attributes['forward_preprocess'] = self._forward_preprocess
+        self._put_back(vars(self.hook))
         self.hook.waiting = None
+        _observer.changed(self.hook)
 
     def state(self, state):
         """Returns ``state`` (the copy's attributes) as a copy of it holds
         them: the links still expected in its count, none of this
         object's methods."""
-        for name in METHODS:
-            state.pop(name, None)
-        if self._forward_preprocess is not None:
-            state['forward_preprocess'] = self._forward_preprocess
+        self._put_back(state)
         state['held_by_links'] = state.get('held_by_links', 0) + (
             self.expected)
         state['waiting'] = None
         return state
+
+    def _put_back(self, attributes):
+        # The hook's own methods in its attributes (or a copy of them); a
+        # method put there since (use_method: a timer's on a GPU) stays.
+        for name in ('added', 'deleted'):
+            attributes.pop(name, None)
+        if attributes.get('forward_preprocess') == self.forward_preprocess:
+            del attributes['forward_preprocess']
+            if self._forward_preprocess is not None:
+                attributes['forward_preprocess'] = self._forward_preprocess

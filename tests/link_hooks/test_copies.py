@@ -270,6 +270,25 @@ def test_copy_of_a_hook_alone_is_registered_nowhere(hooked, name):
     assert thread_state() == state
 
 
+@pytest.mark.parametrize('how', list(COPIES))
+@pytest.mark.parametrize('name', list(HOOKS))
+def test_copy_of_a_copy(hooked, name, how):
+    model, hook, report = hooked(name)
+    state = thread_state()
+    clone = hooked.copy('deepcopy', model)
+    run(clone.l1)  # called by one link of two: still waits for the other
+    again = hooked.copy(how, clone)
+    before = report(clone.local_link_hooks[hook.name])
+    numpy.testing.assert_array_equal(run(again), run(model))
+    assert report(clone.local_link_hooks[hook.name]) == before
+    for link in holders(clone, 'model and l1'):
+        link.delete_hook(hook.name)
+    numpy.testing.assert_array_equal(run(again), run(model))
+    for link in holders(again, 'model and l1'):
+        link.delete_hook(hook.name)
+    assert thread_state() == state
+
+
 def test_copy_of_a_hook_registered_in_the_thread_is_not(clock):
     empty = thread_state()
     hook = GradientStatisticsHook()
