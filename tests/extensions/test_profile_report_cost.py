@@ -199,3 +199,38 @@ def test_ctrl_c_elsewhere_still_draws_at_the_end(still, tmp_path,
     with pytest.raises(KeyboardInterrupt):
         trainer.run()
     assert [iteration for iteration, _ in drawn] == [2, 3]
+
+
+# -- a collection set off by the drawing --------------------------------------
+
+class _CollectedSlowly:
+    # Collected in a reference cycle: its __del__ runs inside gc.
+    def __init__(self, still, seconds):
+        self.still = still
+        self.seconds = seconds
+        self.cycle = self
+
+    def __del__(self):
+        self.still.sleep(self.seconds)
+
+
+def test_a_collection_in_the_drawing_is_profile_reports_time(
+        still, tmp_path, monkeypatch):
+    import gc
+
+    def render(run):
+        _CollectedSlowly(still, 0.5)
+        gc.collect()  # what matplotlib's figures set off
+        return '<html></html>'
+    monkeypatch.setattr(page, 'render', render)
+    trainer = make_slow_trainer(still, tmp_path, stop=4)
+    trainer.extend(chainer_hookext.TimedLoop(), trigger=(2, 'iteration'))
+    trainer.extend(extensions.LogReport(trigger=(2, 'iteration')))
+    profile = chainer_hookext.ProfileReport()
+    profile.first_draw_seconds = 0.0
+    trainer.extend(profile, trigger=(2, 'iteration'))
+    trainer.run()
+    # The page of iteration 2 is in the second report: after LogReport.
+    second = trainer.get_extension('LogReport').log[1]
+    assert second['time/loop/gc'] == 0.0
+    assert second['time/loop/extension/ProfileReport'] == 0.5 / 2
