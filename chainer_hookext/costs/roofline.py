@@ -103,12 +103,13 @@ class Roofline:
             return
         self._warned = True
         warnings.warn(
-            '{}: {!r} ran at {:.3g} FLOP/s and {:.3g} bytes/s, above the '
-            'peaks of {:.3g} FLOP/s and {:.3g} bytes/s: the peaks are raised '
-            'to what it achieved.  Pass `peak_flops=` and `peak_bandwidth=` '
-            'with the machine\'s own figures, or measure on an idle '
-            'machine.'.format(self.owner, name, rate, byte_rate, old.flops,
-                              old.bandwidth), RuntimeWarning)
+            f'{self.owner}: {name!r} ran at {rate:.3g} FLOP/s and '
+            f'{byte_rate:.3g} bytes/s, above the peaks of {old.flops:.3g} '
+            f'FLOP/s and {old.bandwidth:.3g} bytes/s: the peaks are raised '
+            f'to what it achieved.  Pass `peak_flops=` and `peak_bandwidth=` '
+            f'with the machine\'s own figures, or measure them again on an '
+            f'idle machine: python -m chainer_hookext.costs.peaks.',
+            RuntimeWarning)
 
     def link_points(self, entries):
         """Returns the :class:`LinkPoints` of each :class:`~.records.Entry`.

@@ -69,8 +69,9 @@ class TimedLinks(link_hook_extension.LinkHookExtension):
     forward); ``docs/flops.md`` has the convention and the formulas.  With
     the bytes each node moves and the times measured, each link gets its
     achieved FLOP/s, forward and backward, its percentage of the machine's
-    peak and whether it is compute-bound or memory-bound
-    (:meth:`roofline`, and columns of the printed table).  Function types
+    peak and whether it is compute-bound, memory-bound or, below 10% of
+    its roof, overhead-bound (:meth:`roofline`, and columns of the printed
+    table).  Function types
     without a formula are listed (:meth:`unknown_functions`), never counted
     as zero.
 
@@ -134,11 +135,12 @@ class TimedLinks(link_hook_extension.LinkHookExtension):
         functions (bool): Also report figures per function type, and split
             each link's figures by type (needs ``backward=True``).
         peak_flops (float): The machine's peak FLOP/s, for the roofline;
-            by default measured once per process, device and dtype (a
-            short matrix product), on the device and in the dtype of the
-            model's first parameter: at ``initialize``, or at the first
-            report when no parameter is initialised before the first
-            forward (``L.Linear(None, n)``).
+            by default measured once per machine, device and dtype (a
+            matrix product) and kept in a file
+            (:func:`~chainer_hookext.costs.peaks.cache_path`), on the
+            device and in the dtype of the model's first parameter: at
+            ``initialize``, or at the first report when no parameter is
+            initialised before the first forward (``L.Linear(None, n)``).
         peak_bandwidth (float): Its peak memory bandwidth in bytes/s; by
             default measured likewise (a streaming copy).
 
@@ -445,6 +447,9 @@ class TimedLinks(link_hook_extension.LinkHookExtension):
     def roofline(self, by='path', mode='train'):
         """Returns each link's place under the roofline, over the whole run.
 
+        ``by='name'`` keys it as the reported keys (``main/predictor``), as
+        :func:`~chainer_hookext.plots.link_times` does.
+
         Needs ``flops=True`` and ``initialize``; the peaks not given are
         measured then, or at the first report, or here when no report came
         yet and no parameter existed at ``initialize``.
@@ -453,8 +458,8 @@ class TimedLinks(link_hook_extension.LinkHookExtension):
             collections.OrderedDict: ``{key: LinkPoints}``
             (:class:`~chainer_hookext.costs.roofline.LinkPoints`: the
             forward and backward :class:`~.roofline.Point`, with FLOPs,
-            bytes, seconds, FLOP/s, intensity, percent of the peak and
-            bound), by ``by`` as in :meth:`summary`.
+            bytes, seconds, FLOP/s, intensity, percent of the peak, bound,
+            roof and label), by ``by`` as in :meth:`summary`.
         """
         if self._peaks_from is not None:
             self._set_roofline(self._peaks_from, last_chance=True)
