@@ -159,7 +159,8 @@ class RunningLinks(object):
 
     def __reduce__(self):
         # A pickle or a copy of a hook holding it (the trainer's, during
-        # training) holds none: it subscribes when it is next added.
+        # training; a link's) holds none: it subscribes when it is next
+        # added (by each link holding it, link_hooks/_copied_hooks.py).
         return _copies.same, (None,)
 
     def join(self, listener, tags):
