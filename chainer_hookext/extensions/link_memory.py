@@ -19,6 +19,7 @@ from chainer_hookext.report import keys
 from chainer_hookext.report import link_names
 from chainer_hookext.report import tables
 from chainer_hookext.report import units
+from chainer_hookext.run import iteration_plan
 from chainer_hookext.run import link_hook_extension
 from chainer_hookext.run import training_loop
 from chainer_hookext.timing import pauses
@@ -29,7 +30,9 @@ class LinkMemory(extension.Extension):
 
     It measures one training iteration per report: the first of the run
     (or of a resumed run), then the first after each time its trigger
-    fires.  Its hooks (a link hook, a function hook and, on a GPU, a CuPy
+    fires; an iteration that a :class:`~chainer_hookext.Timeline` window
+    traces is never measured, the next one not traced is
+    (``docs/memory.md``).  Its hooks (a link hook, a function hook and, on a GPU, a CuPy
     memory hook) are registered for that iteration only: the others run no
     hook, only the training loop's per-iteration callback.  At the trigger
     it reports, for every link in scope, named as
@@ -114,6 +117,7 @@ class LinkMemory(extension.Extension):
         self.last_ = None
         self._trainer = None
         self._loop = None  # the TrainingLoop, from initialize to the end
+        self._plan = None  # the trainer's IterationPlan
         self._links = []  # [(name, link)] in scope, parents first
         self._model = []  # every link of the optimizers' targets
         self._armed = False  # measure the next iteration
@@ -140,24 +144,35 @@ class LinkMemory(extension.Extension):
         self._measured = None
         self._warned = False
         self._armed = True
+        self._plan = iteration_plan.IterationPlan.of(trainer)
         self._loop = training_loop.TrainingLoop.install(
-            trainer, self._enter, self.release, self._iteration)
+            trainer, self._enter, self.release, self._iteration,
+            self._iteration_ending)
 
     def _enter(self):
         pass  # the loop's start: the first iteration's start arms
 
     def _iteration(self, trainer):
         # Each training iteration's start: two attribute reads when not
-        # measuring.  The tracer's set-up and the figures' making are the
-        # extension's time, not the iteration's data.
-        if self._handle is None and not self._armed:
+        # measuring.  An iteration a Timeline window traces is left alone
+        # (the plan says): the next one is measured.  The tracer's set-up
+        # is the extension's time, not the iteration's data.
+        if self._handle is not None:  # no check of the stop trigger ran
+            self._iteration_ending()
+        if not self._armed or not self._plan.measure(
+                trainer.updater.iteration + 1):
             return
         with pauses.own_work(self.tracer.owner):
-            if self._handle is not None:
+            self._armed = False
+            self._start()
+
+    def _iteration_ending(self):
+        # Before each call of the stop trigger, the measured iteration's
+        # extensions done: the figures are made there, in its time, never
+        # in the next iteration's (which a Timeline window may trace).
+        if self._handle is not None:
+            with pauses.own_work(self.tracer.owner):
                 self._stop()
-            if self._armed:
-                self._armed = False
-                self._start()
 
     def _start(self):
         tracer = self.tracer
@@ -249,6 +264,7 @@ class LinkMemory(extension.Extension):
         loop, self._loop = self._loop, None
         if loop is not None:
             loop.discard(self._enter)
+        self._plan = None
 
     def on_error(self, trainer, exc, tb):
         self.release()

@@ -12,6 +12,7 @@ from chainer_hookext.extensions import _timeline_outliers
 from chainer_hookext.extensions import _timeline_recorder
 from chainer_hookext.link_hooks import timer
 from chainer_hookext.report import gather
+from chainer_hookext.run import iteration_plan
 from chainer_hookext.run import loop_phases
 from chainer_hookext.timing import phases
 from chainer_hookext.timing import trace
@@ -43,11 +44,13 @@ class Timeline(loop_phases.LoopExtension):
     of the trainer's :class:`~chainer_hookext.TimedLinks` when it times
     every link shown (then each span is exactly what it charges), else of
     the extension's own :class:`~chainer_hookext.TimerHook`
-    (``backward=True``), registered for the window only.  Nothing is
-    recorded outside windows, where the extension costs what
-    :class:`~chainer_hookext.TimedLoop` does.  Another extension's work
-    inside a window (``LinkMemory``'s) is drawn as that extension's, the
-    spans it interrupted cut around it.  The
+    (``backward=True``), registered from the end of the iteration before
+    the window to the window's end.  Nothing is recorded outside windows,
+    where the extension costs what :class:`~chainer_hookext.TimedLoop`
+    does.  The traced iterations are not disturbed: the window is set up
+    and written between iterations, and
+    :class:`~chainer_hookext.LinkMemory` measures none of them
+    (``docs/timing.md``); no span is cut.  The
     output folder is checked when training starts; a file that cannot be
     written later is warned about, and training goes on.  A file is
     written aside then renamed, and never overwritten: after a resume,
@@ -140,6 +143,8 @@ class Timeline(loop_phases.LoopExtension):
                                       functions=functions)
         self._recorder = _timeline_recorder.Recorder(self._timer)
         self._window = None  # _Window, while one records
+        self._done = None  # _Done: a window recorded, not written yet
+        self._plan = None  # the trainer's IterationPlan
         self._iteration_starts = []  # the window's [(number, start)]
         self._unix_start = None
         # The outlier traces (None when off): the rule's state, the
@@ -148,6 +153,7 @@ class Timeline(loop_phases.LoopExtension):
         self._outliers = None if rule is None else (
             _timeline_outliers.OutlierRule(rule, max_outliers))
         self._started = self._ended = self._previous = None
+        self._unwritten = []  # _Outlier traces, written outside windows
         self._own_phase = None  # this extension's phase in the loop clock
         self._loaded = False  # a snapshot loaded since the last run
         self._failed = False  # a file could not be written in this run
@@ -169,11 +175,19 @@ class Timeline(loop_phases.LoopExtension):
         self._failed = False
         self._own_phase = phases.ExtensionPhase(
             self.name or self.default_name)
+        self._plan = iteration_plan.IterationPlan.of(trainer)
+        if self._next_window is not None:
+            self._plan_window(self._next_window)
         super().initialize(trainer)
 
     def __call__(self, trainer):
         if self._window is None and self._next_window is None:
             self._next_window = trainer.updater.iteration + 1 + self.warmup
+            self._plan_window(self._next_window)
+
+    def _plan_window(self, first):
+        # No other extension measures in the window's iterations.
+        self._plan.trace(self, first, first + self.iterations - 1)
 
     def iteration_ended(self, trainer):
         if self._outliers is None:
@@ -189,9 +203,11 @@ class Timeline(loop_phases.LoopExtension):
                 started, start, self._recorder.cut(), own)
 
     def iteration_started(self, trainer):
+        # No clock read and no work of its own here, in the iteration just
+        # started (a window's may be): the set-up and the writing are
+        # done before an iteration starts (iteration_ending).
         number = trainer.updater.iteration + 1  # the iteration starting
         start = self._loop.iteration_start
-        name = self.name or self.default_name
         ended, self._ended = self._ended, None
         window = self._window
         if window is not None:
@@ -200,14 +216,9 @@ class Timeline(loop_phases.LoopExtension):
             if number < window.first + self.iterations:
                 self._iteration_starts.append((number, start))
             else:
-                with self._loop.own_work(name):
-                    self._close_window(write=True, end=start)
+                self._end_window(number, start)
         if ended is not None:
             self._judge(ended)
-        if self._outliers is not None and not self._recorder.running:
-            with self._loop.own_work(name):
-                self._recorder.start(trainer, self._loop, self.validation,
-                                     self.functions)
         first = self._next_window
         if self._window is not None or first is None or number < first:
             return
@@ -219,34 +230,99 @@ class Timeline(loop_phases.LoopExtension):
                 'passed.'.format(first, first + self.iterations - 1),
                 RuntimeWarning)
             return
-        with self._loop.own_work(name):
-            self._open_window(trainer, first, number, start)
+        self._open_window(trainer, first, number, start)
+
+    def iteration_ending(self, trainer):
+        # Before the stop trigger: the iteration's extensions are done and
+        # the clock is in ``other``, which no trace draws.  The window
+        # recorded is written, the outliers found are (not while a window
+        # records), and the recorder is started before the
+        # iteration a window traces, or stopped when none needs it.
+        following = trainer.updater.iteration + 1
+        first = self._next_window
+        needed = self._outliers is not None or self._window is not None or (
+            first is not None and first <= following < first + self.iterations)
+        outliers = self._unwritten and self._window is None
+        if (self._done is None and not outliers
+                and needed == self._recorder.running):
+            return
+        with self._loop.own_work(self.name or self.default_name):
+            self._write_done()
+            if outliers:
+                self._write_outliers()
+            if needed and not self._recorder.running:
+                self._recorder.start(trainer, self._loop, self.validation,
+                                     self.functions)
+            elif not needed:
+                self._recorder.stop()
 
     def _open_window(self, trainer, first, number, start):
         # ``first`` the window's first iteration; ``number`` > ``first``
         # when it resumes inside it.  The clock has started this
-        # iteration: its phases are recorded from now.
+        # iteration: its phases are recorded from now.  The recorder runs
+        # since the end of the iteration before (iteration_ending): what it
+        # recorded before this start is dropped.
         if not self._recorder.running:
-            self._recorder.start(trainer, self._loop, self.validation,
-                                 self.functions)
+            with self._loop.own_work(self.name or self.default_name):
+                self._recorder.start(trainer, self._loop, self.validation,
+                                     self.functions)
+        elif self._outliers is None:
+            self._recorder.cut()
         self._window = _Window(first, [])
         self._iteration_starts = [(number, start)]
         # The hosts' clock at the window's start: ranks on one time axis.
         self._unix_start = time.time() - (self._clock.now() - start)
 
+    def _end_window(self, number, end):
+        # The window's last iteration ended at ``end``, iteration
+        # ``number``'s start: what it recorded is kept, to be written
+        # before the next iteration starts.  Without outliers the
+        # recorder's piece holds the whole window, and the recorder stops
+        # here unless a window starts now.
+        window, self._window = self._window, None
+        if self._outliers is None and self._recorder.running:
+            if self._next_window == number:
+                window.pieces.append(self._recorder.cut())
+            else:
+                with self._loop.own_work(self.name or self.default_name):
+                    window.pieces.append(self._recorder.stop())
+        self._done = _Done(window, self._iteration_starts, end)
+        self._iteration_starts = []
+
+    def _write_done(self):
+        done, self._done = self._done, None
+        if done is not None and done.window.pieces:
+            self._write_window(done.window, done.iteration_starts, done.end)
+
+    def _write_window(self, window, iteration_starts, end):
+        self._write('iteration_{}'.format(window.first),
+                    _timeline_recorder.window_events(
+                        iteration_starts, end, window.pieces, self._rank()))
+
     def _judge(self, ended):
-        # ``ended`` is judged, and written when an outlier; it is then the
-        # previous iteration.  A run's first iteration is not judged.
+        # ``ended`` is judged, its trace written outside windows when an
+        # outlier (iteration_ending); it is then the previous iteration.  A run's first iteration is not judged; an
+        # iteration another extension measured (the plan says) is not,
+        # nor kept: no outlier trace shows it.
         previous, self._previous = self._previous, ended
-        verdict = self._outliers.outlier(ended, previous, self._own_phase)
-        if verdict is None:
+        if self._plan is not None and self._plan.measured(ended.number):
+            self._previous = None
             return
-        with self._loop.own_work(self.name or self.default_name):
+        verdict = self._outliers.outlier(ended, previous, self._own_phase)
+        if verdict is not None:  # counted now: max_outliers holds
+            self._outliers.written += 1
+            self._unwritten.append(_Outlier(ended, previous, verdict))
+
+    def _write_outliers(self):
+        unwritten, self._unwritten = self._unwritten, []
+        for outlier in unwritten:
             events, other = _timeline_outliers.outlier_trace(
-                ended, previous, verdict, self._rank())
-            if self._write('outlier_iteration_{}'.format(ended.number),
-                           events, other):
-                self._outliers.written += 1
+                outlier.iteration, outlier.previous, outlier.verdict,
+                self._rank())
+            if not self._write(
+                    'outlier_iteration_{}'.format(outlier.iteration.number),
+                    events, other):
+                self._outliers.written -= 1
 
     def release(self):
         clock = self._clock
@@ -254,6 +330,7 @@ class Timeline(loop_phases.LoopExtension):
             clock is not None and self._recorder.running) else None
         piece = self._recorder.stop()
         try:
+            self._write_done()
             self._close_window(write=True, end=end, piece=piece)
             started = self._started
             if (piece is not None and started is not None
@@ -262,6 +339,7 @@ class Timeline(loop_phases.LoopExtension):
                 self._judge(_timeline_outliers.ended(
                     started, end, piece,
                     clock.totals.get(self._own_phase, 0.0)))
+            self._write_outliers()
         finally:
             self._discard()
             super().release()
@@ -269,8 +347,11 @@ class Timeline(loop_phases.LoopExtension):
     def _discard(self):
         # Nothing recorded is kept: the hook removed, the lists taken out.
         self._recorder.stop()
-        self._window = None
+        self._window = self._done = None
         self._started = self._ended = self._previous = None
+        self._unwritten = []
+        if self._plan is not None:
+            self._plan.forget(self)
 
     def _close_window(self, write, end=None, piece=None):
         window, self._window = self._window, None
@@ -287,10 +368,7 @@ class Timeline(loop_phases.LoopExtension):
             end = self._iteration_starts[-1][1]
         if not write or not window.pieces:
             return
-        self._write('iteration_{}'.format(window.first),
-                    _timeline_recorder.window_events(
-                        self._iteration_starts, end, window.pieces,
-                        self._rank()))
+        self._write_window(window, self._iteration_starts, end)
 
     def _rank(self):
         return self.comm.rank if self.comm is not None else (
@@ -362,6 +440,15 @@ class Timeline(loop_phases.LoopExtension):
 
 #: A window recording: its first iteration and the pieces recorded.
 _Window = collections.namedtuple('_Window', ('first', 'pieces'))
+
+#: An outlier found, its trace to write: the ``iteration`` and the
+#: ``previous`` one (``_timeline_outliers.Iteration``), the ``verdict``.
+_Outlier = collections.namedtuple(
+    '_Outlier', ('iteration', 'previous', 'verdict'))
+
+#: A window recorded, to write: its ``_Window``, ``iteration_starts``
+#: ``[(number, start)]`` and ``end``, when its last iteration ended.
+_Done = collections.namedtuple('_Done', ('window', 'iteration_starts', 'end'))
 
 
 def _launcher_rank():

@@ -44,7 +44,7 @@ class LoopPhases(object):
     def __init__(self, trainer):
         self._trainer = weakref.ref(trainer)
         self._readers = []
-        self._calls = ((), ())  # see _calls
+        self._calls = ((), (), ())  # see _calls
         self.clock = None
         self.iteration_start = None
         self._marks = None
@@ -68,7 +68,8 @@ class LoopPhases(object):
 
         ``reader`` has ``iteration_ended(trainer)`` and
         ``iteration_started(trainer)``, called in turn at each iteration's
-        start once the clock has started it, and ``release()``,
+        start once the clock has started it, ``iteration_ending(trainer)``,
+        called before each call of the stop trigger, and ``release()``,
         called when the loop ends and which calls :meth:`unsubscribe`.
         """
         shared = _shared.get(trainer)
@@ -123,8 +124,15 @@ class LoopPhases(object):
     def _check(self):
         # Before each call of the stop trigger: its time is ``other``, from
         # the end of the first iteration.
-        if self._marks is not None and self.clock.phase is not None:
+        if self._marks is None:
+            return
+        if self.clock.phase is not None:
             self._marks.outside_update(phases.OTHER)
+        ending = self._calls[2]
+        if ending:
+            trainer = self._trainer()
+            for method in ending:
+                method(trainer)
 
     def _iteration(self, trainer):
         if self._marks is None:
@@ -134,7 +142,7 @@ class LoopPhases(object):
         # Every reader sees the clock exact at the start before any does
         # work of its own there (own_work).  Only the readers overriding a
         # method are called (_calls).
-        ended, started = self._calls
+        ended, started, _ = self._calls
         for method in ended:
             method(trainer)
         for method in started:
@@ -168,7 +176,8 @@ def _calls(readers):
         tuple(getattr(reader, name) for reader in readers
               if getattr(type(reader), name) is not getattr(
                   LoopExtension, name))
-        for name in ('iteration_ended', 'iteration_started'))
+        for name in ('iteration_ended', 'iteration_started',
+                     'iteration_ending'))
 
 
 class LoopExtension(extension.Extension):
@@ -204,6 +213,13 @@ class LoopExtension(extension.Extension):
 
     def iteration_started(self, trainer):
         """Called at each iteration's start, once the clock has started it.
+        """
+
+    def iteration_ending(self, trainer):
+        """Called before each call of the stop trigger (the iteration's
+        extensions done, the clock in ``other``), and before the first:
+        work done here is in no phase that a trace draws, and before the
+        next iteration starts.
         """
 
     def release(self):

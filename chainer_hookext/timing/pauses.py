@@ -3,7 +3,7 @@
 Some of the package's work runs inside the user's calls: ``LinkMemory``
 reads the graph at the first backward step of its measured iteration and
 keeps its books at each link call and function node of it; ``Timeline``
-opens and writes its windows at an iteration's start.  Each such piece of
+sets its windows up and writes them between iterations.  Each such piece of
 work is a *pause*: :func:`own_work` (or :func:`paused`, on a hot path)
 reads the clock around it and tells every listener of the calling thread,
 which takes the pause out of what it measures:
@@ -14,8 +14,11 @@ which takes the pause out of what it measures:
   charged for it;
 * the loop's :class:`~chainer_hookext.timing.phases.PhaseClock` charges it
   to ``extension/<name>`` and not to the phase it ran in;
-* a ``Timeline`` window gets it as a :class:`Pause`, and draws it as
-  ``extension/<name>`` between the pieces of the spans it cut.
+* a ``Timeline`` recording gets it as a :class:`Pause`, and a trace draws
+  it as an ``extension`` span inside the span it ran in, never cut; the
+  iterations a window traces are not measured by ``LinkMemory``
+  (:mod:`chainer_hookext.run.iteration_plan`), and ``Timeline``'s own work
+  is done outside them.
 
 A listener has ``paused(name, start, end)``; :func:`listen` adds it in the
 calling thread, :func:`stop_listening` removes it.  Nothing is
@@ -119,14 +122,13 @@ def own_work(name):
         paused(name, start)
 
 
-class PauseIndex(object):
+class PauseIndex:
     """The pauses of a window, to put its spans back on the clock.
 
     A timer moves the start of a running call by each pause inside it, so
     that ``end - start`` is the call's time without them: :meth:`start`
-    gives back where the call really started.  :meth:`cut` gives the pieces
-    of a span outside the pauses, which a trace draws with each pause
-    between them.
+    gives back where the call really started.  :meth:`cut` gives the parts
+    of a span outside the pauses (a phase's time without our work).
 
     Args:
         pauses (list of Pause): In order of time, not overlapping.

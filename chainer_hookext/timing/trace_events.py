@@ -15,9 +15,10 @@ and the phases come from the same clock reads (the phase marks take the
 timer's: ``forward`` starts at the update's first link call, ``backward``
 at its first step and ends at its last), so link spans nest in their
 phase as they are, and each is exactly the time charged for the call.
-Our own work inside the window (:mod:`.pauses`) is an ``extension`` span
-between the pieces of the phase and link spans it cut (``args.piece`` of
-``args.pieces``).  Each garbage collection in the window is a span of its
+Our own work inside the window (:mod:`.pauses`), rare (it is done between
+traced iterations), is an ``extension`` span inside whatever span was
+running: no span is ever cut, and each keeps its own figures (a link span
+then holds the work, which its timer does not charge).  Each garbage collection in the window is a span of its
 own, ``gc (generation 2)`` (category ``gc``), its ``generation`` and
 ``collected`` in ``args``: it runs between two bytecodes, on the phases'
 clock, so it lies inside whatever span was running (a phase, an extension
@@ -80,21 +81,13 @@ def window_events(window, rank, device):
     first, end = window.iteration_starts[0][1], window.end
     inside = [p for p in window.pauses if first <= p.start and p.end <= end]
     moved = pauses.PauseIndex(inside)  # host-timed starts it moved
-    index = pauses.PauseIndex(  # in nanoseconds, to cut
-        p._replace(start=ns(p.start), end=ns(p.end)) for p in inside)
-    # A collection runs where it runs, our work included: never cut.
-    loop = (_iterations(window, ns) + _cut(_phases(window, ns), index)
-            + _collections(window, ns))
     links = _links(window, ns, None if device else moved)
-    if not device:
-        links = _cut(links, index)
-    loop += [_Slice(p.name, 'extension', p.start, p.end, None)
-             for p in index.pauses]
-    parents = sorted((s for s in loop if s.category in (
-        'phase', 'extension')), key=lambda s: s.start)
+    parents = sorted(_phases(window, ns), key=lambda s: s.start)
     ends = [s.end for s in parents]
-    loop = [_fit(s, parents, ends) if s.category == 'gc' else s
-            for s in loop]
+    loop = (_iterations(window, ns) + parents + [
+        _fit(s, parents, ends) for s in _collections(window, ns)] + [
+            _Slice(p.name, 'extension', ns(p.start), ns(p.end), None)
+            for p in inside])
     threads = {loop_thread: 'training loop'}
     if device:
         threads[device_thread] = 'device (CUDA events)'
@@ -142,24 +135,6 @@ def _collections(window, ns):
             if first <= span.start and span.end <= end]
 
 
-def _cut(slices, index):
-    # Each slice in pieces around the pauses inside it, which are drawn
-    # between them; the pieces say so in ``args`` (``piece`` of
-    # ``pieces``).
-    if not index.pauses:
-        return slices
-    cut = []
-    for s in slices:
-        pieces = index.cut(s.start, s.end)
-        if len(pieces) == 1:
-            cut.append(s._replace(start=pieces[0][0], end=pieces[0][1]))
-            continue
-        for i, (start, end) in enumerate(pieces, 1):
-            args = dict(s.args or {}, piece=i, pieces=len(pieces))
-            cut.append(s._replace(start=start, end=end, args=args))
-    return cut
-
-
 def _links(window, ns, index):
     # ``index``: the pauses that moved the starts of host-timed spans.
     def real(span):
@@ -173,8 +148,9 @@ def _links(window, ns, index):
         slices.append(_Slice(name, 'link_forward', ns(span.start),
                              ns(span.end), {'link': name}))
     phase_starts = sorted(s.start for s in window.phase_spans)
-    for run in backward_runs([real(s) for s in window.links.backward],
-                             phase_starts):
+    steps = window.links.backward
+    for run in backward_runs([real(s) for s in steps], phase_starts,
+                             [s.end - s.start for s in steps]):
         start, end = ns(run.start), ns(run.end)
         busy = int(round(run.seconds * 1e9))
         slices.append(_Slice(
@@ -195,7 +171,7 @@ def _links(window, ns, index):
     return slices
 
 
-def backward_runs(steps, phase_starts=()):
+def backward_runs(steps, phase_starts=(), seconds=None):
     """Joins consecutive steps of the same link in one phase: one span per
     run, so that a layer's backward is one block.
 
@@ -204,6 +180,8 @@ def backward_runs(steps, phase_starts=()):
         phase_starts (list of float): Where each phase starts, in order: a
             run goes on over no phase's start (a model whose backward is
             one link's, iteration after iteration).
+        seconds (list of float): Each step's own seconds, our work in it
+            left out (its timer's figure); ``None``: each step's length.
 
     Returns:
         list of BackwardRun: Each with its number of steps and their
@@ -211,16 +189,18 @@ def backward_runs(steps, phase_starts=()):
         length).
     """
     runs = []
-    for step in steps:
+    if seconds is None:
+        seconds = [step.end - step.start for step in steps]
+    for step, own in zip(steps, seconds):
         name, start, end = spans.name_of(step.record), step.start, step.end
         if runs and runs[-1].name == name and bisect.bisect_right(
                 phase_starts, runs[-1].end) == bisect.bisect_right(
                     phase_starts, start):  # no phase started between
             last = runs[-1]
             runs[-1] = last._replace(end=end, steps=last.steps + 1,
-                                     seconds=last.seconds + (end - start))
+                                     seconds=last.seconds + own)
         else:
-            runs.append(BackwardRun(name, start, end, 1, end - start))
+            runs.append(BackwardRun(name, start, end, 1, own))
     return runs
 
 

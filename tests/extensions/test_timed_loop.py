@@ -271,24 +271,26 @@ def test_with_timeline_and_timed_links(still, tmp_path):
 
 def test_timeline_window_work_is_its_own_not_data(
         still, tmp_path, monkeypatch):
-    # A window opened at an iteration's start and its file written at the
-    # next's: Timeline's own work, not the iteration's data phase.
+    # A window set up before its iteration starts and its file written
+    # before the next starts: Timeline's own work, not any data phase.
     from chainer_hookext import Timeline
+    from chainer_hookext.extensions import _timeline_recorder
 
-    for method in ('_open_window', '_close_window'):
-        original = getattr(Timeline, method)
+    for owner, method in ((_timeline_recorder.Recorder, 'start'),
+                          (Timeline, '_write_window')):
+        original = getattr(owner, method)
 
         def slow(self, *args, original=original, **kwargs):
             still.sleep(SLOW)
             return original(self, *args, **kwargs)
-        monkeypatch.setattr(Timeline, method, slow)
+        monkeypatch.setattr(owner, method, slow)
     trainer = make_slow_trainer(still, tmp_path)
     trainer.extend(Timeline(iterations=1), trigger=(2, 'iteration'))
     _, log = run_timed(trainer)
-    # Opened at iteration 3, written at 4: two runs of the window's work
-    # in the second report's two iterations.
+    # Set up at the end of iteration 2, after the first report: in the
+    # second's two iterations (written at the end of 4, after it).
     assert [figures['data'] for figures in log] == [DATA, DATA]
-    assert log[1]['extension/Timeline'] == 2 * SLOW / 2
+    assert log[1]['extension/Timeline'] == SLOW / 2
     assert log[1]['iteration'] == sum(
         v for k, v in log[1].items()
         if k in ('data', 'forward', 'backward', 'optimizer', 'extensions',

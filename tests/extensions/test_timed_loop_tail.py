@@ -280,16 +280,17 @@ def test_tail_and_gc_keys_are_checked_against_links(link, figure):
 
 def test_timeline_work_at_a_start_is_the_next_iterations(
         still, tmp_path, monkeypatch):
-    # Timeline opens a window at an iteration's start, before TimedLoop
-    # hears of the start: that work is the new iteration's.
+    # Timeline sets a window up at the end of the iteration before it,
+    # after TimedLoop's report there: that work is that iteration's.
     from chainer_hookext import Timeline
+    from chainer_hookext.extensions import _timeline_recorder
 
-    original = Timeline._open_window
+    original = _timeline_recorder.Recorder.start
 
     def slow(self, *args, **kwargs):
         still.sleep(SLOW * 4)
         return original(self, *args, **kwargs)
-    monkeypatch.setattr(Timeline, '_open_window', slow)
+    monkeypatch.setattr(_timeline_recorder.Recorder, 'start', slow)
     trainer = make_slow_trainer(still, tmp_path, stop=6)
     trainer.extend(Timeline(iterations=1), trigger=(2, 'iteration'))
     _, log = run_timed(trainer)
@@ -300,6 +301,6 @@ def test_timeline_work_at_a_start_is_the_next_iterations(
             if k in ('slowest/data', 'slowest/forward', 'slowest/backward',
                      'slowest/optimizer', 'slowest/extensions',
                      'slowest/other'))
-    # Opened at iteration 3's start.
-    assert log[1]['slowest'] == 3
+    # Set up at iteration 2's end, for the window at 3.
+    assert log[1]['slowest'] == 2
     assert log[1]['slowest/extension/Timeline'] == SLOW * 4

@@ -173,21 +173,16 @@ def graph_nodes_of_one_iteration(still, tmp_path):
     return created
 
 
-def test_a_trace_draws_the_work_between_the_pieces_of_what_it_cut(
+def test_a_trace_holds_none_of_link_memorys_work(
         still, tmp_path, slow_link_memory):
+    # LinkMemory, armed at iteration 2, leaves the window's iteration 3 and
+    # the one after it alone: nothing of its work in the trace, no cut.
     trainer, _ = run(still, tmp_path, memory=True, timeline=True)
     [path] = trainer.get_extension('Timeline').written
     with gzip.open(path, 'rt') as f:
         events = [e for e in json.load(f)['traceEvents'] if e['ph'] == 'X']
-    work = [e for e in events if e['cat'] == 'extension'
-            and e['name'] == 'LinkMemory']
-    assert WALK * 1e6 in [e['dur'] for e in work]
-    # No span of the model's or of a phase overlaps the work.
-    for e in events:
-        if e['cat'] in ('link_forward', 'link_backward', 'phase'):
-            for w in work:
-                assert (e['ts'] + e['dur'] <= w['ts']
-                        or e['ts'] >= w['ts'] + w['dur']), (e, w)
-    # The phases' pieces add up to their sleeps.
+    assert not [e for e in events if e['cat'] == 'extension'
+                and e['name'] == 'LinkMemory']
+    assert not [e for e in events if 'piece' in (e.get('args') or {})]
     backward = sum(e['dur'] for e in events if e['name'] == 'backward')
     assert backward == BACKWARD * 1e6

@@ -1,0 +1,91 @@
+"""Which iterations of a training run are traced, and which are measured.
+
+A trace shows the iterations as the user's code runs them; an extension
+that measures by working inside an iteration (``LinkMemory``'s books at
+each link call) disturbs it.  Each trainer has one :class:`IterationPlan`,
+where extensions say what they do with which iteration, without knowing
+each other: a ``Timeline`` says which iterations a window traces
+(:meth:`~IterationPlan.trace`); ``LinkMemory`` asks, at each iteration's
+start until it is given one, whether it may measure it
+(:meth:`~IterationPlan.measure`: not when a window traces it or the one
+before); the outlier
+traces, chosen after the fact, leave out what was measured
+(:meth:`~IterationPlan.measured`).  Whatever the order of the extensions,
+a window wins, then a measurement, then an outlier trace.
+"""
+
+import collections
+import weakref
+
+#: Iterations ``first`` to ``last`` (both included) that a window traces.
+Traced = collections.namedtuple('Traced', ('first', 'last'))
+
+# {trainer: IterationPlan}, for as long as the trainer lives.
+_plans = weakref.WeakKeyDictionary()
+
+
+class IterationPlan:
+    """The traced and the measured iterations of one trainer's run.
+
+    Use :meth:`of`.
+
+    .. admonition:: Example
+
+        >>> plan = IterationPlan()
+        >>> plan.trace('Timeline', 4, 6)
+        >>> [plan.measure(n) for n in (3, 4, 5, 6, 7, 8)]
+        [True, False, False, False, False, True]
+        >>> plan.measured(8), plan.traced(8)
+        (True, False)
+    """
+
+    #: Measured iterations remembered (an outlier trace asks about the
+    #: last two only).
+    REMEMBERED = 8
+
+    def __init__(self):
+        self._traced = {}  # {owner: Traced}
+        self._measured = collections.deque(maxlen=self.REMEMBERED)
+
+    @classmethod
+    def of(cls, trainer) -> 'IterationPlan':
+        """Returns ``trainer``'s plan (made at the first call)."""
+        plan = _plans.get(trainer)
+        if plan is None:
+            plan = _plans[trainer] = cls()
+        return plan
+
+    def trace(self, owner, first: int, last: int) -> None:
+        """Says that ``owner`` traces iterations ``first`` to ``last``
+        (both included), in place of what it traced before."""
+        if not (isinstance(first, int) and isinstance(last, int)
+                and 1 <= first <= last):
+            raise ValueError(
+                f'`IterationPlan.trace(owner, first={first!r}, '
+                f'last={last!r})`: give iteration numbers from 1, '
+                f'first <= last.')
+        self._traced[owner] = Traced(first, last)
+
+    def forget(self, owner) -> None:
+        """Forgets what ``owner`` traces; nothing when it traces nothing."""
+        self._traced.pop(owner, None)
+
+    def traced(self, number: int) -> bool:
+        """Whether a window traces iteration ``number``."""
+        return any(t.first <= number <= t.last
+                   for t in self._traced.values())
+
+    def measure(self, number: int) -> bool:
+        """Returns whether iteration ``number`` may be measured, and then
+        remembers it measured: not when a window traces it, nor the one
+        before it (the measurement's set-up, at ``number``'s start, may
+        run before the clock starts it, in the end of ``number - 1``)."""
+        if self.traced(number) or self.traced(number - 1):
+            return False
+        self._measured.append(number)
+        return True
+
+    def measured(self, number: int) -> bool:
+        """Whether iteration ``number`` was measured (one of the last
+        :attr:`REMEMBERED`)."""
+        return number in self._measured
