@@ -2,12 +2,14 @@
 
 Sections appear for what ran: the findings (:mod:`.findings`), time per
 link per epoch, the function types, the roofline, memory per link, the
-loop's phases, the latest traces and how to open them.  Pictures are PNG
+links' outputs and gradients (ActivationStatistics, GradientStatistics),
+the loop's phases, the latest traces and how to open them.  Pictures are PNG
 (:mod:`chainer_hookext.plots`) embedded as ``data:`` URLs; the page loads
 nothing from the network and runs no script, so it opens offline.
 """
 
 import base64
+import collections
 import html
 import os
 
@@ -49,7 +51,7 @@ def render(run):
                 ('epoch', 'epoch'))
             if config.get(key) is not None]))
     for section in (_summary, _links, _functions, _roofline, _memory,
-                    _loop, _traces):
+                    _activations, _gradients, _loop, _traces):
         parts.extend(section(run))
     parts.append('<p class="note">Written by chainer_hookext.</p>')
     parts.append('</body></html>')
@@ -146,6 +148,59 @@ def _memory(run):
         plots.memory, run.log, names)
 
 
+#: A section of a statistics extension: its ``field`` in ``profile.json``
+#: (:func:`~.run.statistics_of`), the plot drawing it, the statistic drawn
+#: when reported, its key builder, its heading and its ``id``.
+_Statistics = collections.namedtuple('_Statistics', (
+    'field', 'draw', 'statistic', 'key_of', 'heading', 'id'))
+
+#: The most links in a statistics section's table.
+TABLE_TOP = 20
+
+
+def _activations(run):
+    from chainer_hookext import plots
+    return _statistics(run, _Statistics(
+        'activations', plots.activations, 'std', keys.activation_key,
+        'Outputs per link (ActivationStatistics)', 'activations'))
+
+
+def _gradients(run):
+    from chainer_hookext import plots
+    return _statistics(run, _Statistics(
+        'gradients', plots.gradients, 'norm', keys.gradient_key,
+        'Gradients per link (GradientStatistics)', 'gradients'))
+
+
+def _statistics(run, section):
+    # A picture of one statistic per link over the run, and a table of
+    # the last report's statistics of the links with the largest.
+    ran = run.profile.get(section.field) or {}
+    names, statistics = ran.get('names', []), ran.get('statistics', [])
+    if not statistics:
+        return []
+    drawn = (section.statistic if section.statistic in statistics
+             else statistics[0])
+    entry = None
+    for one in reversed(run.log):
+        if any(section.key_of(n, (), drawn) in one for n in names):
+            entry = one
+            break
+    if entry is None:
+        return []
+    out = [f'<h2 id="{section.id}">{_text(section.heading)}</h2>']
+    out += _figure(section.draw, run.log, names, drawn)
+    rows = [n for n in names if section.key_of(n, (), drawn) in entry]
+    rows.sort(key=lambda n: -abs(entry[section.key_of(n, (), drawn)]))
+    out.append(f'<p>Last report, the {min(len(rows), TABLE_TOP)} links with '
+               f'the largest {_text(drawn)} of {len(rows)} (a link\'s single '
+               f'output):</p>')
+    out.append(_table(['link'] + statistics, [
+        [name] + [_number(entry.get(section.key_of(name, (), s)))
+                  for s in statistics] for name in rows[:TABLE_TOP]]))
+    return out
+
+
 def _loop(run):
     if _last(run, keys.LOOP_PREFIX) is None:
         return []
@@ -200,6 +255,10 @@ def _table(header, rows):
 def _last(run, prefix):
     from chainer_hookext.profile import run as run_module
     return run_module.last_entry(run, prefix)
+
+
+def _number(value):
+    return '' if value is None else f'{value:.4g}'
 
 
 def _text(value):
