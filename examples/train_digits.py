@@ -238,9 +238,10 @@ def main(argv=None):
 
     # A trace of three iterations, the first of epoch 2 (epoch 1's imports
     # and first plots done), in timeline/iteration_<N>.json.gz: one window.
-    # And each iteration 5x slower than the median of the last 100 (after
-    # 20), beside the one before it, in outlier_iteration_<N>.json.gz: here
-    # the ends of epochs, where the plots are drawn.
+    # And each iteration whose update or an extension took 5x its own
+    # median (after 20), beside the one before it, in
+    # outlier_iteration_<N>.json.gz: none in a clean run, the plots drawn
+    # at each epoch's end judged against those of the epochs before.
     # Each function node's forward and backward step is a span too.
     trainer.extend(chainer_hookext.Timeline(iterations=3, outliers=5.0,
                                             functions=True),

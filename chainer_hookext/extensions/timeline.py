@@ -60,12 +60,13 @@ class Timeline(loop_phases.LoopExtension):
 
     With ``outliers``, every iteration is recorded as a window's are (the
     hook registered for the whole run; the spans of the running and of the
-    previous iteration kept, no more), and each iteration slower than a
-    threshold is written, beside the iteration before it, to
+    previous iteration kept, no more), and each iteration whose update, or
+    an extension, is slower than its own history says is written, beside
+    the iteration before it, to
     ``<trainer.out>/timeline/outlier_iteration_<N>.json.gz``, its
-    ``otherData`` and its ``iteration N`` slice saying why: its seconds,
-    the running median, the threshold, and the phase that grew most since
-    the previous iteration (``docs/timing.md``, "Outlier traces").
+    ``otherData`` and its ``iteration N`` slice saying why: the part that
+    grew, its seconds against its running median, the threshold, and the
+    phase that grew most (``docs/timing.md``, "Outlier traces").
 
     Args:
         iterations (int): Iterations per window.
@@ -80,14 +81,15 @@ class Timeline(loop_phases.LoopExtension):
             rank writes its own file, the rank in its name
             (``iteration_101_rank1.json.gz``).  Outlier traces are each
             rank's own, never gathered: ``_rank<k>`` in their names.
-        outliers: Write the outlier traces: ``True``, iterations slower
-            than 3 times the median of the last 100 iterations; a factor
-            above 1 (e.g. ``5.0``) in place of 3; or a
-            ``datetime.timedelta``, an absolute threshold.  The seconds of
-            an iteration leave out this extension's own work; none is
-            judged in the first 20 iterations (the warm-up), nor the first
-            of a resumed run.  ``None`` or ``False`` (default): off, at no
-            cost.
+        outliers: Write the outlier traces: ``True``, iterations whose
+            update (against its last 50 iterations) or an extension
+            (against its last 50 runs beside the same extensions, from
+            its fourth) took over 3 times its median; a factor above 1
+            (e.g. ``5.0``) in place of 3; or a ``datetime.timedelta``, an
+            absolute threshold on the whole iteration.  This extension's
+            own work is left out; none is judged in the first 20
+            iterations (the warm-up), nor the first of a resumed run.
+            ``None`` or ``False`` (default): off, at no cost.
         max_outliers (int): Outlier traces written at most in a training
             run (resumes included); past it, one ``RuntimeWarning``.
         functions (bool): Also a span per function node's forward
@@ -104,7 +106,7 @@ class Timeline(loop_phases.LoopExtension):
         >>> from chainer_hookext import Timeline
         >>> trainer.extend(Timeline(iterations=3), trigger=(1, 'epoch'))
 
-        Also the iterations slower than 5 times the running median:
+        Also the iterations with a part slower than 5 times its median:
 
         >>> timeline = Timeline(iterations=3, outliers=5.0)
         >>> timeline.outliers, timeline.max_outliers
