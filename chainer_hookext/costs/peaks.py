@@ -6,21 +6,20 @@ copy (read and write: 2 × its bytes), each the best of many repeats over
 at least :data:`SECONDS` (a busy machine only slows some of them).  The
 figures are kept per machine, device and dtype in a small JSON file
 (:func:`cache_path`), so every later run on the machine uses the same
-peaks; ``python -m chainer_hookext.costs.peaks`` measures them again.  On
+peaks; ``python -m chainer_hookext peaks`` measures them again.  On
 a GPU, CuPy's device is synchronised inside this measurement only, and the
 sizes are larger (a 512 GEMM takes tens of microseconds there, mostly its
 launch); the arrays' blocks are freed from CuPy's pool afterwards.
 """
 
-import argparse
 import collections
 import datetime
 import json
 import os
 import platform
-import sys
 import tempfile
 import time
+import typing
 import warnings
 
 import chainer
@@ -107,7 +106,9 @@ def _cache_key(xp, dtype):
     else:
         device_id = xp.cuda.Device().id
         name = xp.cuda.runtime.getDeviceProperties(device_id)['name']
-        device = f'cuda:{device_id} {name.decode()}'
+        if isinstance(name, bytes):
+            name = name.decode()
+        device = f'cuda:{device_id} {name}'
     return f'{platform.node()} {device} {dtype.name}'
 
 
@@ -209,27 +210,21 @@ def _synchronize(xp):
         xp.cuda.Device().synchronize()
 
 
-def main(argv=None) -> int:
-    """Measures the peaks again and keeps them: ``python -m
-    chainer_hookext.costs.peaks [--dtype float16] [--device 0]``."""
-    parser = argparse.ArgumentParser(
-        prog='python -m chainer_hookext.costs.peaks',
-        description='Measure the peaks of the roofline again and keep them '
-        f'in {cache_path()}.')
-    parser.add_argument('--dtype', default='float32')
-    parser.add_argument('--device', type=int, default=None,
-                        help='a CUDA device id; the CPU by default')
-    args = parser.parse_args(argv)
-    if args.device is None:
-        peaks = measure(numpy, args.dtype, again=True)
+def measure_again(device: typing.Optional[int] = None,
+                  dtype: str = 'float32') -> str:
+    """Measures the peaks again, keeps them, and says what they are:
+    ``python -m chainer_hookext peaks [--device 0] [--dtype float16]``.
+
+    Args:
+        device (int): A CUDA device id; ``None``: the CPU.
+        dtype (str): The dtype measured in.
+    """
+    if device is None:
+        where, peaks = 'the CPU', measure(numpy, dtype, again=True)
     else:
         from chainer.backends import cuda
-        with cuda.get_device_from_id(args.device):
-            peaks = measure(cuda.cupy, args.dtype, again=True)
-    print(f'{peaks.flops / 1e9:.4g} GFLOP/s, {peaks.bandwidth / 1e9:.4g} '
-          f'GB/s, kept in {cache_path()}')
-    return 0
-
-
-if __name__ == '__main__':
-    sys.exit(main())
+        with cuda.get_device_from_id(device):
+            peaks = measure(cuda.cupy, dtype, again=True)
+        where = f'CUDA device {device}'
+    return (f'{where}, {dtype}: {peaks.flops / 1e9:.4g} GFLOP/s, '
+            f'{peaks.bandwidth / 1e9:.4g} GB/s, kept in {cache_path()}')

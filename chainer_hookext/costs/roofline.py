@@ -108,7 +108,7 @@ class Roofline:
             f'FLOP/s and {old.bandwidth:.3g} bytes/s: the peaks are raised '
             f'to what it achieved.  Pass `peak_flops=` and `peak_bandwidth=` '
             f'with the machine\'s own figures, or measure them again on an '
-            f'idle machine: python -m chainer_hookext.costs.peaks.',
+            f'idle machine: python -m chainer_hookext peaks.',
             RuntimeWarning)
 
     def link_points(self, entries):

@@ -4,6 +4,7 @@
 
     python -m chainer_hookext report RESULT_DIR [--out FILE]
     python -m chainer_hookext compare RESULT_A RESULT_B [--out FILE]
+    python -m chainer_hookext peaks [--device ID] [--dtype DTYPE]
 
 A missing folder, a file that cannot be read or holds something else, a
 log without a key of this package, two runs of different models or an
@@ -14,6 +15,7 @@ status 2, never a traceback.
 import argparse
 import sys
 
+from chainer_hookext.costs import peaks
 from chainer_hookext.profile import compare as compare_module
 from chainer_hookext.profile import page
 from chainer_hookext.profile import run as run_module
@@ -50,7 +52,19 @@ def main(argv=None):
     compare.add_argument('--out', metavar='FILE', help='also write the '
                          'changes to this file: a page (.html) or a picture '
                          '(.png)')
+    measure = commands.add_parser(
+        'peaks', help='measure the roofline\'s peaks again',
+        description='Measures the peaks of TimedLinks(flops=True)\'s '
+        f'roofline again and keeps them in {peaks.cache_path()} '
+        f'(${peaks.ENVIRONMENT} names another file).')
+    measure.add_argument('--device', type=int, metavar='ID',
+                         help='a CUDA device id (default: the CPU)')
+    measure.add_argument('--dtype', default='float32',
+                         choices=('float16', 'float32', 'float64'))
     args = parser.parse_args(argv)
+    if args.command == 'peaks':
+        print(peaks.measure_again(args.device, args.dtype))
+        return 0
     try:
         if args.command == 'report':
             run = run_module.from_folder(args.result)

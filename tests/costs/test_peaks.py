@@ -108,10 +108,15 @@ def test_the_same_peaks_in_every_process(tmp_path, monkeypatch):
                            stdout=subprocess.PIPE, universal_newlines=True,
                            cwd=ROOT).stdout for _ in range(2)]
     assert runs[0] == runs[1]
-    again = subprocess.run(
-        [sys.executable, '-m', 'chainer_hookext.costs.peaks'], check=True,
-        stdout=subprocess.PIPE, universal_newlines=True, cwd=ROOT).stdout
+    proc = subprocess.run(
+        [sys.executable, '-m', 'chainer_hookext', 'peaks', '--dtype',
+         'float64'], check=True, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, universal_newlines=True, cwd=ROOT)
+    assert 'RuntimeWarning' not in proc.stderr
+    again = proc.stdout
+    assert again.startswith('the CPU, float64: ')
     assert 'GFLOP/s' in again and str(tmp_path / 'peaks.json') in again
+    assert len(saved(tmp_path / 'peaks.json')) == 2  # float32 and float64
 
 
 def test_a_broken_file_is_measured_again_with_a_warning(
