@@ -1,5 +1,6 @@
 """A Timeline file's first iteration as a flame chart."""
 
+import collections
 import glob
 import os
 import re
@@ -115,27 +116,39 @@ def timeline(trace_path):
             shown - set(colours))],
         loc='upper left', bbox_to_anchor=(1.0, 1.0))
     fig.tight_layout()  # before the labels: they are fitted to the boxes
+    draw_boxes(ax, spans, iteration['ts'])
     renderer = fig.canvas.get_renderer()
+    origin, one_ms = (ax.transData.transform((x, 0))[0] for x in (0, 1))
     for depth, e in spans:
-        start = (e['ts'] - iteration['ts']) / 1e3
-        ax.add_patch(modules.patches.Rectangle(
-            (start, depth + 0.05), e['dur'] / 1e3, 0.9,
-            facecolor=colours.get(e['cat'], OTHER_COLOUR),
-            edgecolor='white', linewidth=0.5))
-        label_span(ax, renderer, e['name'], start, e['dur'] / 1e3,
-                   depth + 0.5)
+        width = e['dur'] / 1e3
+        label_span(ax, renderer, e['name'], (e['ts'] - iteration['ts']) / 1e3,
+                   width, depth + 0.5, width * (one_ms - origin))
     return fig
 
 
-def label_span(ax, renderer, name, start, width, y):
-    """Writes the longest of a span's names that fits in it, if any."""
-    left, right = (ax.transData.transform((x, y))[0]
-                   for x in (start, start + width))
-    if right - left < MIN_LABEL_WIDTH:
+def draw_boxes(ax, spans, origin):
+    """Draws the spans (``(depth, event)``, from ``origin``
+    microseconds), one collection of boxes per category and depth: a
+    thousand links' spans take a few collections, not a patch each."""
+    colours = dict(CATEGORIES)
+    rows = collections.OrderedDict()
+    for depth, e in spans:
+        rows.setdefault((e['cat'], depth), []).append(
+            ((e['ts'] - origin) / 1e3, e['dur'] / 1e3))
+    for (category, depth), boxes in rows.items():
+        ax.broken_barh(boxes, (depth + 0.05, 0.9),
+                       facecolors=colours.get(category, OTHER_COLOUR),
+                       edgecolors='white', linewidth=0.5)
+
+
+def label_span(ax, renderer, name, start, width, y, pixels):
+    """Writes the longest of a span's names that fits in its ``pixels``,
+    if any."""
+    if pixels < MIN_LABEL_WIDTH:
         return
     for label in (name, name.rsplit('/', 1)[-1]):
         text = ax.text(start + width / 2, y, _text.escape(label),
                        ha='center', va='center', fontsize=8, clip_on=True)
-        if text.get_window_extent(renderer).width + 4 <= right - left:
+        if text.get_window_extent(renderer).width + 4 <= pixels:
             return
         text.remove()

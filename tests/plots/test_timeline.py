@@ -43,7 +43,8 @@ def test_timeline(tmp_path):
     trace.write(path, events())
     figure = plots.timeline(path)
     ax, = figure.axes
-    assert len(ax.patches) == 9  # the spans of iteration 16
+    boxes = sum(len(c.get_paths()) for c in ax.collections)
+    assert boxes == 9  # the spans of iteration 16
     assert ax.get_xlim() == pytest.approx((0, 1.0))  # ms
     legend = [t.get_text() for t in ax.get_legend().get_texts()]
     assert legend == ['iteration', 'phase', 'link_forward',

@@ -86,3 +86,27 @@ def test_statistics(draw):
     assert len(ax.get_yticklabels()) == 19
     assert ax.get_title().endswith(': the 19 largest of 1000 links')
     assert_png(figure)
+
+
+def test_timeline(tmp_path):
+    # A span per link call, forward and backward: a collection of boxes
+    # per category and depth, a label where one fits.
+    from chainer_hookext.timing import trace
+    events = [trace.complete('iteration 1', 'iteration', 0, 4 * 10 ** 6,
+                             1, 1),
+              trace.complete('forward', 'phase', 0, 2 * 10 ** 6, 1, 1),
+              trace.complete('backward', 'phase', 2 * 10 ** 6, 4 * 10 ** 6,
+                             1, 1)]
+    for i, name in enumerate(NAMES):
+        for way, start in (('forward', 0), ('backward', 2 * 10 ** 6)):
+            events.append(trace.complete(
+                name if way == 'forward' else name + ' (backward)',
+                'link_' + way, start + 2000 * i, start + 2000 * (i + 1),
+                1, 1, {'link': name}))
+    path = str(tmp_path / 'iteration_1.json.gz')
+    trace.write(path, events)
+    figure = plots.timeline(path)
+    ax, = figure.axes
+    assert sum(len(c.get_paths()) for c in ax.collections) == 3 + 2 * LINKS
+    assert len(ax.collections) == 4
+    assert_png(figure)
