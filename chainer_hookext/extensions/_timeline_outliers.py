@@ -63,9 +63,10 @@ Part = collections.namedtuple(
 
 #: Why an iteration is an outlier: its ``seconds``, the :class:`Part` that
 #: grew most over its baseline, the ``threshold`` passed (the part's, or
-#: the absolute one of the whole iteration), and ``grew_most``, the phase
-#: of the part (a figure: ``data``, ``extension/<name>``) grown most over
-#: its own median, by ``grew_seconds``.
+#: the absolute one of the whole iteration), and ``grew_most``: for the
+#: update, its phase (``data`` ...) grown most since the iteration before;
+#: else the extension's figure, grown over its own median; by
+#: ``grew_seconds``.
 Verdict = collections.namedtuple(
     'Verdict', ('seconds', 'part', 'threshold', 'grew_most', 'grew_seconds'))
 
@@ -113,8 +114,7 @@ class OutlierRule:
         max_outliers (int): Outlier traces written at most.
 
     Attributes:
-        update_history (dict): ``{part: RunningMedian}``, ``part``
-            :data:`UPDATE` or a phase of the update (``data`` ...).
+        update_history (dict): ``{UPDATE: RunningMedian}``.
         extension_history (collections.OrderedDict): ``{called: {phase:
             RunningMedian}}``: ``called`` the ``frozenset`` of the
             extensions' phases (:class:`~chainer_hookext.timing.phases.
@@ -142,24 +142,30 @@ class OutlierRule:
         """Whether ``max_outliers`` traces are written."""
         return self.written >= self.max_outliers
 
-    def judge(self, iteration, left_out, judged=True):
+    def judge(self, iteration, previous, left_out):
         """Returns a :class:`Verdict` when ``iteration`` is an outlier
-        (never in the warm-up, nor when not ``judged``), else ``None``;
-        then adds its parts to their histories.  The phase ``left_out``
-        (the Timeline's own) is no part."""
+        (never in the warm-up, nor without ``previous``, the iteration
+        before it), else ``None``; then adds its parts to their
+        histories.  The phase ``left_out`` (the Timeline's own) is no
+        part."""
         spent = phase_seconds(iteration, left_out)
-        called = frozenset(phase for phase in spent
-                           if isinstance(phase, phases.ExtensionPhase))
-        update = sum(seconds for phase, seconds in spent.items()
-                     if phase not in called)
-        runs = self._runs(called)
-        verdict = None
-        if judged and self.iterations >= WARMUP:
-            verdict = self._verdict(iteration.seconds, spent, update, runs)
-        _add(self.update_history, UPDATE, update)
+        called = {}  # the extensions' phases: seconds
+        update = 0.0
         for phase, seconds in spent.items():
-            _add(runs if phase in called else self.update_history, phase,
-                 seconds)
+            if isinstance(phase, phases.ExtensionPhase):
+                called[phase] = seconds
+            else:
+                update += seconds
+        runs = self._runs(frozenset(called))
+        verdict = None
+        if previous is not None and self.iterations >= WARMUP:
+            verdict = self._verdict(iteration.seconds, update, called, runs)
+            if verdict is not None and verdict.part.name == UPDATE:
+                verdict = _update_grew(verdict, spent, phase_seconds(
+                    previous, left_out))
+        _add(self.update_history, UPDATE, update)
+        for phase, seconds in called.items():
+            _add(runs, phase, seconds)
         self.iterations += 1
         return verdict
 
@@ -175,41 +181,34 @@ class OutlierRule:
             history.move_to_end(called)
         return runs
 
-    def _verdict(self, seconds, spent, update, runs):
-        parts = [_part(UPDATE, update, self.update_history.get(UPDATE),
-                       None)]
-        floor = parts[0].baseline
-        parts += [_part(phase, s, runs.get(phase), floor)
-                  for phase, s in spent.items()
-                  if isinstance(phase, phases.ExtensionPhase)]
-        if isinstance(self.rule, datetime.timedelta):
-            threshold = self.rule.total_seconds()
-            if seconds <= threshold:
-                return None
-            part = max(parts, key=_excess)
-        else:
-            grown = [p for p in parts if p.baseline is not None
-                     and p.seconds > self.rule * p.baseline]
-            if not grown:
-                return None
-            part = max(grown, key=_excess)
-            threshold = self.rule * part.baseline
-        if part.name != UPDATE:
-            grew, grew_most = part.seconds - (part.median or 0.0), part.name
-        else:
-            grew, grew_most = max(
-                (s - (_median(self.update_history.get(phase)) or 0.0),
-                 figure(phase))
-                for phase, s in spent.items()
-                if not isinstance(phase, phases.ExtensionPhase))
-        return Verdict(seconds, part, threshold, grew_most, grew)
+    def _verdict(self, seconds, update, called, runs):
+        # The update's growth is found by _update_grew.
+        absolute = isinstance(self.rule, datetime.timedelta)
+        if absolute and seconds <= self.rule.total_seconds():
+            return None
+        history = self.update_history.get(UPDATE)
+        floor = _median(history)
+        grown = []  # the parts above their threshold (all: absolute)
+        for key, spent_in, runs_of in [(UPDATE, update, history)] + [
+                (phase, s, runs.get(phase)) for phase, s in called.items()]:
+            baseline = _baseline(key, runs_of, floor)
+            if absolute or (baseline is not None
+                            and spent_in > self.rule * baseline):
+                grown.append(_part(key, spent_in, runs_of, baseline))
+        if not grown:
+            return None
+        part = max(grown, key=_excess)
+        threshold = (self.rule.total_seconds() if absolute
+                     else self.rule * part.baseline)
+        return Verdict(seconds, part, threshold, part.name,
+                       part.seconds - (part.median or 0.0))
 
     def outlier(self, iteration, previous, left_out):
         """Returns a :class:`Verdict` when ``iteration`` is an outlier to
         write (``previous`` the one before it, or ``None``: not judged;
         ``left_out`` as in :meth:`judge`).  Warns, once, of an outlier not
         written past ``max_outliers``."""
-        verdict = self.judge(iteration, left_out, previous is not None)
+        verdict = self.judge(iteration, previous, left_out)
         if verdict is None or not self.full():
             return verdict
         if not self.warned:
@@ -266,14 +265,32 @@ class OutlierRule:
         self.iterations = int(iterations)
 
 
-def _part(key, seconds, history, floor):
+def _baseline(key, history, floor):
     # The update is judged against its median, an extension against the
-    # larger of its median and the update's (``floor``).
+    # larger of its median and the update's (``floor``), from its RUNS-th
+    # run on.
+    if history is None:
+        return None
+    if key == UPDATE:
+        return history.median()
+    if len(history) < RUNS:
+        return None
+    return max(history.median(), floor or 0.0)
+
+
+def _update_grew(verdict, spent, before):
+    # ``verdict`` of the update: its phase that grew most since the
+    # iteration before (``before``, its ``spent``).
+    grew, grew_most = max(
+        (s - before.get(phase, 0.0), figure(phase))
+        for phase, s in spent.items()
+        if not isinstance(phase, phases.ExtensionPhase))
+    return verdict._replace(grew_most=grew_most, grew_seconds=grew)
+
+
+def _part(key, seconds, history, baseline):
     runs = len(history) if history is not None else 0
     median = history.median() if runs else None
-    baseline = median
-    if key != UPDATE:
-        baseline = None if runs < RUNS else max(median, floor or 0.0)
     return Part(figure(key), seconds, median, runs, baseline)
 
 
@@ -307,13 +324,14 @@ def phase_seconds(iteration, left_out):
     seconds = {}
     own_work = [p for p in iteration.piece.pauses
                 if iteration.start <= p.start and p.end <= iteration.end]
-    index = pauses.PauseIndex(own_work)  # taken out of the phases
+    # Taken out of the phases:
+    index = pauses.PauseIndex(own_work) if own_work else None
     for span in iteration.piece.phase_spans:
         phase = span.phase
         if phase == left_out or span.start < iteration.start or (
                 span.end > iteration.end):
             continue
-        if own_work:
+        if index is not None:
             spent = sum(end - start
                         for start, end in index.cut(span.start, span.end))
         else:
@@ -333,9 +351,9 @@ def ratio(part):
     return part.seconds / part.baseline if part.baseline else None
 
 
-def why(verdict):
+def why(verdict, previous):
     """Returns a line saying which part of an outlier grew, and by how
-    much against its own history."""
+    much against its own history (``previous`` the iteration before)."""
     part = verdict.part
     line = f'{part.name}: {units.seconds(part.seconds)}, '
     median = units.seconds(part.median or 0.0)
@@ -350,7 +368,8 @@ def why(verdict):
                  f'{units.seconds(part.baseline)} (its own median: '
                  f'{median} over {part.runs} runs)')
     if part.name == UPDATE:
-        line += (f'; {verdict.grew_most} grew most, by '
+        line += (f'; {verdict.grew_most} grew most since iteration '
+                 f'{previous.number}, by '
                  f'{units.seconds(verdict.grew_seconds)}')
     return line
 
@@ -376,7 +395,7 @@ def about(iteration, previous, verdict):
         'grew_seconds': verdict.grew_seconds,
         'previous_iteration': previous.number,
         'previous_seconds': previous.seconds,
-        'why': why(verdict),
+        'why': why(verdict, previous),
     }
 
 
