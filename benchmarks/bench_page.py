@@ -8,10 +8,10 @@ every extension the page draws (``TimedLinks(functions=True, flops=True)``,
 ``GradientStatistics``) and a ``LogReport`` every iteration; then the page
 is written again from the result folder (``profile.page.write``, what
 ``python -m chainer_hookext report`` does), ``--rounds`` times, and the
-least wall and process CPU times are printed (``--pictures``: and the seconds of each
-drawing function under ``cProfile``).  Warnings in the page's writes are
-errors (matplotlib's "Tight layout not applied" fails the run) unless
-``--warnings``.
+least wall and process CPU times are printed (``--pictures``: and the
+seconds of each drawing function under ``cProfile``).  Warnings in the
+page's writes are errors (matplotlib's "Tight layout not applied" fails
+the run) unless ``--warnings``.
 
     python benchmarks/bench_page.py --links 10 100 1000
 """

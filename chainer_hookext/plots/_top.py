@@ -21,4 +21,3 @@ def largest(sizes, top=TOP):
 def others(count):
     """Returns the label of ``count`` links drawn together."""
     return f'{count} others'
-
