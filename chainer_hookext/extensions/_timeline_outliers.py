@@ -4,9 +4,9 @@ and what their traces say about them.
 An :class:`OutlierRule` judges each part of an iteration (the update, each
 extension called in it) against that part's own recent runs, an
 extension's in the iterations calling the same extensions (a
-:class:`~chainer_hookext.timing.running_median.RunningMedian` per part),
-and counts the outlier traces written: both are the Timeline's state in a
-snapshot.  Each iteration is judged, then its parts join their histories.
+:class:`~chainer_hookext.timing.part_history.PartHistory`), and counts
+the outlier traces written: both are the Timeline's state in a snapshot.
+Each iteration is judged, then its parts join their histories.
 The rule itself is stated once, in ``docs/timing.md`` ("Outlier traces").
 """
 
@@ -25,7 +25,7 @@ from chainer_hookext.report import keys
 from chainer_hookext.report import units
 from chainer_hookext.timing import pauses
 from chainer_hookext.timing import phases
-from chainer_hookext.timing import running_median
+from chainer_hookext.timing import part_history
 
 #: Runs of each part whose seconds give its running median.
 RECENT = 50
@@ -40,7 +40,7 @@ FACTOR = 3.0
 SIGNATURES = 32
 #: The part of an iteration outside its extensions: the update's phases
 #: (``data`` to ``allreduce``) and ``other``.
-UPDATE = 'update'
+UPDATE = part_history.UPDATE
 
 #: An iteration recorded whole: ``number``, ``start`` and ``end`` (clock
 #: seconds), its :class:`~._timeline_recorder.Piece`, and ``seconds``, its
@@ -114,12 +114,8 @@ class OutlierRule:
         max_outliers (int): Outlier traces written at most.
 
     Attributes:
-        update_history (dict): ``{UPDATE: RunningMedian}``.
-        extension_history (collections.OrderedDict): ``{called: {phase:
-            RunningMedian}}``: ``called`` the ``frozenset`` of the
-            extensions' phases (:class:`~chainer_hookext.timing.phases.
-            ExtensionPhase`) called in an iteration, the least recently
-            seen first, at most :data:`SIGNATURES`; ``phase`` one of them.
+        history (~chainer_hookext.timing.part_history.PartHistory): The
+            recent runs of the update and of each extension.
         iterations (int): The iterations added (resumed runs included).
         written (int): The outlier traces written (resumed runs included).
         warned (bool): Whether this run said that no more are written.
@@ -132,8 +128,7 @@ class OutlierRule:
 
     def reset(self):
         """Forgets the iterations and the outliers written."""
-        self.update_history = {}
-        self.extension_history = collections.OrderedDict()
+        self.history = part_history.PartHistory(RECENT, SIGNATURES)
         self.iterations = 0
         self.written = 0
         self.warned = False
@@ -156,38 +151,24 @@ class OutlierRule:
                 called[phase] = seconds
             else:
                 update += seconds
-        runs = self._runs(frozenset(called))
+        runs = self.history.runs(frozenset(called))
         verdict = None
         if previous is not None and self.iterations >= WARMUP:
             verdict = self._verdict(iteration.seconds, update, called, runs)
             if verdict is not None and verdict.part.name == UPDATE:
                 verdict = _update_grew(verdict, spent, phase_seconds(
                     previous, left_out))
-        _add(self.update_history, UPDATE, update)
-        for phase, seconds in called.items():
-            _add(runs, phase, seconds)
+        self.history.add(update, called, runs)
         self.iterations += 1
         return verdict
-
-    def _runs(self, called):
-        # The extensions' histories in the iterations calling ``called``.
-        history = self.extension_history
-        runs = history.get(called)
-        if runs is None:
-            runs = history[called] = {}
-            if len(history) > SIGNATURES:
-                history.popitem(last=False)
-        else:
-            history.move_to_end(called)
-        return runs
 
     def _verdict(self, seconds, update, called, runs):
         # The update's growth is found by _update_grew.
         absolute = isinstance(self.rule, datetime.timedelta)
         if absolute and seconds <= self.rule.total_seconds():
             return None
-        history = self.update_history.get(UPDATE)
-        floor = _median(history)
+        history = self.history.update
+        floor = history.median()
         grown = []  # the parts above their threshold (all: absolute)
         for key, spent_in, runs_of in [(UPDATE, update, history)] + [
                 (phase, s, runs.get(phase)) for phase, s in called.items()]:
@@ -222,21 +203,8 @@ class OutlierRule:
         return None
 
     def save(self, serializer):
-        """Saves each part's recent seconds and the counts: a row per
-        value, labelled with its part's name and, for an extension, the
-        names of the extensions called beside it."""
-        labels, seconds = [], []
-        for called, runs in [(None, self.update_history)] + list(
-                self.extension_history.items()):
-            beside = None if called is None else sorted(
-                phase.name for phase in called)
-            for phase, history in runs.items():
-                label = [phase if called is None else phase.name, beside]
-                for value in history.values():
-                    labels.append(label)
-                    seconds.append(value)
-        _state.save_rows(serializer['outlier_history'], labels,
-                         {'seconds': seconds})
+        """Saves each part's recent runs and the counts."""
+        self.history.save(serializer['outlier_history'])
         serializer('outlier_iterations', numpy.asarray(
             self.iterations, numpy.int64))
         serializer('outliers_written', numpy.asarray(
@@ -250,18 +218,11 @@ class OutlierRule:
         self.reset()
         try:
             self.written = int(_state.read(serializer, 'outliers_written'))
-            rows = _state.load_rows(
-                _state.child(serializer, 'outlier_history'), ('seconds',))
             iterations = _state.read(serializer, 'outlier_iterations')
+            self.history.load(_state.child(serializer, 'outlier_history'))
         except _state.MissingState:
+            self.history = part_history.PartHistory(RECENT, SIGNATURES)
             return
-        for (name, beside), value in rows:
-            if beside is None:
-                _add(self.update_history, name, value['seconds'])
-            else:
-                runs = self._runs(frozenset(
-                    phases.ExtensionPhase(n) for n in beside))
-                _add(runs, phases.ExtensionPhase(name), value['seconds'])
         self.iterations = int(iterations)
 
 
@@ -292,17 +253,6 @@ def _part(key, seconds, history, baseline):
     runs = len(history) if history is not None else 0
     median = history.median() if runs else None
     return Part(figure(key), seconds, median, runs, baseline)
-
-
-def _median(history):
-    return history.median() if history is not None else None
-
-
-def _add(histories, key, seconds):
-    history = histories.get(key)
-    if history is None:
-        history = histories[key] = running_median.RunningMedian(RECENT)
-    history.add(seconds)
 
 
 def _excess(part):

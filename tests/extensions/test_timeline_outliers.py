@@ -14,7 +14,6 @@ import pytest
 from chainer import training
 
 from chainer_hookext import Timeline
-from chainer_hookext.extensions import _timeline_outliers
 from chainer_hookext.timing import phases
 from chainer_hookext.timing import trace
 from tests.conftest import Boom
@@ -353,9 +352,9 @@ def test_own_writing_is_not_the_next_iterations_time(
     files = run(trainer, Timeline(outliers=True))
     assert sorted(files) == ['outlier_iteration_40.json.gz']
     rule = trainer.get_extension('Timeline')._outliers
-    assert rule.update_history[_timeline_outliers.UPDATE].median() == PLAIN
+    assert rule.history.update.median() == PLAIN
     assert phases.ExtensionPhase('Timeline') not in {
-        phase for called in rule.extension_history for phase in called}
+        phase for called in rule.history.extensions for phase in called}
 
 
 def test_memory_bounded_and_nothing_when_off(still, tmp_path):
@@ -536,11 +535,10 @@ def test_scheduled_extensions_at_their_usual_cost_are_no_outliers(
     # Bounded: the last 50 runs of each part; an extension's in the
     # iterations calling the same extensions.
     rule = timeline._outliers
-    assert list(rule.update_history) == ['update']
-    assert len(rule.update_history['update']) == 50
+    assert len(rule.history.update) == 50
     called = {','.join(sorted(p.name for p in c)): {
         p.name: len(h) for p, h in runs.items()}
-        for c, runs in rule.extension_history.items()}
+        for c, runs in rule.history.extensions.items()}
     assert called == {
         'blip,stall': dict(blip=50, stall=50),  # 96 odd iterations
         'blip,slow,stall': dict(blip=50, slow=50, stall=50),  # 80

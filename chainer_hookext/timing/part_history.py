@@ -1,0 +1,109 @@
+"""The recent seconds of each part of the training loop's iterations.
+
+A :class:`PartHistory` keeps a running median of the update (every phase
+of an iteration outside its extensions) and of each extension, an
+extension's apart for each set of extensions called in the same
+iteration: work scheduled at an epoch's end is kept beside the epochs'
+ends.  :class:`~chainer_hookext.Timeline`'s outlier traces judge each
+iteration against it; it is saved in a snapshot as one table
+(:func:`~chainer_hookext._state.save_rows`), a row per value.
+"""
+
+import collections
+
+from chainer_hookext import _state
+from chainer_hookext.timing import phases
+from chainer_hookext.timing import running_median
+
+#: The name of the update's history (in a snapshot's rows).
+UPDATE = 'update'
+
+
+class PartHistory:
+    """The last ``size`` runs of the update and of each extension.
+
+    Args:
+        size (int): Runs kept per part.
+        sets (int): Sets of extensions called together whose runs are
+            kept; past it, the set seen least recently is forgotten.
+
+    Attributes:
+        update (RunningMedian): The update's seconds.
+        extensions (collections.OrderedDict): ``{called: {phase:
+            RunningMedian}}``: ``called`` the ``frozenset`` of the
+            extensions' phases (:class:`~.phases.ExtensionPhase`) called
+            in an iteration, the least recently seen first; ``phase`` one
+            of them.
+
+    .. admonition:: Example
+
+        >>> history = PartHistory(50, 32)
+        >>> evaluator = phases.ExtensionPhase('validation')
+        >>> runs = history.runs(frozenset([evaluator]))
+        >>> history.add(0.010, {evaluator: 0.040}, runs)
+        >>> history.update.median(), runs[evaluator].median()
+        (0.01, 0.04)
+    """
+
+    def __init__(self, size: int, sets: int):
+        self.size = size
+        self.sets = sets
+        self.update = running_median.RunningMedian(size)
+        self.extensions = collections.OrderedDict()
+
+    def runs(self, called: frozenset) -> dict:
+        """Returns ``{phase: RunningMedian}`` of the extensions' runs in
+        the iterations calling ``called`` (an empty dict the first time);
+        ``called`` is then the set seen most recently."""
+        extensions = self.extensions
+        runs = extensions.get(called)
+        if runs is None:
+            runs = extensions[called] = {}
+            if len(extensions) > self.sets:
+                extensions.popitem(last=False)
+        else:
+            extensions.move_to_end(called)
+        return runs
+
+    def add(self, update: float, called: dict, runs: dict) -> None:
+        """Adds an iteration: the ``update``'s seconds, and ``called``,
+        ``{phase: seconds}`` of its extensions, to ``runs`` (what
+        :meth:`runs` gave for them)."""
+        self.update.add(update)
+        for phase, seconds in called.items():
+            self._add_run(runs, phase, seconds)
+
+    def _add_run(self, runs, phase, seconds):
+        history = runs.get(phase)
+        if history is None:
+            history = runs[phase] = running_median.RunningMedian(self.size)
+        history.add(seconds)
+
+    def save(self, serializer):
+        """Saves every run kept: a row per value, labelled with its part's
+        name (:data:`UPDATE`, an extension's) and, for an extension, the
+        names of the extensions called beside it."""
+        labels = [[UPDATE, None]] * len(self.update)
+        seconds = self.update.values()
+        for called, runs in self.extensions.items():
+            beside = sorted(phase.name for phase in called)
+            for phase, history in runs.items():
+                values = history.values()
+                labels += [[phase.name, beside]] * len(values)
+                seconds += values
+        _state.save_rows(serializer, labels, {'seconds': seconds})
+
+    def load(self, serializer):
+        """Adds the runs :meth:`save` saved.
+
+        Raises:
+            ~chainer_hookext._state.MissingState: The snapshot has none.
+        """
+        for (name, beside), value in _state.load_rows(
+                serializer, ('seconds',)):
+            if beside is None:
+                self.update.add(value['seconds'])
+                continue
+            called = frozenset(phases.ExtensionPhase(n) for n in beside)
+            self._add_run(self.runs(called), phases.ExtensionPhase(name),
+                          value['seconds'])
