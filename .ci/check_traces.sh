@@ -49,8 +49,9 @@ fi
 if [ ${#traces[@]} = 0 ]; then
     [ -x .venv/bin/python ] || make .venv/bin/.installed
     command -v mpiexec >/dev/null 2>&1 || make mpi
-    # 32 iterations: past Timeline's 20 of warm-up, to the end of epoch 2,
-    # an outlier written there (its validation and snapshot) is checked too.
+    # 32 iterations: past Timeline's 20 of warm-up, to the end of epoch 2;
+    # an outlier trace, if one is written, is checked too (a clean run
+    # writes none).
     echo 'Training examples/train_digits.py (32 iterations) ...'
     timeout -k 10 120 .venv/bin/python examples/train_digits.py \
         --out "$scratch/one" --no-progress --noplot --iterations 32 \
