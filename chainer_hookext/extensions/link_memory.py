@@ -32,10 +32,10 @@ class LinkMemory(extension.Extension):
     (or of a resumed run), then the first after each time its trigger
     fires; an iteration that a :class:`~chainer_hookext.Timeline` window
     traces is never measured, the next one not traced is
-    (``docs/memory.md``).  Its hooks (a link hook, a function hook and, on a GPU, a CuPy
-    memory hook) are registered for that iteration only: the others run no
-    hook, only the training loop's per-iteration callback.  At the trigger
-    it reports, for every link in scope, named as
+    (``docs/memory.md``).  Its hooks (a link hook, a function hook and, on
+    a GPU, a CuPy memory hook) are registered for that iteration only: the
+    others run no hook, only the training loop's per-iteration callback.
+    At the trigger it reports, for every link in scope, named as
     :class:`~chainer_hookext.TimedLinks` names them:
 
     * ``memory/<name>/activations``: bytes kept alive for backward by the

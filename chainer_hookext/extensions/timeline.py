@@ -303,7 +303,8 @@ class Timeline(loop_phases.LoopExtension):
 
     def _judge(self, ended):
         # ``ended`` is judged, its trace written outside windows when an
-        # outlier (iteration_ending); it is then the previous iteration.  A run's first iteration is not judged; an
+        # outlier (iteration_ending); it is then the previous iteration.
+        # A run's first iteration is not judged; an
         # iteration another extension measured (the plan says) is not,
         # nor kept: no outlier trace shows it.
         previous, self._previous = self._previous, ended

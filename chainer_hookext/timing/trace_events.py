@@ -18,7 +18,8 @@ phase as they are, and each is exactly the time charged for the call.
 Our own work inside the window (:mod:`.pauses`), rare (it is done between
 traced iterations), is an ``extension`` span inside whatever span was
 running: no span is ever cut, and each keeps its own figures (a link span
-then holds the work, which its timer does not charge).  Each garbage collection in the window is a span of its
+then holds the work, which its timer does not charge).  Each garbage
+collection in the window is a span of its
 own, ``gc (generation 2)`` (category ``gc``), its ``generation`` and
 ``collected`` in ``args``: it runs between two bytecodes, on the phases'
 clock, so it lies inside whatever span was running (a phase, an extension
