@@ -1,13 +1,7 @@
-"""Every reach into Chainer's private parts, each with its reason.
+"""Every reach into Chainer 7.8.1's private parts, each with its reason.
 
-Chainer 7.8.1 is the last release: these names will not move.  Everything
-else the package uses of Chainer is public.  Here: the thread's config
-flags and link hooks, the trainer's extension entries, an optimizer's
-hooks, the code objects of ``Link.__call__`` and of a backward step, the
-function nodes' attributes the FLOP formulas read (:data:`NODE_SHAPE`,
-:data:`NODE_IN_SHAPE`), the arrays a node retained, and a link's
-persistent names.  Node tagging (``_tagging.py``) stores an attribute of
-its own on each node, and reads none of Chainer's.
+Everything else the package uses of Chainer is public; node tagging stores
+an attribute of its own on each node and reads none of Chainer's.
 """
 
 import chainer

@@ -1,9 +1,5 @@
-"""Checks of the arguments of the public classes, one rule for all.
-
-NumPy booleans and integers pass as Python's (as Chainer takes them) and are
-returned converted.  A value of the wrong type raises ``TypeError``, a value
-of the right type out of range ``ValueError``; the message names the call,
-shows the value (``numpy.int64(3)``, not ``3``) and says what works.
+"""Argument checks of the public classes: ``TypeError`` for a wrong type,
+``ValueError`` for a wrong value; NumPy scalars pass as Python's.
 """
 
 import collections
@@ -26,22 +22,17 @@ def shown(value):
     ('numpy.int64(3)', '3')
     """
     if isinstance(value, numpy.generic):
-        return 'numpy.{}({!r})'.format(type(value).__name__, value.item())
+        return f'numpy.{type(value).__name__}({value.item()!r})'
     return repr(value)
 
 
+def _bad(call, name, value):
+    return f'`{call}({name}={shown(value)})`'
+
+
 def check_flag(call, name, value, none=None):
-    """Returns ``value`` as a ``bool``; raises unless it is True or False.
-
-    Args:
-        call (str): The call to name, e.g. ``'TimedLoop'``.
-        name (str): The argument's name, e.g. ``'print_report'``.
-        value: The value given.
-        none (str): What ``None`` means, when it is accepted too (returned
-            as it is); ``None`` (default) refuses it.
-
-    Raises:
-        TypeError: ``value`` is not a ``bool`` or ``numpy.bool_``.
+    """Returns ``value`` as a ``bool``; ``None`` too when ``none`` says what
+    it means.
 
     >>> check_flag('TimedLoop', 'print_report', numpy.True_)
     True
@@ -54,26 +45,15 @@ True or False (a bool or numpy.bool_).
     if value is None and none is not None:
         return None
     if not isinstance(value, (bool, numpy.bool_)):
-        raise TypeError(
-            '`{}({}={})` is not a flag: use True or False (a bool or '
-            'numpy.bool_){}.'.format(call, name, shown(value), '' if (
-                none is None) else ', or None ({})'.format(none)))
+        also = '' if none is None else f', or None ({none})'
+        raise TypeError(f'{_bad(call, name, value)} is not a flag: use True '
+                        f'or False (a bool or numpy.bool_){also}.')
     return bool(value)
 
 
 def check_int(call, name, value, least):
-    """Returns ``value`` as an ``int``; raises unless it is one >= ``least``.
-
-    Args:
-        call (str): The call to name, e.g. ``'Timeline'``.
-        name (str): The argument's name, e.g. ``'iterations'``.
-        value: The value given.
-        least (int): The smallest value allowed.
-
-    Raises:
-        TypeError: ``value`` is not an integer (Python's or NumPy's; a bool
-            is not one).
-        ValueError: ``value`` is below ``least``.
+    """Returns ``value`` as an ``int`` of at least ``least`` (a bool is no
+    integer).
 
     >>> check_int('Timeline', 'iterations', numpy.int64(3), 1)
     3
@@ -83,24 +63,19 @@ def check_int(call, name, value, least):
     ValueError: `Timeline(iterations=0)` is below 1: use an integer of at \
 least 1.
     """
-    what = 'use an integer of at least {}.'.format(least)
+    what = f'use an integer of at least {least}.'
     if isinstance(value, (bool, numpy.bool_)) or not isinstance(
             value, numbers.Integral):
-        raise TypeError('`{}({}={})` is not an integer: {}'.format(
-            call, name, shown(value), what))
+        raise TypeError(f'{_bad(call, name, value)} is not an integer: '
+                        f'{what}')
     if value < least:
-        raise ValueError('`{}({}={})` is below {}: {}'.format(
-            call, name, shown(value), least, what))
+        raise ValueError(f'{_bad(call, name, value)} is below {least}: '
+                         f'{what}')
     return int(value)
 
 
 def check_positive(call, name, value):
-    """Returns ``value`` as a ``float``; raises unless it is a finite number
-    above 0.
-
-    Raises:
-        TypeError: ``value`` is not a real number (a bool is not one).
-        ValueError: ``value`` is not finite and above 0.
+    """Returns ``value`` as a ``float``, finite and above 0.
 
     >>> check_positive('TimedLinks', 'peak_flops', numpy.float32(2e9))
     2000000000.0
@@ -113,47 +88,26 @@ number above 0, e.g. 1e12.
     what = 'use a finite number above 0, e.g. 1e12.'
     if isinstance(value, (bool, numpy.bool_)) or not isinstance(
             value, numbers.Real):
-        raise TypeError('`{}({}={})` is not a number: {}'.format(
-            call, name, shown(value), what))
+        raise TypeError(f'{_bad(call, name, value)} is not a number: {what}')
     if not 0 < value < float('inf'):
-        raise ValueError('`{}({}={})` is not above 0: {}'.format(
-            call, name, shown(value), what))
+        raise ValueError(f'{_bad(call, name, value)} is not above 0: {what}')
     return float(value)
 
 
 def check_name(call, name, value):
-    """Returns ``value``; raises unless it is a non-empty string.
-
-    Raises:
-        TypeError: ``value`` is not a string.
-        ValueError: ``value`` is empty.
-    """
+    """Returns ``value``, a non-empty string."""
     if not isinstance(value, str):
-        raise TypeError('`{}({}={})` is not a name: use a non-empty '
-                        'string.'.format(call, name, shown(value)))
+        raise TypeError(f'{_bad(call, name, value)} is not a name: use a '
+                        'non-empty string.')
     if not value:
-        raise ValueError('`{}({}={!r})` is not a name: use a non-empty '
-                         'string.'.format(call, name, value))
+        raise ValueError(f'`{call}({name}={value!r})` is not a name: use a '
+                         'non-empty string.')
     return value
 
 
 def check_choice(call, name, value, choices, what):
-    """Returns the choice ``value`` is; raises unless it is one of ``choices``.
-
-    A value of a type no choice has raises ``TypeError``; one of the right
-    type but no choice ``ValueError``.  NumPy scalars pass as Python's
-    (``numpy.str_('ms')`` is ``'ms'``, ``numpy.True_`` is ``True``).
-
-    Args:
-        call (str): The call to name, e.g. ``'TimerHook.summary'``.
-        name (str): The argument's name.
-        value: The value given.
-        choices (tuple): The values that work, in the order to show them.
-        what (str): What a choice is, e.g. ``'a known unit'``.
-
-    Raises:
-        TypeError: ``value``'s type is none of the choices'.
-        ValueError: ``value`` is of a choice's type but no choice.
+    """Returns the one of ``choices`` that ``value`` is (``what`` says what a
+    choice is); a value of no choice's type raises ``TypeError``.
 
     >>> check_choice('TimerHook.print_report', 'unit', 'min', ('sec', 'ms'),
     ...              'a known unit')
@@ -173,53 +127,41 @@ use one of 'sec', 'ms'.
         if plain is choice or (type(plain) is type(choice)
                                and plain == choice):
             return choice
-    use = 'use one of {}.'.format(', '.join(map(repr, choices)))
+    use = f"use one of {', '.join(map(repr, choices))}."
     types = []
     for choice in choices:
         shown_type = 'None' if choice is None else type(choice).__name__
         if shown_type not in types:
             types.append(shown_type)
     if type(plain) not in {type(c) for c in choices}:
-        raise TypeError('`{}({}={})` is not a {}: {}'.format(
-            call, name, shown(value), ' or '.join(types), use))
-    raise ValueError('`{}({}={})` is not {}: {}'.format(
-        call, name, shown(value), what, use))
+        raise TypeError(f"{_bad(call, name, value)} is not a "
+                        f"{' or '.join(types)}: {use}")
+    raise ValueError(f'{_bad(call, name, value)} is not {what}: {use}')
 
 
 def check_modes(call, train, eval):
-    """Returns the flags ``(train, eval)`` as :class:`Modes` of bools.
-
-    Raises:
-        TypeError: A flag is not True or False (:func:`check_flag`).
-        ValueError: Both are false: nothing would ever act.
-    """
+    """Returns the flags ``(train, eval)`` as :class:`Modes`, not both
+    false."""
     train = check_flag(call, 'train', train)
     eval = check_flag(call, 'eval', eval)
     if not (train or eval):
         raise ValueError(
-            '`{}(train=False, eval=False)` would never fire: enable '
-            'training mode, evaluation mode or both.'.format(call))
+            f'`{call}(train=False, eval=False)` would never fire: enable '
+            'training mode, evaluation mode or both.')
     return Modes(train, eval)
 
 
 def check_one_per_trainer(trainer, extension, why, instead):
     """Raises ``ValueError`` if ``trainer`` has another extension of
-    ``extension``'s class.
-
-    Args:
-        trainer (~chainer.training.Trainer): The trainer.
-        extension: The extension being initialized.
-        why (str): What two of them would do, e.g. ``'write the same
-            files'``.
-        instead (str): What works, e.g. ``'use one Timeline'``.
-    """
+    ``extension``'s class, saying ``why`` two are wrong and what to do
+    ``instead``."""
     cls = type(extension)
     others = [name for name, entry in
               _chainer.extension_entries(trainer).items()
               if isinstance(entry.extension, cls)
               and entry.extension is not extension]
     if others:
+        names = ', '.join(repr(n) for n in others)
         raise ValueError(
-            '{0}: the trainer has another {0} extension ({1}), which would '
-            '{2}; {3}.'.format(cls.__name__, ', '.join(
-                repr(n) for n in others), why, instead))
+            f'{cls.__name__}: the trainer has another {cls.__name__} '
+            f'extension ({names}), which would {why}; {instead}.')

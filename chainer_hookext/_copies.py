@@ -1,18 +1,10 @@
-"""What a pickle or a deep copy holds in place of the package's stand-ins.
+"""What a pickle or a deep copy holds in place of the package's stand-ins
+(docs/internals.md, "What the package sets").
 
-The package keeps a few objects of its own in objects it does not own
-(``docs/internals.md``, "What the package sets"): a hook in an optimizer's
-hook dict, ``trainer.reporter.scope``.  A pickle (or ``copy.deepcopy``) of
-the owner must hold the owner as it is without them.  A stand-in's
-``__reduce__`` can only say what to unpickle in its own place, and a dict's
-entry or an attribute cannot be taken out by the value unpickled there.  But
-pickle's ``BUILD`` and ``copy._reconstruct`` set an object's state *after*
-unpickling everything in it, through its ``__setstate__`` when it has one:
-:func:`put_back`, called while the owner's copy has no state yet, gives that
-copy a ``__setstate__`` of its own for that one call, which replaces each
-placeholder in the state (an attribute's value, or an entry of a dict that is
-one) by the original, or takes it out, then sets the state as Python would
-and leaves the copy a plain object again.
+A stand-in's ``__reduce__`` gives the original (:func:`same`).  An entry of
+a dict or an attribute cannot be taken out that way: :func:`put_back` gives
+the owner's copy a one-call ``__setstate__`` that puts the originals back
+(or takes the entries out) in the state before it is set.
 """
 
 

@@ -1,11 +1,5 @@
-"""Files written whole or not at all, and never through a planted link.
-
-Every file the package writes goes through :func:`write_atomic`: the bytes
-go to a new file beside the target, created exclusively (``O_CREAT |
-O_EXCL``: a symbolic link or any file already at that name makes it fail,
-and another name is tried), then renamed over the target.  A rename
-replaces a link at the target itself, never the file it points to: in a
-shared result folder nothing outside the target's folder is written.
+"""Files written whole or not at all, never through a planted link
+(:func:`write_atomic`; docs/profile.md).
 """
 
 import os

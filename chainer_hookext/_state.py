@@ -1,16 +1,8 @@
-"""Saving timing state through any Chainer serializer (npz, hdf5).
+"""Timing state saved through any Chainer serializer (npz, hdf5).
 
-One encoding serves the timer's stored call trees,
-:class:`~chainer_hookext.TimedLinks`' baseline and
-:class:`~chainer_hookext.TimedLoop`'s figures: a table of rows, each row
-some labels (strings and integers, saved as UTF-8 JSON in a ``uint8``
-array, which every serializer stores) and numeric fields (one ``float64``
-array per field).
-
-Loading, :func:`read` and :func:`child` raise :class:`MissingState` for an
-entry the snapshot lacks, whatever the deserializer (npz or hdf5, strict or
-not): each extension's ``serialize`` catches it, warns with
-:func:`warn_missing` and starts afresh.
+A table of rows: labels as UTF-8 JSON in a ``uint8`` array, one ``float64``
+array per numeric field.  A missing entry raises :class:`MissingState`;
+``serialize`` warns (:func:`warn_missing`) and starts afresh.
 """
 
 import json
@@ -40,8 +32,7 @@ def _lacks_group(deserializer):
 
 
 def _missing(deserializer, key):
-    return MissingState('{}{}'.format(getattr(
-        deserializer, 'path', ''), key))
+    return MissingState(f"{getattr(deserializer, 'path', '')}{key}")
 
 
 def read(deserializer, key):

@@ -1,15 +1,5 @@
-"""The machine's own peaks: FLOP/s of a matrix product, bytes/s of a copy.
-
-A roofline needs two ceilings.  :func:`measure` takes them on the device
-and in the dtype of the model: a square GEMM (2·n³ FLOPs) and a streaming
-copy (read and write: 2 × its bytes), each the best of many repeats over
-at least :data:`SECONDS` (a busy machine only slows some of them).  The
-figures are kept per machine, device and dtype in a small JSON file
-(:func:`cache_path`), so every later run on the machine uses the same
-peaks; ``python -m chainer_hookext peaks`` measures them again.  On
-a GPU, CuPy's device is synchronised inside this measurement only, and the
-sizes are larger (a 512 GEMM takes tens of microseconds there, mostly its
-launch); the arrays' blocks are freed from CuPy's pool afterwards.
+"""The machine's peaks: FLOP/s of a square GEMM (2·n³ FLOPs), bytes/s of a
+copy, kept per machine, device and dtype (docs/flops.md, "Peaks").
 """
 
 import collections

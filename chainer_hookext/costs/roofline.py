@@ -1,20 +1,5 @@
-"""A link's place under the roofline: achieved FLOP/s against the peaks.
-
-A roofline has two ceilings (:class:`~.peaks.Peaks`): the FLOP/s of the
-machine's compute and the bytes/s of its memory.  Work of arithmetic
-intensity ``I`` (FLOPs per byte moved) can reach ``min(flops, I *
-bandwidth)``: below the ridge ``flops / bandwidth`` it is memory-bound,
-above compute-bound.  :meth:`Roofline.point` places one link's work:
-its FLOPs, bytes and seconds (forward or backward, as
-:class:`~chainer_hookext.TimedLinks` measures them) give its achieved
-FLOP/s and its share of what it can reach, the larger of FLOP/s over the
-compute peak and bytes/s over the memory peak.  Work below
-:data:`OVERHEAD_PERCENT` of that is bound by neither roof but by what
-surrounds it (Python, kernel launches): it is overhead-bound.
-
-No work can beat the machine: a point above a ceiling means the ceiling is
-wrong (given too low, or measured on a busy machine).  The roofline then
-raises it to the achieved figure and warns once.
+"""A link's place under the roofline: achieved FLOP/s against the peaks
+(docs/flops.md, "The roofline").
 """
 
 import collections

@@ -1,23 +1,5 @@
-"""The memory buffers behind arrays, and those a function node keeps.
-
-An array is a view of a buffer or owns one.  Counting bytes per buffer, not
-per array, counts a view and the array it views once: a NumPy array's
-buffer is the array at the end of its ``base`` chain; a CuPy array's is its
-memory allocation (``array.data.mem``: the pool's chunk, rounded up as the
-pool allocates it).
-
-A function node keeps for backward (Chainer 7, ``FunctionNode.apply``):
-
-* the inputs it retained (``retain_inputs``; an old-style ``Function``
-  all of them unless it says otherwise): those input variable nodes'
-  ``data`` (another node's retaining an input sets it too);
-* the outputs it retained (``retain_outputs``): ``_retained_output_data``;
-* the arrays its ``forward`` stored as attributes (a dropout mask, batch
-  normalization's mean and inverse deviation, max pooling's indices ...),
-  also inside a tuple or a list; of an old-style ``Function``, those of the
-  function object;
-* the arrays of its outputs whose variables are still referenced (the
-  loss, ``Classifier.y``).
+"""The memory buffers behind arrays, and those a function node keeps
+(docs/memory.md, "What counts").
 """
 
 import collections

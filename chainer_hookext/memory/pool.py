@@ -1,12 +1,5 @@
-"""Live bytes of the CuPy memory pool, and their peaks over windows.
-
-:class:`LivePeaks` adds each allocation's size and subtracts each free's;
-a window (:meth:`~LivePeaks.open` ... :meth:`~LivePeaks.close`) gives the
-peak of live bytes above its start while it was open.  Windows nest (a
-link's forward inside its parent's): a closed window's peak lifts its
-parent's.  :class:`PoolHook` feeds it from CuPy's memory hook (the pool's
-``malloc`` and ``free``, in the calling thread): the device is never
-synchronised.
+"""Live bytes of the CuPy memory pool and their peaks over nested windows,
+fed by CuPy's memory hook (no device sync).
 """
 
 from chainer.backends import cuda

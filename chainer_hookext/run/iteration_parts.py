@@ -1,25 +1,8 @@
 """Which part of a training iteration runs: the update, an ``Evaluator``.
 
-A :class:`~.training_loop.TrainingLoop` keeps one :class:`IterationParts`
-(its ``parts``) and tells it when an iteration starts and ends.  The update
-runs from the stop trigger's "go on" to the first extension entry's trigger
-consulted (in ``Trainer.run``'s order); an ``Evaluator``'s call from its
-trigger's "yes" to the next trigger consulted.  Hooks read the two plain
-attributes (:attr:`IterationParts.in_update`,
-:attr:`IterationParts.evaluator`) in their slow paths, or keep a flag of
-their own up to date through a callback (:meth:`IterationParts.add_callback`)
-for a hot path.
-
-To see the triggers consulted, while someone listens (a callback is added),
-the triggers of the entries that change a flag (the first, each
-``Evaluator``'s and the one after it) are stood in for by a
-:class:`_ConsultedTrigger` from the update's start until each is consulted
-or the iteration's scope is left, whatever the way out (before any
-``on_error``): never outside an iteration, so a trigger wrapped for the
-whole loop by another (``timing/marks.py``, at the loop's start) is never
-under it when that one is put back.  Cost: about 2 us per iteration with
-one stand-in (``TimedLinks``, no ``Evaluator``), 1.5 us per further one;
-nothing per extension while nobody listens.
+While a callback listens, the triggers of a few entries are stood in for
+by a :class:`_ConsultedTrigger` within one iteration (docs/internals.md,
+"What the package sets"; costs in benchmarks/README.md).
 """
 
 import weakref

@@ -1,17 +1,6 @@
-"""Which iterations of a training run are traced, and which are measured.
-
-A trace shows the iterations as the user's code runs them; an extension
-that measures by working inside an iteration (``LinkMemory``'s books at
-each link call) disturbs it.  Each trainer has one :class:`IterationPlan`,
-where extensions say what they do with which iteration, without knowing
-each other: a ``Timeline`` says which iterations a window traces
-(:meth:`~IterationPlan.trace`); ``LinkMemory`` asks, at each iteration's
-start until it is given one, whether it may measure it
-(:meth:`~IterationPlan.measure`: not when a window traces it or the one
-before); the outlier
-traces, chosen after the fact, leave out what was measured
-(:meth:`~IterationPlan.measured`).  Whatever the order of the extensions,
-a window wins, then a measurement, then an outlier trace.
+"""Which iterations of a training run are traced, and which are measured
+(docs/timing.md): a window wins, then a ``LinkMemory`` measurement, then an
+outlier trace, whatever the order of the extensions.
 """
 
 import collections

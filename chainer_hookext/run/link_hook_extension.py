@@ -109,7 +109,7 @@ class LinkHookExtension(extension.Extension):
 
     @property
     def default_name(self):
-        return 'LinkHookExtension_{}'.format(self.hook.name)
+        return f'LinkHookExtension_{self.hook.name}'
 
     @property
     def registered_name(self):

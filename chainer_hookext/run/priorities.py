@@ -1,10 +1,4 @@
 """Extension priorities beyond Chainer's ``PRIORITY_*`` constants.
-
-Chainer's :class:`~chainer.training.Trainer` calls the extensions of an
-iteration from the highest priority to the lowest.  Chainer's built-ins use
-``PRIORITY_WRITER`` (300), ``PRIORITY_EDITOR`` (200), ``PRIORITY_READER``
-(100), 0 (``unchain_variables``) and -100 (``snapshot``,
-``snapshot_object``).
 """
 
 #: Priority of an extension that must run after every other extension of the

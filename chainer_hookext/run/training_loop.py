@@ -1,16 +1,8 @@
 """The trainer's training loop: callbacks at its start, iterations and end.
 
-A :class:`TrainingLoop` takes the place of ``trainer.stop_trigger`` until
-``Trainer.run`` first calls it (the loop's start), and of
-``trainer.reporter.scope`` while the loop runs (each iteration, and an
-interrupt leaving one); it puts both back on every way out, before any
-``finalize``.  Why (``run`` calls ``initialize`` outside its ``try``, skips
-``on_error`` for ``KeyboardInterrupt`` and calls ``finalize`` unguarded) and
-each way out it sees, with the test that shows it: ``docs/internals.md``,
-"The lifecycle of ``LinkHookExtension``".
-
-While the loop runs it also tells its :class:`~.iteration_parts.IterationParts`
-(``parts``) when each iteration starts and ends: which part of it runs.
+Why and how it stands in for ``trainer.stop_trigger`` and
+``trainer.reporter.scope``: docs/internals.md, "The lifecycle of
+``LinkHookExtension``".
 """
 
 import collections
@@ -352,5 +344,5 @@ def end_loops_left_running():
         try:
             entry.end()
         except Exception as e:
-            warnings.warn('Error while ending that loop: {!r}'.format(e),
+            warnings.warn(f'Error while ending that loop: {e!r}',
                           RuntimeWarning)

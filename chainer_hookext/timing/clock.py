@@ -1,19 +1,7 @@
-"""The one clock of every measurement, and CUDA events.
+"""The one clock of every measurement (:func:`now`), and CUDA events.
 
-Every time the package measures on the host is read from :func:`now`
-(``time.perf_counter``): link calls, backward steps, the loop's phases and
-the spans of a :class:`~chainer_hookext.Timeline` window.  Links on a GPU
-are timed with CUDA events recorded on the current stream
-(:func:`record_event`), kept in an :class:`EventQueue` and turned into
-seconds (:func:`elapsed`) only when figures are read or when too many
-pairs wait: nothing waits for the device while the model runs.  Resolved
-events are recorded again: the queue reuses them rather than create a new
-``cuda.Event`` per call.
-
-Readers call ``clock.now()`` through this module at each read, so that tests
-replace the clock here, and only here (``tests/conftest.py``'s ``clock``
-fixture; the fake CUDA events of ``fake_cuda`` likewise replace
-:func:`is_gpu`, :func:`record_event` and :func:`elapsed`).
+Tests replace the clock here only; see docs/internals.md, "How backward
+time is charged to links", for the event queue.
 """
 
 import collections

@@ -1,12 +1,5 @@
-"""The path of each timed link: ``/``, ``/predictor``, ``/predictor/l1``.
-
-Paths come from :meth:`chainer.Link.namedlinks` of a root: the links given
-to :meth:`LinkPaths.add_root`, or the outermost link of a call.  A link
-reachable under two paths takes the last, as Chainer's reporter names it.
-Two different links never share a path: a second root is ``/#2`` (its
-descendants ``/#2/fc``).  A link called inside another but not one of its
-descendants (e.g. created inside a forward) is not indexed: its path is its
-caller's and its class, ``/predictor/<Linear>``.
+"""The path of each timed link: ``/``, ``/predictor/l1``, ``/#2``,
+``/predictor/<Linear>`` (docs/timing.md).
 """
 
 
@@ -41,7 +34,7 @@ class LinkPaths(object):
         base, n = path, 1
         while self._owners.get(path, root) is not root:
             n += 1
-            path = '{}#{}'.format(base, n)
+            path = f'{base}#{n}'
         self._owners[path] = root
         parent = path.rstrip('/')
         for sub, link in root.namedlinks():

@@ -1,51 +1,5 @@
 """Where each phase of an iteration starts, seen through Chainer's hook
-points: nothing of the user's is replaced.
-
-==========================================  ================================
-mark                                        phase started
-==========================================  ================================
-the iteration's start (the stop trigger     ``data``
-said go on)
-the first function applied in the update    ``forward``, from the
-(a function hook's ``forward_preprocess``)  update's first link call
-                                            before it when a link timer
-                                            reads it (the timer's read)
-the first backward step after a forward     ``backward``, to the end of its
-(the function hook's                        last step (its
-``backward_preprocess``)                    ``backward_postprocess``)
-a backward step after functions applied     ``forward`` from the first of
-since the last backward ended: a new        them; the time between is
-backward walk (its first node ranks above   ``optimizer`` when an
-the last step's)                            optimizer updated in it (its
-                                            ``t`` moved), else ``data``
-the iteration's end after a backward        ``optimizer``, from the last
-                                            backward step's end
-ChainerMN's multi-node optimizer's ``pre``  ``optimizer``; the time from the
-hooks (ours first)                          last backward step ``allreduce``
-an extension's trigger (the trainer's       ``extension/<name>``: its
-extension entry)                            trigger and call
-the stop trigger                            ``other``
-==========================================  ================================
-
-One reading of each moment: while a link timer (``TimedLinks``, a
-``Timeline`` window) is registered, the marks take its clock reads
-(:class:`~chainer_hookext.timing.backward.BackwardTimer`, registered
-first among the function hooks, reads each step before them; the stack of
-link calls tells :meth:`PhaseMarks.link_call_started`), so a phase starts
-and ends where the link spans beside it do.  ``IterationParts.phase_marks``
-joins them; a ``Timeline`` window with a timer of its own makes it the
-reader (``IterationParts.set_phase_reader``).
-
-Functions applied after a backward are a ``forward`` only once a backward
-follows them: ``ParallelUpdater``'s ``addgrads`` is not, nor the sums of
-gradients Chainer applies between the steps of a walk.  Functions applied
-inside a backward step (``F.forget`` recomputing its forward, double
-backpropagation) stay ``backward``, and every backward step is
-``backward``, a ``chainer.grad`` inside the forward included.  The function
-hook is registered in the training thread only, from the loop's start to
-its end; outside the update it only returns.  A pickle or a deep copy of
-a multi-node optimizer holds no hook of ours
-(:class:`~chainer_hookext._registry.OptimizerHook`).
+points (the marks: docs/timing.md, "`TimedLoop`").
 """
 
 import collections

@@ -1,12 +1,5 @@
-"""The recent seconds of each part of the training loop's iterations.
-
-A :class:`PartHistory` keeps a running median of the update (every phase
-of an iteration outside its extensions) and of each extension, an
-extension's apart for each set of extensions called in the same
-iteration: work scheduled at an epoch's end is kept beside the epochs'
-ends.  :class:`~chainer_hookext.Timeline`'s outlier traces judge each
-iteration against it; it is saved in a snapshot as one table
-(:func:`~chainer_hookext._state.save_rows`), a row per value.
+"""The recent seconds of each part of the training loop's iterations, for
+:class:`~chainer_hookext.Timeline`'s outlier traces.
 """
 
 import collections

@@ -1,30 +1,8 @@
-"""Our own work, taken out of every measurement running around it.
+"""Our own work, taken out of every measurement running around it
+(docs/timing.md, "`TimedLoop`": a pause).
 
-Some of the package's work runs inside the user's calls: ``LinkMemory``
-reads the graph at the first backward step of its measured iteration and
-keeps its books at each link call and function node of it; ``Timeline``
-sets its windows up and writes them between iterations.  Each such piece of
-work is a *pause*: :func:`own_work` (or :func:`paused`, on a hot path)
-reads the clock around it and tells every listener of the calling thread,
-which takes the pause out of what it measures:
-
-* the timers of link calls and backward steps
-  (:class:`~chainer_hookext.timing.call_stack.CallStack`) move the start of
-  each call and step running by the pause's length, so that no link is
-  charged for it;
-* the loop's :class:`~chainer_hookext.timing.phases.PhaseClock` charges it
-  to ``extension/<name>`` and not to the phase it ran in;
-* a ``Timeline`` recording gets it as a :class:`Pause`, and a trace draws
-  it as an ``extension`` span inside the span it ran in, never cut; the
-  iterations a window traces are not measured by ``LinkMemory``
-  (:mod:`chainer_hookext.run.iteration_plan`), and ``Timeline``'s own work
-  is done outside them.
-
-A listener has ``paused(name, start, end)``; :func:`listen` adds it in the
-calling thread, :func:`stop_listening` removes it.  Nothing is
-done per call outside pauses: the hot paths of the timers are unchanged.
-On a GPU, calls timed with CUDA events are not moved (the device may well
-have been busy meanwhile); the phases are.
+:func:`own_work` (or :func:`paused`, on a hot path) tells the calling
+thread's listeners (``paused(name, start, end)``, :func:`listen`).
 """
 
 import bisect

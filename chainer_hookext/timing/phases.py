@@ -1,16 +1,5 @@
-"""Time per phase of a training iteration, phase after phase.
-
-A :class:`PhaseClock` runs one phase at a time.  Each
-:meth:`~PhaseClock.switch` reads the clock once and charges the time since
-the last switch to the phase that was running, so the phases of an
-iteration add up to the whole of it.  What starts each phase is in
-:mod:`.marks`.  Its :meth:`~PhaseClock.count_gc`, a ``gc.callbacks``
-entry while the loop runs, adds the garbage collector's time apart: it
-runs inside the phases.  A collection that starts inside an extension's
-phase, or inside a pause of an extension's own work, is that extension's
-time only: it is not added to the garbage collector's.  While a Timeline
-records, each collection is kept as a :class:`GcSpan` too.
-:class:`IterationTimes` keeps the tail of an interval's iterations.
+"""Time per phase of a training iteration (:class:`PhaseClock`), the garbage
+collector's apart, and the tail of an interval's iterations.
 """
 
 import collections

@@ -1,15 +1,4 @@
 """Spans of link calls and backward steps, kept while a Timeline records.
-
-A :class:`~chainer_hookext.TimerHook` keeps, between its ``start_spans``
-and ``stop_spans``, the clock reads (or CUDA events) that give its figures
-as one :class:`Span` per ended call of a link in scope
-(:meth:`.CallStack.start_spans <.call_stack.CallStack.start_spans>`) and
-per backward step (:meth:`.BackwardTimer.start_spans
-<.backward.BackwardTimer.start_spans>`), in a :class:`Recording`.
-
-On a GPU, times are CUDA events recorded on the stream, turned into clock
-seconds by :meth:`Recording.resolve` when the window ends: no device
-synchronisation per call.
 """
 
 import collections

@@ -1,17 +1,5 @@
-"""A window's spans as a Trace Event Format file.
-
-The format Perfetto (ui.perfetto.dev) and chrome://tracing read: a JSON
-object with ``traceEvents``, each span a complete event (``"ph": "X"``)
-with its start ``ts`` and length ``dur`` in microseconds, nested by time
-within one process and thread; metadata events name them.
-
-Times are kept as integers of nanoseconds and written as microseconds that
-Perfetto reads back as exactly those nanoseconds (it truncates
-``ts * 1000``): a span that ends where its parent ends is never 1 ns past
-it, which would make Perfetto drop it.  :func:`write` refuses non-finite
-numbers, and writes through :func:`chainer_hookext._files.write_atomic`: a
-killed run never leaves a truncated trace, and a link planted in the folder
-is never followed.
+"""A window's spans as a Trace Event Format file (Perfetto), integer
+nanoseconds written as microseconds Perfetto reads back exactly.
 """
 
 import gzip

@@ -1,35 +1,5 @@
-"""A window's events: the tracks, names and nesting a Perfetto user sees.
-
-One process per rank (``pid`` = rank + 1, named ``rank N``).  Its main
-thread (``tid`` = ``pid``), ``training loop``, holds, nested by time:
-``iteration N`` > the phases of :class:`~chainer_hookext.TimedLoop`
-(``data``, ``forward`` ...; category ``phase``) and each extension call
-(``extension``) > the links' spans: ``main/predictor/l1`` (category
-``link_forward``) and ``main/predictor/l1 (backward)``
-(``link_backward``, one span per run of consecutive backward steps of the
-link: :func:`backward_runs`), the link's name in ``args``; with functions,
-inside them, each node's forward ``LinearFunction`` (``function_forward``)
-and each step ``LinearFunction (backward)`` (``function_backward``), the
-link in ``args``.  A link span
-and the phases come from the same clock reads (the phase marks take the
-timer's: ``forward`` starts at the update's first link call, ``backward``
-at its first step and ends at its last), so link spans nest in their
-phase as they are, and each is exactly the time charged for the call.
-Our own work inside the window (:mod:`.pauses`), rare (it is done between
-traced iterations), is an ``extension`` span inside whatever span was
-running: no span is ever cut, and each keeps its own figures (a link span
-then holds the work, which its timer does not charge).  Each garbage
-collection in the window is a span of its
-own, ``gc (generation 2)`` (category ``gc``), its ``generation`` and
-``collected`` in ``args``: it runs between two bytecodes, on the phases'
-clock, so it lies inside whatever span was running (a phase, an extension
-call, a link's call or backward run); it is fitted into the phase holding
-its start all the same.  On a GPU the links' spans are device times (CUDA
-events): they go to a thread of their own, ``device (CUDA events)``
-(``tid`` = 1000 + ``pid``), where nothing else is their parent.
-
-Times are integers of nanoseconds from the window's start until
-:mod:`.trace` writes them.
+"""A window's events: the tracks, names and nesting a Perfetto user sees
+(docs/timing.md, "`Timeline`").
 """
 
 import bisect
@@ -92,7 +62,7 @@ def window_events(window, rank, device):
     threads = {loop_thread: 'training loop'}
     if device:
         threads[device_thread] = 'device (CUDA events)'
-    events = trace.metadata(pid, 'rank {}'.format(rank), threads)
+    events = trace.metadata(pid, f'rank {rank}', threads)
     for s in loop:
         events.append(trace.complete(
             s.name, s.category, s.start, s.end, pid, loop_thread, s.args))
@@ -105,7 +75,7 @@ def window_events(window, rank, device):
 
 def _iterations(window, ns):
     starts = window.iteration_starts + [(None, window.end)]
-    return [_Slice('iteration {}'.format(number), 'iteration', ns(start),
+    return [_Slice(f'iteration {number}', 'iteration', ns(start),
                    ns(stop), None)
             for (number, start), (_, stop) in zip(starts, starts[1:])]
 
@@ -128,7 +98,7 @@ def _phases(window, ns):
 
 def _collections(window, ns):
     first, end = window.iteration_starts[0][1], window.end
-    return [_Slice('gc (generation {})'.format(span.generation), 'gc',
+    return [_Slice(f'gc (generation {span.generation})', 'gc',
                    ns(span.start), ns(span.end),
                    {'generation': span.generation,
                     'collected': span.collected})
