@@ -220,14 +220,11 @@ class LinkMemory(extension.Extension):
                        for row in rows or () for f in keys.memory_figures(
                            row.key, gpu)}
         if self.comm is not None:  # every rank gathers, measured or not
-            per_rank = self.comm.gather_obj(observation, root=0)
+            per_rank = gather.collect(self.comm, observation)
             if rows is None:
                 return
-            if self.comm.rank == 0:
-                spread = {}
-                for key, value in gather.spreads(per_rank).items():
-                    spread.update(gather.spread_figures(key, value))
-                chainer.report(spread)
+            if per_rank is not None:
+                chainer.report(gather.spread_observation(per_rank))
                 self._print(rows, trainer)
                 return
             if not self.local_report:

@@ -256,7 +256,7 @@ class TimedLoop(loop_phases.LoopExtension):
         if self.comm is not None:
             self._report_gathered(figures, tail, iteration)
         elif figures:
-            chainer.report({keys.LOOP_PREFIX + f: s for f, s in (
+            chainer.report({keys.loop_key(f): s for f, s in (
                 list(figures.items()) + list(tail.items()))})
             if self.print_report:
                 self._print(figures, tail, 'averaged over {} '
@@ -265,20 +265,18 @@ class TimedLoop(loop_phases.LoopExtension):
     def _report_gathered(self, figures, tail, iteration):
         # A collective: every rank calls it at every report, figures or
         # not; one gather.
-        per_rank = self.comm.gather_obj(LoopFigures(figures, tail))
-        if self.comm.rank != 0:
+        per_rank = gather.collect(self.comm, LoopFigures(figures, tail))
+        if per_rank is None:
             return
         spreads = gather.spreads([sent.figures for sent in per_rank])
         if not spreads:
             return
-        observation = {}
-        for figure, spread in spreads.items():
-            observation.update(gather.spread_figures(
-                keys.LOOP_PREFIX + figure, spread))
+        observation = gather.spread_observation(
+            [sent.figures for sent in per_rank], keys.loop_key)
         tail = gather.slowest_worker([sent.tail for sent in per_rank])
         # The slowest iteration of any worker, over the spread's max of
         # the mean iteration (docs/timing.md).
-        observation.update((keys.LOOP_PREFIX + f, v) for f, v in tail.items())
+        observation.update((keys.loop_key(f), v) for f, v in tail.items())
         chainer.report(observation)
         if self.print_report:
             self._print(collections.OrderedDict(

@@ -383,8 +383,8 @@ class Timeline(loop_phases.LoopExtension):
         # Returns whether the file was written.
         rank = _launcher_rank()
         if self.comm is not None and other is None:
-            gathered = self.comm.gather_obj(  # a collective
-                (self._unix_start, events))
+            gathered = gather.collect(  # a collective
+                self.comm, (self._unix_start, events))
             if self.comm.rank != 0:
                 return False
             earliest = min(unix for unix, _ in gathered)

@@ -29,14 +29,14 @@ def loop_time(log):
         has ``time/loop/iteration``.
     """
     _matplotlib.require()
-    log = [e for e in log if keys.LOOP_PREFIX + keys.ITERATION in e]
+    log = [e for e in log if keys.loop_key(keys.ITERATION) in e]
     if not log:
         return None
     labels, step = _bars.steps(log)
     fig = _matplotlib.new_figure((7, 4.2))
     ax = fig.subplots()
     _bars.stack(ax, _bars.layers(log, [
-        _bars.Series(phase, keys.LOOP_PREFIX + phase, colour)
+        _bars.Series(phase, keys.loop_key(phase), colour)
         for phase, colour in PHASES], 1e3))
     _bars.set_steps(ax, labels, step)
     ax.set_ylabel('ms per training iteration (mean)')

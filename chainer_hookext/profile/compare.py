@@ -32,29 +32,24 @@ Change = collections.namedtuple('Change', (
     defaults=(None, None, False))
 
 #: How values of each family are printed.
-_FORMATS = ((keys.TIME + '/', units.seconds), (keys.FLOPS + '/', units.count),
-            (keys.MEMORY + '/', units.nbytes))
+_FORMATS = ((keys.prefix('train', keys.TIME), units.seconds),
+            (keys.prefix('train', keys.FLOPS), units.count),
+            (keys.prefix('train', keys.MEMORY), units.nbytes))
 #: The families whose figures are per iteration, so per example too.
-PER_EXAMPLE = (keys.TIME + '/', keys.FLOPS + '/')
+PER_EXAMPLE = (keys.prefix('train', keys.TIME),
+               keys.prefix('train', keys.FLOPS))
 #: TimedLoop's keys that are not seconds: an iteration's number, a rank.
-_NOT_FIGURES = (keys.LOOP_PREFIX + keys.SLOWEST,
-                keys.LOOP_PREFIX + keys.SLOWEST_RANK)
+_NOT_FIGURES = (keys.loop_key(keys.SLOWEST), keys.loop_key(keys.SLOWEST_RANK))
 #: What ``--out`` may end with, and what each writes.
 OUT_SUFFIXES = {'.html': 'a page', '.png': 'a picture'}
 
 
 def figures(entry):
     """Returns ``{key: value}`` of a log entry's figures of this package:
-    numbers, without the spreads over ChainerMN workers.
-
-    A key is a spread when the entry holds every statistic of
-    :data:`~.keys.STATISTICS` of the same figure, as gathering reports
-    them (a link named ``max`` keeps ``time/main/max``)."""
-    spread = set()
-    for key in entry:
-        owned = [keys.spread_key(key, s) for s in keys.STATISTICS]
-        if all(k in entry for k in owned):
-            spread.update(owned)
+    numbers, without the spreads over ChainerMN workers
+    (:func:`.keys.spread_keys`: a link named ``max`` keeps
+    ``time/main/max``)."""
+    spread = keys.spread_keys(entry)
     return {key: value for key, value in entry.items()
             if key.startswith(run_module.FAMILIES) and key not in spread
             and key not in _NOT_FIGURES and isinstance(value, (int, float))}

@@ -107,18 +107,20 @@ def link_seconds(entry, names):
 def loop_shares(run):
     """Returns each of TimedLoop's figures' share of the training's time,
     over every report in the log (each weighted by its iterations), keyed
-    as after :data:`.keys.LOOP_PREFIX`; ``{}`` without."""
+    by figure (:func:`.keys.loop_figures` of the run's extensions); ``{}``
+    without."""
+    names = run.profile.get('config', {}).get('trainer_extensions', ())
+    shown = {keys.loop_key(f): f for f in keys.loop_figures(names)}
     totals = collections.Counter()
     last = 0
     for entry in run.log:
-        if keys.LOOP_PREFIX + keys.ITERATION not in entry:
+        if keys.loop_key(keys.ITERATION) not in entry:
             continue
         count = entry.get('iteration', last + 1) - last
         last = entry.get('iteration', last + 1)
-        for key, value in entry.items():
-            if key.startswith(keys.LOOP_PREFIX) and isinstance(
-                    value, (int, float)):
-                totals[key[len(keys.LOOP_PREFIX):]] += value * count
+        for key, figure in shown.items():
+            if isinstance(entry.get(key), (int, float)):
+                totals[figure] += entry[key] * count
     whole = totals.get(keys.ITERATION, 0.0)
     return {k: v / whole for k, v in totals.items()} if whole > 0 else {}
 
@@ -222,15 +224,15 @@ def _batch(run):
 def _iteration_seconds(run):
     # The training's seconds per iteration: TimedLoop's, else LogReport's.
     for entry in reversed(run.log):
-        if keys.LOOP_PREFIX + keys.ITERATION in entry:
-            return entry[keys.LOOP_PREFIX + keys.ITERATION]
+        if keys.loop_key(keys.ITERATION) in entry:
+            return entry[keys.loop_key(keys.ITERATION)]
         if entry.get('elapsed_time') and entry.get('iteration'):
             return entry['elapsed_time'] / entry['iteration']
     return None
 
 
 def _forget(run):
-    entry = run_module.last_entry(run, keys.MEMORY + '/')
+    entry = run_module.last_entry(run, keys.prefix('train', keys.MEMORY))
     names = link_names(run) or list(run.profile.get('memory', {}))
     if entry is None or not names:
         return []
@@ -261,7 +263,7 @@ def _forget(run):
 
 
 def _cost(run, name):
-    times = run_module.last_entry(run, keys.TIME + '/') or {}
+    times = run_module.last_entry(run, keys.prefix('train', keys.TIME)) or {}
     forward = times.get(keys.figure_key('train', name, 'elapsed_time'))
     if forward is None:
         return 'its forward again in backward'

@@ -1,18 +1,10 @@
 """Figures of every ChainerMN worker, summarised on rank 0.
 
-Under ChainerMN each worker (MPI process) times its own links; the question
-becomes which link is slow, and on which worker.  :func:`gather` sends each
-worker's :class:`~.keys.Report` s to rank 0 through the communicator's own
-``gather_obj``, and summarises each reported figure of each
-:class:`~.records.Entry` over the workers that have the entry: a
-:class:`Spread` (mean, min, max, the slowest rank).  :func:`figures` spells
-the reported keys with :mod:`~chainer_hookext.report.keys`: the mean under
-the figure's own key, so ``LogReport`` and ``PlotReport`` keep working, and
-the spread below it (``time/main/max`` ...).
-
-:func:`gather` is a collective: every worker calls it at the same
-iteration, and nothing between two calls may raise on one worker only
-(:class:`~chainer_hookext.TimedLinks` checks every name in ``initialize``).
+:func:`collect` is the one gather across ranks of every extension; the rest
+summarises what it brings: a :class:`Spread` (mean, min, max, the slowest
+rank) per figure, reported with :mod:`~chainer_hookext.report.keys`
+(``docs/timing.md``, ChainerMN).  Every worker calls :func:`collect` at the
+same iteration, and nothing between two calls may raise on one worker only.
 """
 
 import collections
@@ -45,9 +37,18 @@ pass chainermn.create_communicator(...), or None for one process.
     """
     if not all(hasattr(comm, a) for a in ('rank', 'size', 'gather_obj')):
         raise TypeError(
-            '`{}(comm={!r})` is not a ChainerMN communicator: pass '
-            'chainermn.create_communicator(...), or None for one '
-            'process.'.format(call, comm))
+            f'`{call}(comm={comm!r})` is not a ChainerMN communicator: pass '
+            'chainermn.create_communicator(...), or None for one process.')
+
+
+def collect(comm, sent, root=0):
+    """Gathers what each worker ``sent`` on ``root``: the one collective.
+
+    Returns:
+        list: On ``root``, every worker's ``sent`` in rank order; elsewhere
+        ``None``.
+    """
+    return comm.gather_obj(sent, root=root)
 
 
 def gather(comm, reports, backward, root=0, flops=False, functions=False):
@@ -65,8 +66,8 @@ def gather(comm, reports, backward, root=0, flops=False, functions=False):
         list of Gathered: On ``root``, one per report of ``root``;
         elsewhere ``None``.
     """
-    per_rank = comm.gather_obj(list(reports), root=root)
-    if comm.rank != root:
+    per_rank = collect(comm, list(reports), root)
+    if per_rank is None:
         return None
     gathered = []
     for report in reports:
@@ -92,8 +93,9 @@ _TypeTotal = collections.namedtuple(
 
 
 def _type_totals(rows):
-    return [_TypeTotal(total.function, None, *total[2:])
-            for total in keys.function_totals(rows)]
+    return [_TypeTotal(key=total.function, parent=None, **{
+        f: getattr(total, f) for f in records.FUNCTION_FIELDS})
+        for total in keys.function_totals(rows)]
 
 
 def _reported_fields(mode, backward, flops):
@@ -169,6 +171,22 @@ def spread_figures(key, spread):
     out = {key: spread.mean}
     for statistic in keys.STATISTICS:
         out[keys.spread_key(key, statistic)] = getattr(spread, statistic)
+    return out
+
+
+def spread_observation(per_rank, key=None):
+    """Returns ``{reported key: value}`` of the ranks' ``{name: value}``:
+    each name's :func:`spread_figures`, keyed by ``key(name)`` (by
+    default the name is the key).
+
+    >>> spread_observation([{'memory/main/params': 4}, {}])
+    ... # doctest: +NORMALIZE_WHITESPACE
+    {'memory/main/params': 4.0, 'memory/main/params/min': 4,
+     'memory/main/params/max': 4, 'memory/main/params/slowest_rank': 0}
+    """
+    out = {}
+    for name, spread in spreads(per_rank).items():
+        out.update(spread_figures(name if key is None else key(name), spread))
     return out
 
 

@@ -1,59 +1,11 @@
-"""Every reported timing key, and the figures behind them.
+"""Every reported key of the package, and the figures behind them.
 
-For each timed link, by its name in the reporter's shape (``main``,
-``main/predictor/l1``), :class:`~chainer_hookext.TimedLinks` reports one key
-per figure of :data:`FIGURES`::
-
-    time/main/predictor/l1                 forward, inclusive
-    time/main/predictor/l1/self            forward, self
-    time/main/predictor/l1/backward        backward, inclusive
-    time/main/predictor/l1/backward/self   backward, self
-    time/(outside)/backward                backward of nodes made outside
-
-and evaluation-mode figures under ``validation/time/``.  With
-``flops=True`` the same layout under ``flops/`` (and ``validation/flops/``)
-gives the FLOPs per iteration of each link's function nodes::
-
-    flops/main/predictor/l1                forward, inclusive
-    flops/main/predictor/l1/self           forward, self
-    flops/main/predictor/l1/backward       backward, inclusive
-    flops/main/predictor/l1/backward/self  backward, self
-    flops/(outside)/backward               backward of nodes made outside
-
-With ``functions=True``, per function type (the node's class name), summed
-over the links and ``(outside)``::
-
-    time/function/LinearFunction           its nodes' forward
-    time/function/LinearFunction/backward  their backward steps
-    flops/function/LinearFunction          (flops=True) their FLOPs
-    flops/function/LinearFunction/backward the gradient nodes' in the steps
-
-Gathered over
-ChainerMN workers, each of those keys is the mean over workers, with the
-spread below it (``.../min``, ``.../max``, ``.../slowest_rank``).
-:class:`~chainer_hookext.TimedLoop` reports ``time/loop/<phase>``, an
-extension's phase as ``time/loop/extension/<name>``, the garbage
-collector's time as ``time/loop/gc``, and the tail of the iterations::
-
-    time/loop/iteration/max           the slowest iteration's seconds
-    time/loop/iteration/p50           the median iteration's
-    time/loop/iteration/p90           the 90th percentile's
-    time/loop/slowest                 the slowest iteration's number
-    time/loop/slowest/<phase>         its phases (and ``gc``)
-    time/loop/slowest/rank            its worker (ChainerMN)
-
-Keys are built here from named values (an :class:`~.records.Entry`, a
-loop phase); no reported key is parsed back into its parts.
-:func:`check_link_names` refuses, before training, link names that would
-make two keys one; :func:`check_loop_keys`, links whose keys would be
-``TimedLoop``'s (an optimizer named ``loop``).
-
-To add a reported figure of a link: in :mod:`~.records`, give
-:class:`~.records.Entry` the field (and ``_Sums`` its zero) and compute it
-in :func:`~.records.entries`; then add a :class:`Figure` naming the field
-to :data:`FIGURES`.  Its keys, table columns, summaries, spread over
-workers, collision check and saved baselines follow (a snapshot saved
-before lacks the field: it loads with a warning, timing afresh).
+Each key is built here from named values (an :class:`~.records.Entry`
+field, a loop figure, a memory figure); readers ask for keys here and no
+key is parsed back.  The layout is in docs/timing.md, docs/flops.md and
+docs/memory.md; docs/internals.md ("Adding a per-link figure") says how a
+figure gets its key.  :func:`check_link_names` and :func:`check_loop_keys`
+refuse, before training, names that would make two keys one.
 """
 
 import collections
@@ -411,6 +363,32 @@ def phase_figure(phase):
     return phase
 
 
+def loop_key(figure):
+    """Returns the reported key of a :class:`~chainer_hookext.TimedLoop`
+    figure (:func:`loop_figures`, :func:`loop_tail_figures`).
+
+    >>> loop_key(phase_figure(phases.ExtensionPhase('LogReport')))
+    'time/loop/extension/LogReport'
+    """
+    return LOOP_PREFIX + figure
+
+
+def spread_keys(observation):
+    """Returns the keys of ``observation`` that are spreads over workers:
+    those of a figure whose every :data:`STATISTICS` key is there, as a
+    gather reports them (a link named ``max`` alone is a figure).
+
+    >>> sorted(spread_keys({'time/main': 1.0, 'time/main/max': 2.0}))
+    []
+    """
+    found = set()
+    for key in observation:
+        owned = [spread_key(key, s) for s in STATISTICS]
+        if all(k in observation for k in owned):
+            found.update(owned)
+    return found
+
+
 def tail_figure(statistic):
     """Returns the figure of a statistic of :data:`TAIL`.
 
@@ -559,11 +537,11 @@ TimedLinks with `links=` or pass TimedLinks `backward=False`.
     """
     loop = {}  # {key: TimedLoop's figure}
     for figure in loop_figures(extension_names):
-        key = LOOP_PREFIX + figure
+        key = loop_key(figure)
         loop[key] = figure
         if loop_spread:
             loop.update((spread_key(key, s), figure) for s in STATISTICS)
-    loop.update((LOOP_PREFIX + f, f) for f in loop_tail_figures(
+    loop.update((loop_key(f), f) for f in loop_tail_figures(
         extension_names))
     for name in names:
         for figure in link_figures(backward):

@@ -1,17 +1,10 @@
 """Call trees: where a timer keeps its figures, one record per call path.
 
-A :class:`CallRecord` is a link called under a given parent call.  While a
-timer is registered, children are keyed by the link itself (the hot path
-looks them up with ``children[link]``), or by the link's class for a link
-outside the model (created inside a forward: no reference to it is kept).
-Figures of ended registrations and of snapshots are kept in *stored* trees,
-whose children are keyed by :class:`Labels`.  :func:`merge` folds a tree
-into a stored tree, so memory is bounded by the number of call paths, never
-by the number of calls.
-
-:func:`entries` turns a stored tree into :class:`Entry` rows, the one shape
-that summaries, tables, reported keys, the ChainerMN gather and saved
-baselines share (:mod:`chainer_hookext.report.keys`).
+A :class:`CallRecord` is a link called under a parent call; :func:`merge`
+folds it into a stored tree, :func:`entries` turns that into :class:`Entry`
+rows, the one shape that tables, keys, the ChainerMN gather and snapshots
+share.  docs/internals.md ("Adding a per-link figure") says how a counted
+figure goes from here to its key.
 """
 
 import collections
@@ -29,6 +22,26 @@ OUTSIDE = '(outside)'
 #: its class name.
 Labels = collections.namedtuple('Labels', ('name', 'path', 'class_name'))
 
+#: A figure a :class:`CallRecord` adds up per call path, besides its time:
+#: ``attribute`` of the record (the link's own share), the :class:`Entry`
+#: fields it gives, ``inclusive`` (summed over the link's callees) and
+#: ``own`` (the link's own; ``None``: not a field), ``zero`` (its type's)
+#: and ``cost`` (counted with ``flops=True`` only).
+Count = collections.namedtuple(
+    'Count', ('attribute', 'inclusive', 'own', 'zero', 'cost'))
+
+#: The counted figures of a record, in :class:`Entry` order.  A counted
+#: figure of a link is one line here, the code that adds to its attribute,
+#: and its :class:`~chainer_hookext.report.keys.Figure`.
+COUNTS = (
+    Count('backward', 'backward_time', 'backward_self_time', 0.0, False),
+    Count('flops', 'flops', 'self_flops', 0, True),
+    Count('backward_flops', 'backward_flops', 'backward_self_flops', 0,
+          True),
+    Count('bytes', 'bytes', None, 0, True),
+    Count('backward_bytes', 'backward_bytes', None, 0, True),
+)
+
 #: One row of a summary.  ``key`` is a name, path or class name;
 #: ``parent`` the key of its first caller (``None`` at the top); times in
 #: seconds; ``occurrence`` the number of calls; FLOPs and bytes moved
@@ -36,15 +49,18 @@ Labels = collections.namedtuple('Labels', ('name', 'path', 'class_name'))
 #: function nodes created in the link's forward, inclusive or self, and of
 #: the nodes applied in their backward (0 by default).
 Entry = collections.namedtuple('Entry', (
-    'key', 'parent', 'elapsed_time', 'self_time', 'occurrence',
-    'backward_time', 'backward_self_time',
-    'flops', 'self_flops', 'backward_flops', 'backward_self_flops',
-    'bytes', 'backward_bytes'), defaults=(0,) * 6)
+    'key', 'parent', 'elapsed_time', 'self_time', 'occurrence') + tuple(
+    field for count in COUNTS for field in (count.inclusive, count.own)
+    if field is not None), defaults=tuple(
+    count.zero for count in COUNTS for field in (count.inclusive, count.own)
+    if field is not None))
 
 #: The numeric fields of an :class:`Entry`.
-FIELDS = Entry._fields[2:]
+FIELDS = tuple(f for f in Entry._fields if f not in ('key', 'parent'))
 #: The fields counted only with ``flops=True``.
-COST_FIELDS = FIELDS[-6:]
+COST_FIELDS = tuple(
+    field for count in COUNTS if count.cost
+    for field in (count.inclusive, count.own) if field is not None)
 
 #: One function type's figures in one link's self figures (``functions=True``,
 #: :class:`FunctionRecord`): ``link`` is the link's key (or :data:`OUTSIDE`),
@@ -57,10 +73,11 @@ FunctionEntry = collections.namedtuple('FunctionEntry', (
     'backward_flops'), defaults=(0, 0))
 
 #: The numeric fields of a :class:`FunctionEntry`.
-FUNCTION_FIELDS = FunctionEntry._fields[2:]
+FUNCTION_FIELDS = tuple(
+    f for f in FunctionEntry._fields if f not in ('link', 'function'))
 
 
-class FunctionRecord(object):
+class FunctionRecord:
     """The figures of one function type under one call record.
 
     A link's self figures split by the class of its function nodes
@@ -93,7 +110,7 @@ class FunctionRecord(object):
         self.backward_flops += other.backward_flops
 
 
-class _Sums(object):
+class _Sums:
     """The sums of one key's records, as :func:`entries` adds them up."""
 
     __slots__ = Entry._fields
@@ -103,10 +120,10 @@ class _Sums(object):
         self.parent = parent
         self.elapsed_time = self.self_time = 0.0
         self.occurrence = 0
-        self.backward_time = self.backward_self_time = 0.0
-        self.flops = self.self_flops = 0
-        self.backward_flops = self.backward_self_flops = 0
-        self.bytes = self.backward_bytes = 0
+        for count in COUNTS:
+            for field in (count.inclusive, count.own):
+                if field is not None:
+                    setattr(self, field, count.zero)
 
     def entry(self):
         return Entry(**{f: getattr(self, f) for f in Entry._fields})
@@ -124,7 +141,7 @@ backward_bytes=0)
     return _Sums(key, parent).entry()
 
 
-class CallRecord(object):
+class CallRecord:
     """A node of a call tree.
 
     Attributes:
@@ -152,6 +169,7 @@ class CallRecord(object):
             in the link's own forward (with ``flops=True``).
         backward_flops, backward_bytes (int): Those of the nodes applied in
             the backward steps of its nodes (its backward self cost).
+            These five are :data:`COUNTS`' attributes.
         unknown (dict): ``{function class name: nodes}`` charged to the
             record that have no formula (:func:`.costs.flops.count`), or
             ``None`` when there was none.
@@ -169,9 +187,8 @@ class CallRecord(object):
     __slots__ = ('key', 'labels', 'parent', 'children', 'start',
                  'start_event', 'call_number', 'last_end', 'ended_in',
                  'loop_code',
-                 'elapsed', 'count', 'backward', 'charged', 'out_of_scope',
-                 'flops', 'bytes', 'backward_flops', 'backward_bytes',
-                 'unknown', 'functions')
+                 'elapsed', 'count', 'charged', 'out_of_scope',
+                 'unknown', 'functions') + tuple(c.attribute for c in COUNTS)
 
     def __init__(self, key=None, parent=None, labels=None,
                  out_of_scope=False):
@@ -187,9 +204,8 @@ class CallRecord(object):
         self.loop_code = None
         self.elapsed = 0.0
         self.count = 0
-        self.backward = 0.0
-        self.flops = self.bytes = 0
-        self.backward_flops = self.backward_bytes = 0
+        for count in COUNTS:
+            setattr(self, count.attribute, count.zero)
         self.unknown = None
         self.functions = None
         self.out_of_scope = out_of_scope
@@ -245,20 +261,24 @@ def function_record(rec, key, name=None):
 
 
 def add_costs(src, dst):
-    """Adds the FLOPs, bytes, unknown nodes and function types' figures of
-    ``src`` to ``dst`` (those of a stored record keyed by class name)."""
+    """Adds every counted figure of ``src`` (:data:`COUNTS`) but its
+    backward time, its unknown nodes and function types' figures to ``dst``
+    (those of a stored record keyed by class name)."""
     if src.functions:
         for one in list(src.functions.values()):
             function_record(dst, one.name).add(one)
-    dst.flops += src.flops
-    dst.bytes += src.bytes
-    dst.backward_flops += src.backward_flops
-    dst.backward_bytes += src.backward_bytes
+    for attribute in _ADDED:
+        setattr(dst, attribute, getattr(dst, attribute) + getattr(
+            src, attribute))
     if src.unknown:
         if dst.unknown is None:
             dst.unknown = {}
         for name, nodes in list(src.unknown.items()):
             dst.unknown[name] = dst.unknown.get(name, 0) + nodes
+
+
+#: What :func:`add_costs` adds.
+_ADDED = tuple(c.attribute for c in COUNTS if c.attribute != 'backward')
 
 
 def walk(root):
@@ -270,13 +290,6 @@ def walk(root):
         yield depth, record
         stack.extend((depth + 1, child)
                      for child in reversed(list(record.children.values())))
-
-
-#: The inclusive fields of an :class:`Entry`, each the sum of a
-#: :class:`CallRecord` attribute over a sub-tree.
-_INCLUSIVE = (('backward_time', 'backward'), ('flops', 'flops'),
-              ('backward_flops', 'backward_flops'), ('bytes', 'bytes'),
-              ('backward_bytes', 'backward_bytes'))
 
 
 def entries(root, by):
@@ -297,25 +310,27 @@ def entries(root, by):
     sums = collections.OrderedDict()
 
     def visit(record, parent_key, ancestors):
-        # Returns the sub-tree's sums of the _INCLUSIVE attributes.
+        # Returns the sub-tree's sums of the COUNTS attributes.
         own = record.elapsed - sum(c.elapsed for c in record.children.values())
         key = getattr(record.labels, by)
         row = sums.get(key)
         if row is None:
             row = sums[key] = _Sums(key, parent_key)
-        tree = [getattr(record, attribute) for _, attribute in _INCLUSIVE]
+        tree = [getattr(record, count.attribute) for count in COUNTS]
         for child in record.children.values():
             tree = [a + b for a, b in zip(
                 tree, visit(child, key, ancestors | {key}))]
         if key not in ancestors:
             row.elapsed_time += record.elapsed
-            for (field, _), value in zip(_INCLUSIVE, tree):
-                setattr(row, field, getattr(row, field) + value)
+            for count, value in zip(COUNTS, tree):
+                setattr(row, count.inclusive,
+                        getattr(row, count.inclusive) + value)
         row.self_time += max(own, 0.0)
         row.occurrence += record.count
-        row.backward_self_time += record.backward
-        row.self_flops += record.flops
-        row.backward_self_flops += record.backward_flops
+        for count in COUNTS:
+            if count.own is not None:
+                setattr(row, count.own, getattr(row, count.own) + getattr(
+                    record, count.attribute))
         return tree
 
     for child in root.children.values():
