@@ -8,13 +8,13 @@ the owner's copy a one-call ``__setstate__`` that puts the originals back
 """
 
 
-class LEAVE_OUT(object):
+class LEAVE_OUT:
     """:func:`put_back`'s ``original`` when the stand-in has none: the
     entry or attribute is taken out.  A class: pickled by reference, it
     stays itself."""
 
 
-class Placeholder(object):
+class Placeholder:
     """A stand-in's placeholder with nothing in it (:func:`put_back`)."""
     __slots__ = ()
 
@@ -44,7 +44,7 @@ def put_back(owner, original, placeholder):
     return placeholder
 
 
-class _PutBack(object):
+class _PutBack:
     # The __setstate__ of one owner's copy, for one call.
 
     def __init__(self, owner):

@@ -111,9 +111,9 @@ def load_rows(serializer, fields, optional=()):
         columns[field] = values.ravel()
         if len(columns[field]) != len(labels):
             raise ValueError(
-                'the saved timing state is inconsistent: {} rows of labels, '
-                '{} values of {!r}.'.format(
-                    len(labels), len(columns[field]), field))
+                'the saved timing state is inconsistent: '
+                f'{len(labels)} rows of labels, {len(columns[field])} '
+                f'values of {field!r}.')
     return [(row, {f: float(columns[f][i]) for f in fields})
             for i, row in enumerate(labels)]
 
@@ -125,6 +125,6 @@ def warn_missing(name, error, consequence):
     ``consequence`` (e.g. ``'Timing starts afresh.'``).
     """
     warnings.warn(
-        '{}: the snapshot has no state for it ({}); it was probably taken '
-        'before this extension was added.  {}'.format(
-            name, error, consequence), RuntimeWarning)
+        f'{name}: the snapshot has no state for it ({error}); it was '
+        f'probably taken before this extension was added.  {consequence}',
+        RuntimeWarning)

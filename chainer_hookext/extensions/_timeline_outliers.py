@@ -1,13 +1,5 @@
-"""Which iterations :class:`~chainer_hookext.Timeline` writes as outliers,
-and what their traces say about them.
-
-An :class:`OutlierRule` judges each part of an iteration (the update, each
-extension called in it) against that part's own recent runs, an
-extension's in the iterations calling the same extensions (a
-:class:`~chainer_hookext.timing.part_history.PartHistory`), and counts
-the outlier traces written: both are the Timeline's state in a snapshot.
-Each iteration is judged, then its parts join their histories.
-The rule itself is stated once, in ``docs/timing.md`` ("Outlier traces").
+"""Which iterations :class:`~chainer_hookext.Timeline` writes as outliers
+(the rule: docs/timing.md, "Outlier traces"), and what their traces say.
 """
 
 import collections

@@ -1,16 +1,5 @@
-"""What a :class:`~chainer_hookext.Timeline` records, cut at iteration starts.
-
-A :class:`Recorder` records the spans of a timer (the trainer's
-``TimedLinks``' when it times every link the Timeline shows, in its modes:
-then each span is exactly what ``TimedLinks`` charges; else the Timeline's
-own :class:`~chainer_hookext.TimerHook`, registered meanwhile, whose reads
-the loop's phases take) and adds a list to the loop clock's
-``span_lists``, ``gc_lists`` and ``pause_lists``, from
-:meth:`~Recorder.start` to :meth:`~Recorder.stop`: one recording, whatever
-asks for it (a window, the outlier traces, or both).
-:meth:`~Recorder.cut` ends the :class:`Piece` recorded so far and starts
-the next one, without a clock read: a window keeps the pieces of its
-iterations, the outlier traces the last two.
+"""What a :class:`~chainer_hookext.Timeline` records, cut at iteration
+starts: one :class:`Recorder` per recording, a :class:`Piece` per cut.
 """
 
 import collections
@@ -36,7 +25,7 @@ def _new_piece():
     return Piece(spans.Recording(), [], [], [])
 
 
-class Recorder(object):
+class Recorder:
     """The Timeline's hook registered and its spans kept, or not.
 
     Args:

@@ -79,8 +79,8 @@ class ProfileReport(extension.Extension):
         if not isinstance(filename, str) or not filename or (
                 filename != filename.strip()):
             raise TypeError(
-                '`ProfileReport(filename={!r})` is not a file name: give '
-                'one such as \'profile.html\'.'.format(filename))
+                f'`ProfileReport(filename={filename!r})` is not a file '
+                "name: give one such as 'profile.html'.")
         if comm is not None:
             gather.check_comm('ProfileReport', comm)
         self.filename = filename

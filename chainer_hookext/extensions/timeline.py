@@ -227,9 +227,9 @@ class Timeline(loop_phases.LoopExtension):
         self._next_window = None
         if number >= first + self.iterations:
             warnings.warn(
-                'Timeline: the window of iterations {}-{} was scheduled '
-                'before the snapshot this run resumed from, and has '
-                'passed.'.format(first, first + self.iterations - 1),
+                f'Timeline: the window of iterations {first}-'
+                f'{first + self.iterations - 1} was scheduled before the '
+                'snapshot this run resumed from, and has passed.',
                 RuntimeWarning)
             return
         self._open_window(trainer, first, number, start)
@@ -297,7 +297,7 @@ class Timeline(loop_phases.LoopExtension):
             self._write_window(done.window, done.iteration_starts, done.end)
 
     def _write_window(self, window, iteration_starts, end):
-        self._write('iteration_{}'.format(window.first),
+        self._write(f'iteration_{window.first}',
                     _timeline_recorder.window_events(
                         iteration_starts, end, window.pieces, self._rank()))
 
@@ -323,7 +323,7 @@ class Timeline(loop_phases.LoopExtension):
                 outlier.iteration, outlier.previous, outlier.verdict,
                 self._rank())
             if not self._write(
-                    'outlier_iteration_{}'.format(outlier.iteration.number),
+                    f'outlier_iteration_{outlier.iteration.number}',
                     events, other):
                 self._outliers.written -= 1
 
@@ -396,7 +396,7 @@ class Timeline(loop_phases.LoopExtension):
         elif self.comm is not None:
             rank = self.comm.rank
         if rank is not None:
-            name += '_rank{}'.format(rank)
+            name += f'_rank{rank}'
         path = os.path.join(
             self._trainer.out, 'timeline',
             name + ('.json.gz' if self.compress else '.json'))
@@ -405,16 +405,16 @@ class Timeline(loop_phases.LoopExtension):
         except (OSError, ValueError) as e:
             if not self._failed:
                 self._failed = True
-                warnings.warn('Timeline: {} could not be written ({}); '
-                              'training goes on.'.format(path, e),
+                warnings.warn(f'Timeline: {path} could not be written '
+                              f'({e}); training goes on.',
                               RuntimeWarning)
             return False
         if written:
             self.written.append(path)
         else:
             warnings.warn(
-                'Timeline: {} exists already (a resumed run?); it is kept '
-                'as it is.'.format(path), RuntimeWarning)
+                f'Timeline: {path} exists already (a resumed run?); it is '
+                'kept as it is.', RuntimeWarning)
         return written
 
     def serialize(self, serializer):
@@ -471,6 +471,6 @@ def _check_folder(path):
             raise PermissionError('not writable')
     except OSError as e:
         raise ValueError(
-            'Timeline cannot write its traces to {!r}: {}. Give the trainer '
-            'an `out` folder it can write, with no file named '
-            '`timeline` in it.'.format(path, e)) from None
+            f'Timeline cannot write its traces to {path!r}: {e}. Give the '
+            'trainer an `out` folder it can write, with no file named '
+            '`timeline` in it.') from None

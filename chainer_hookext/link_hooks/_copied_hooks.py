@@ -1,26 +1,9 @@
-"""A copy of a hook that links held: added again by each link, at its call.
+"""A copy of a hook that links held, added again by each link at its call.
 
-The package's hooks set up their part of the thread in ``added`` (the
-running links, the node tagger, the pauses' listeners) and let go of it in
-``deleted``; a pickle or a copy holds none of it (:mod:`chainer_hookext.
-_copies`).  A copy of a link (``copy.deepcopy``, ``pickle``,
-``link.copy(mode='copy')``) holds copies of its hooks, and Chainer calls
-no ``added`` on them.
-
-So the copy of a hook that links held (``held_by_links``) waits for them
-(:class:`Waiting`): the first call of each link holding it does what
-Chainer's ``added(link)`` does, before the hook's own
-``forward_preprocess``; ``deleted(link)`` of a link that never called it
-does nothing.  The copy cannot be added at unpickling: it does not know
-which links hold it.  A copy of part of the model holds it on fewer links
-than the original; ``Chain.copy(mode='copy')`` copies each child twice,
-and the first copy of a child's hook is held by no link.  Added at
-unpickling, such a copy would stay in the thread's parts for good.
-
-While it waits, the copy's ``forward_preprocess``, ``added`` and
-``deleted`` are instance attributes over its class's; they are taken out
-once every link expected has called it or was deleted.  The original's
-methods are never touched.
+Chainer calls no ``added`` on the copies of a copied link's hooks, and at
+unpickling a copy cannot know which links hold it.  So it waits
+(:class:`Waiting`): each holding link's first call does what ``added(link)``
+does; instance attributes stand over its class's methods until then.
 """
 
 import weakref

@@ -1,10 +1,5 @@
-"""Device-side finiteness flags.
-
-:func:`code` answers, for one array, 0 when every element is finite, 1 for
-NaN, 2 for Inf, 3 for both: a Python ``int`` for NumPy (checked at once), a
-0-dim ``int32`` device array for CuPy (one reduction kernel, no
-synchronisation), to be read later with
-:func:`chainer_hookext._arrays.to_host`.
+"""Device-side finiteness flags: :func:`code` is 0 when all is finite, 1 NaN,
+2 Inf, 3 both (a CuPy 0-dim array, read later without a sync).
 """
 
 import collections
@@ -58,16 +53,16 @@ def forward_cause(args):
     for prefix, value in inputs:
         for keys, array in _arrays.walk(value):
             if _non_finite(array):
+                where = ''.join(f'[{k!r}]' for k in keys)
                 return Cause(
-                    'its input {}{} was already non-finite: look before this '
-                    'link'.format(prefix, ''.join(
-                        '[{!r}]'.format(k) for k in keys)), None)
+                    f'its input {prefix}{where} was already non-finite: look '
+                    'before this link', None)
     for path, param in args.link.namedparams(include_uninit=False):
         if _non_finite(param.array):
             path = path[1:]
             return Cause(
-                'its parameter {} is non-finite: look at what last wrote it '
-                '(an update, a loaded snapshot)'.format(path), path)
+                f'its parameter {path} is non-finite: look at what last '
+                'wrote it (an update, a loaded snapshot)', path)
     return Cause('its inputs and parameters are finite: it arises in this '
                  'link\'s forward', None)
 

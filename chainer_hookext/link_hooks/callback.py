@@ -93,22 +93,22 @@ class CallbackHook(scoped_link_hook.ScopedLinkHook):
         call = type(self).__name__
         if prehook is None and posthook is None and backward is None:
             raise ValueError(
-                '`{}(prehook=None, posthook=None, backward=None)` has nothing '
-                'to call: give prehook(link, args, kwargs), posthook(link, '
-                'args, kwargs, out), backward(link, grad_outputs) or '
-                'several.'.format(call))
+                f'`{call}(prehook=None, posthook=None, backward=None)` has '
+                'nothing to call: give prehook(link, args, kwargs), '
+                'posthook(link, args, kwargs, out), backward(link, '
+                'grad_outputs) or several.')
         for arg, value in (('prehook', prehook), ('posthook', posthook),
                            ('backward', backward)):
             if value is not None and not callable(value):
                 raise TypeError(
-                    '`{}({}={!r})` is not callable: pass a function or '
-                    'None.'.format(call, arg, value))
+                    f'`{call}({arg}={value!r})` is not callable: pass a '
+                    'function or None.')
         grad_inputs = _checks.check_flag(call, 'grad_inputs', grad_inputs)
         if grad_inputs and backward is None:
             raise ValueError(
-                '`{}(grad_inputs=True)` without backward= has nothing to give '
-                'them to: pass backward(link, grad_outputs, grad_inputs), or '
-                'leave grad_inputs False.'.format(call))
+                f'`{call}(grad_inputs=True)` without backward= has nothing '
+                'to give them to: pass backward(link, grad_outputs, '
+                'grad_inputs), or leave grad_inputs False.')
         if name is not None:
             _checks.check_name(call, 'name', name)
         super().__init__(train=train, eval=eval)

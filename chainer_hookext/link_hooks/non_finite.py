@@ -121,9 +121,8 @@ class NonFiniteHook(_output_hook.OutputHook):
         finally:
             self.action = action
         if late and action != 'report':
-            warnings.warn('{}: found when the hook was removed, after the '
-                          'last check(): {}'.format(type(self).__name__,
-                                                    late[0]),
+            warnings.warn(f'{type(self).__name__}: found when the hook was '
+                          f'removed, after the last check(): {late[0]}',
                           RuntimeWarning)
 
     def grad_step(self, function, running, out_grad, prev):
@@ -232,7 +231,7 @@ class NonFiniteHook(_output_hook.OutputHook):
         iteration = None if updater is None else (
             updater.iteration + (1 if train else 0))
         if what == 'forward':
-            output = 'output' + ''.join('[{!r}]'.format(k) for k in detail[0])
+            output = 'output' + ''.join(f'[{k!r}]' for k in detail[0])
             return _Record(name, iteration, 'forward', output, '', None, mode)
         if what == 'parameter':
             param = name + '/' + detail
@@ -242,18 +241,17 @@ class NonFiniteHook(_output_hook.OutputHook):
                            'gradient w.r.t. parameter ' + detail, hint, param,
                            mode)
         function, index, prev = detail
-        output = 'gradient w.r.t. output {} of {}'.format(
-            index, function.label)
+        output = f'gradient w.r.t. output {index} of {function.label}'
         prev = None if prev is None else prev()
         hint = ''
         if prev is not None:
             grads = self._grads
             link = None if grads is None else grads.name_of(self, prev)
+            where = ('outside the hooked links' if link is None
+                     else f'link {link!r}')
             hint = ('it was computed by the backward of the functions using '
-                    'that output; the previous backward step was {} '
-                    '({})'.format(prev.label, 'outside the hooked links'
-                                  if link is None else 'link {!r}'.format(
-                                      link)))
+                    f'that output; the previous backward step was '
+                    f'{prev.label} ({where})')
         return _Record(name, iteration, 'backward', output, hint, None, mode)
 
     def _found(self, code, record, args=None):

@@ -38,12 +38,12 @@ output
         self.mode = mode
         if mode == 'evaluation':
             at = ' in evaluation' + ('' if iteration is None else
-                                     ' after iteration {}'.format(iteration))
+                                     f' after iteration {iteration}')
         else:
-            at = '' if iteration is None else ' at iteration {}'.format(
-                iteration)
-        super().__init__('{} in the {} of link {!r}{}: {}{}'.format(
-            kind, phase, link, at, output, '; ' + hint if hint else ''))
+            at = '' if iteration is None else f' at iteration {iteration}'
+        hint = '; ' + hint if hint else ''
+        super().__init__(
+            f'{kind} in the {phase} of link {link!r}{at}: {output}{hint}')
 
     def __reduce__(self):
         return type(self), (self.link, self.iteration, self.phase,

@@ -103,12 +103,12 @@ no mode to act in: ...
         if mode is _NO_MODE:
             own = self.own_modes
             raise ValueError(
-                '`{}(train={!r}, eval={!r})` leaves no mode to act in: the '
-                'hook itself acts only with train={!r}, eval={!r}, and a '
-                'scope narrows those modes, never widens them.  Allow a mode '
-                'the hook allows (e.g. in LinkHookExtension), or make the '
-                'hook with the modes wanted.'.format(
-                    call, train, eval, own.train, own.eval))
+                f'`{call}(train={train!r}, eval={eval!r})` leaves no mode '
+                f'to act in: the hook itself acts only with '
+                f'train={own.train!r}, eval={own.eval!r}, and a scope '
+                'narrows those modes, never widens them.  Allow a mode the '
+                'hook allows (e.g. in LinkHookExtension), or make the hook '
+                'with the modes wanted.')
         self.link_names = None if link_names is None else dict(link_names)
         self.scope_modes = scope
         self.config_train = mode
@@ -153,8 +153,8 @@ no mode to act in: ...
         (``chainer_hookext.<name>``, so that the plain name stays free)."""
         if self._with is not None:
             raise RuntimeError(
-                '{}: `with hook:` entered again inside itself; a hook is '
-                'registered once.'.format(type(self).__name__))
+                f'{type(self).__name__}: `with hook:` entered again inside '
+                'itself; a hook is registered once.')
         self._with = _registry.add(_chainer.link_hooks(), self)
         return self
 

@@ -5,7 +5,7 @@ fed by CuPy's memory hook (no device sync).
 from chainer.backends import cuda
 
 
-class LivePeaks(object):
+class LivePeaks:
     """Live bytes and the peaks of nested windows over them.
 
     >>> peaks = LivePeaks()

@@ -44,10 +44,10 @@ def functions(function_summary):
     ax.set_yticks(list(ys))
     ax.set_yticklabels([_text.escape(row[0]) for row in shown])
     ax.invert_yaxis()  # the largest at the top
-    ax.set_xlabel('{}, whole run'.format(unit))
+    ax.set_xlabel(f'{unit}, whole run')
     ax.set_title('Time of each function type (TimedLinks, functions=True)'
                  + ('' if len(rows) <= TOP else
-                    ': the {} largest of {}'.format(TOP, len(rows))))
+                    f': the {TOP} largest of {len(rows)}'))
     ax.legend(loc='lower right')
     fig.tight_layout()
     return fig

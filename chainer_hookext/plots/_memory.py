@@ -58,13 +58,13 @@ def memory(log, names):
     labels, step = _bars.steps(log)
     unit = _bars.stack_bytes(axes[0], activations)
     _bars.set_steps(axes[0], labels, step)
-    axes[0].set_ylabel('{} in the measured iteration'.format(unit))
+    axes[0].set_ylabel(f'{unit} in the measured iteration')
     axes[0].set_title('activations kept for backward')
     if state:
         axes[1].set_ylabel(_bars.stack_bytes(axes[1], state))
         axes[1].set_xticks(range(len(MODEL_STATE)))
         axes[1].set_xticklabels([kind for kind, _ in MODEL_STATE])
-        axes[1].set_title('model state at {} {}'.format(step, labels[-1]))
+        axes[1].set_title(f'model state at {step} {labels[-1]}')
     fig.suptitle('Bytes held by each link itself, child links apart '
                  '(LinkMemory)')
     _bars.legend_beside(axes[-1], axes)

@@ -53,9 +53,9 @@ def roofline(link_times):
     xs = numpy.array([low, ridge, high])
     ax.plot(xs, numpy.minimum(flops, xs * bandwidth), color='black',
             linewidth=1.5)
-    ax.annotate('{:.3g} GFLOP/s'.format(flops / 1e9), (high, flops),
+    ax.annotate(f'{flops / 1000000000.0:.3g} GFLOP/s', (high, flops),
                 ha='right', va='bottom', fontsize=8)
-    ax.annotate('{:.3g} GB/s'.format(bandwidth / 1e9),
+    ax.annotate(f'{bandwidth / 1000000000.0:.3g} GB/s',
                 (low, low * bandwidth), ha='left', va='bottom', fontsize=8,
                 rotation=30)
     draw_points(ax, points, found)

@@ -1,15 +1,6 @@
-"""``python -m chainer_hookext``: rebuild a run's page, compare two runs.
+"""``python -m chainer_hookext report|compare|peaks`` (docs/profile.md).
 
-::
-
-    python -m chainer_hookext report RESULT_DIR [--out FILE]
-    python -m chainer_hookext compare RESULT_A RESULT_B [--out FILE]
-    python -m chainer_hookext peaks [--device ID] [--dtype DTYPE]
-
-A missing folder, a file that cannot be read or holds something else, a
-log without a key of this package, two runs of different models or an
-``--out`` of another kind give one line naming what is wrong and exit
-status 2, never a traceback.
+A bad folder or file gives one line and exit status 2, never a traceback.
 """
 
 import argparse

@@ -1,11 +1,4 @@
-"""``profile.html``: one self-contained page of a run.
-
-Sections appear for what ran: the findings (:mod:`.findings`), time per
-link per epoch, the function types, the roofline, memory per link, the
-links' outputs and gradients (ActivationStatistics, GradientStatistics),
-the loop's phases, the latest traces and how to open them.  Pictures are PNG
-(:mod:`chainer_hookext.plots`) embedded as ``data:`` URLs; the page loads
-nothing from the network and runs no script, so it opens offline.
+"""``profile.html``: one self-contained page of a run (docs/profile.md).
 """
 
 import base64
@@ -40,9 +33,9 @@ def render(run):
     """Returns the page of a :class:`~.run.Run` as a string."""
     config = run.profile.get('config', {})
     parts = ['<!DOCTYPE html>', '<html><head><meta charset="utf-8">',
-             '<title>Profile: {}</title>'.format(_text(run.out)),
-             '<style>{}</style></head><body>'.format(_STYLE),
-             '<h1>Profile of <code>{}</code></h1>'.format(_text(run.out))]
+             f'<title>Profile: {_text(run.out)}</title>',
+             f'<style>{_STYLE}</style></head><body>',
+             f'<h1>Profile of <code>{_text(run.out)}</code></h1>']
     if config:
         parts.append(_table(['', ''], [
             [what, config.get(key)] for what, key in (
@@ -72,7 +65,7 @@ def _summary(run):
     if not found:
         return []
     return ['<h2 id="summary">Summary</h2>', '<ul>'] + [
-        '<li>{}</li>'.format(_text(f.text)) for f in found] + ['</ul>']
+        f'<li>{_text(f.text)}</li>' for f in found] + ['</ul>']
 
 
 def _links(run):
@@ -216,14 +209,14 @@ def _traces(run):
     out = ['<h2 id="traces">Traces</h2>',
            '<p>Open a file at <code>https://ui.perfetto.dev</code> ("Open '
            'trace file"); it stays on your machine.</p>', '<ul>']
-    out += ['<li><code>{}</code></li>'.format(
-        _text(os.path.relpath(path, run.out))) for path in run.traces[-10:]]
+    out += [f'<li><code>{_text(os.path.relpath(path, run.out))}</code></li>'
+            for path in run.traces[-10:]]
     out.append('</ul>')
     windows = [p for p in run.traces
                if not os.path.basename(p).startswith('outlier_')]
     if windows:
-        out.append('<p>The first iteration of <code>{}</code>:</p>'.format(
-            _text(os.path.basename(windows[-1]))))
+        name = _text(os.path.basename(windows[-1]))
+        out.append(f'<p>The first iteration of <code>{name}</code>:</p>')
         out += _figure(plots.timeline, windows[-1])
     return out
 
@@ -235,18 +228,18 @@ def _figure(draw, *args):
     try:
         figure = draw(*args)
     except ImportError as e:
-        return ['<p class="note">{}</p>'.format(_text(e))]
+        return [f'<p class="note">{_text(e)}</p>']
     if figure is None:
         return ['<p class="note">Nothing to draw yet.</p>']
     data = base64.b64encode(plots.png(figure)).decode('ascii')
-    return ['<p><img alt="{}" src="data:image/png;base64,{}"></p>'.format(
-        _text(draw.__name__), data)]
+    alt = _text(draw.__name__)
+    return [f'<p><img alt="{alt}" src="data:image/png;base64,{data}"></p>']
 
 
 def _table(header, rows):
     out = ['<table>', '<tr>' + ''.join(
-        '<th>{}</th>'.format(_text(h)) for h in header) + '</tr>']
-    out += ['<tr>' + ''.join('<td>{}</td>'.format(_text(c)) for c in row)
+        f'<th>{_text(h)}</th>' for h in header) + '</tr>']
+    out += ['<tr>' + ''.join(f'<td>{_text(c)}</td>' for c in row)
             + '</tr>' for row in rows]
     out.append('</table>')
     return '\n'.join(out)

@@ -1,11 +1,6 @@
-"""One training run as the profile sees it: its log, its figures, its traces.
-
-A :class:`Run` is read from a running trainer (:func:`from_trainer`, what
-:class:`~chainer_hookext.ProfileReport` writes) or from the result folder
-of a finished or interrupted run (:func:`from_folder`, what the command
-line reads): ``LogReport``'s log, ``profile.json`` (the figures that are
-not in the log: the whole run's per-link summary, the roofline, the
-function types, the last measured memory) and ``timeline/*.json.gz``.
+"""One training run as the profile sees it: its log, ``profile.json`` and
+traces, read from a trainer (:func:`from_trainer`) or a folder
+(:func:`from_folder`).
 """
 
 import collections

@@ -13,7 +13,7 @@ from chainer_hookext import _chainer
 from chainer_hookext import _copies
 
 
-class IterationParts(object):
+class IterationParts:
     """Which part of one trainer's iterations runs.
 
     Args:
@@ -133,7 +133,7 @@ def _stand_ins(parts, trainer):
             if i == 0 or is_evaluator[i] or is_evaluator[i - 1]]
 
 
-class _ConsultedTrigger(object):
+class _ConsultedTrigger:
     # Stands in for one extension entry's trigger from the update's start
     # until it is consulted: puts the trigger back, tells the parts, then
     # asks it.  Everything else is the trigger's (``serialize`` ...).

@@ -86,17 +86,17 @@ class LinkHookExtension(extension.Extension):
         call = type(self).__name__
         if not isinstance(hook, chainer.LinkHook):
             raise TypeError(
-                '`{}(hook={!r})` needs a chainer.LinkHook instance, e.g. '
-                'chainer.link_hooks.TimerHook() or '
-                'chainer_hookext.CallbackHook(...).'.format(call, hook))
+                f'`{call}(hook={hook!r})` needs a chainer.LinkHook '
+                'instance, e.g. chainer.link_hooks.TimerHook() or '
+                'chainer_hookext.CallbackHook(...).')
         if isinstance(hook, _PER_LINK_HOOKS):
             raise TypeError(
-                '`{}(hook={!r})`: {} changes the weights of the link it is '
-                'added to and needs that link in `added(link)`, while {} '
-                'registers its hook for the whole thread (Chainer then calls '
-                '`added(None)`), for the length of training only.  It is '
-                'part of the model: add it with `link.add_hook(hook)`.'.format(
-                    call, hook, type(hook).__name__, call))
+                f'`{call}(hook={hook!r})`: {type(hook).__name__} changes '
+                'the weights of the link it is added to and needs that link '
+                f'in `added(link)`, while {call} registers its hook for the '
+                'whole thread (Chainer then calls `added(None)`), for the '
+                'length of training only.  It is part of the model: add it '
+                'with `link.add_hook(hook)`.')
         train, eval = _checks.check_modes(call, train, eval)
         self.hook = hook
         self.links = as_links(call, links)
@@ -123,16 +123,16 @@ class LinkHookExtension(extension.Extension):
         owner = _owners.get(self.hook)
         if owner is not None and owner._holds(trainer):
             raise ValueError(
-                '{}: hook {!r} is already owned by the trainer extension '
-                '{!r}; give each extension its own hook instance.'.format(
-                    call, self.hook, owner.name or owner))
+                f'{call}: hook {self.hook!r} is already owned by the trainer '
+                f'extension {owner.name or owner!r}; give each extension its '
+                'own hook instance.')
         registry = _chainer.link_hooks()
         if any(h is self.hook for h in itertools.chain(
                 registry.values(), _registry.registered(registry).values())):
             raise ValueError(
-                '{}: hook {!r} is already registered globally (a `with '
-                'hook:` block?); let the extension register it, or do not '
-                'wrap it.'.format(call, self.hook))
+                f'{call}: hook {self.hook!r} is already registered globally '
+                '(a `with hook:` block?); let the extension register it, or '
+                'do not wrap it.')
         names = self.scope_link_names(trainer)
         hook = self.hook
         if not isinstance(hook, scoped_link_hook.ScopedLinkHook):
@@ -208,11 +208,11 @@ class LinkHookExtension(extension.Extension):
         if trainer is None or trainer.updater.iteration == self._iteration:
             return  # no update ran: finalize called by hand
         warnings.warn(
-            '{}: the training loop ran, but its hook {!r} was never '
-            'registered: Trainer.run\'s first call of trainer.stop_trigger '
-            'was not seen (was trainer.stop_trigger replaced after this '
-            'extension\'s initialize?).'.format(
-                self.name or type(self).__name__, self.hook.name),
+            f'{self.name or type(self).__name__}: the training loop ran, '
+            f'but its hook {self.hook.name!r} was never registered: '
+            "Trainer.run's first call of trainer.stop_trigger was not seen "
+            '(was trainer.stop_trigger replaced after this '
+            "extension's initialize?).",
             RuntimeWarning)
 
     def serialize(self, serializer):
@@ -232,10 +232,10 @@ class LinkHookExtension(extension.Extension):
             serialize(_state.child(serializer, 'hook'))
         except KeyError as e:  # _state.MissingState, or the hook's own
             warnings.warn(
-                '{}: the snapshot has no state for hook {!r} ({}); it was '
-                'probably taken before this extension was added.  Starting '
-                'the hook fresh.'.format(
-                    self.name or self.default_name, self.hook.name, e),
+                f'{self.name or self.default_name}: the snapshot has no '
+                f'state for hook {self.hook.name!r} ({e}); it was probably '
+                'taken before this extension was added.  Starting the hook '
+                'fresh.',
                 RuntimeWarning)
 
 
@@ -261,18 +261,18 @@ def scope_link_names(call, links, trainer):
         optimizers = trainer.updater.get_all_optimizers()
         if 'main' not in optimizers:
             raise ValueError(
-                '{}: the updater has no `main` optimizer (it has {!r}); '
-                'name the links to hook with `links=`.'.format(
-                    call, sorted(optimizers)))
+                f'{call}: the updater has no `main` optimizer (it has '
+                f'{sorted(optimizers)!r}); name the links to hook with '
+                '`links=`.')
         roots = (optimizers['main'].target,)
     names = {}
     for root in roots:
         if id(root) not in model:
+            targets = ', '.join(sorted(
+                trainer.updater.get_all_optimizers()))
             raise ValueError(
-                '{}(links=...): {!r} is not part of the model; pass '
-                'links of the optimizers\' targets ({}).'.format(
-                    call, root, ', '.join(sorted(
-                        trainer.updater.get_all_optimizers()))))
+                f'{call}(links=...): {root!r} is not part of the model; pass '
+                f"links of the optimizers' targets ({targets}).")
         for _, link in root.namedlinks():
             names[id(link)] = model[id(link)][0]
     return names
@@ -295,7 +295,7 @@ def as_links(call, links):
         as_tuple = ()
     if not as_tuple or not all(isinstance(x, chainer.Link) for x in as_tuple):
         raise TypeError(
-            '`{}(links={!r})` is not a link: pass a chainer.Link, a list of '
-            'links of the model, or None for the `main` optimizer\'s '
-            'target.'.format(call, links))
+            f'`{call}(links={links!r})` is not a link: pass a chainer.Link, '
+            "a list of links of the model, or None for the `main` "
+            "optimizer's target.")
     return as_tuple

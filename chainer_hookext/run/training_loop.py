@@ -29,7 +29,7 @@ _waiting = weakref.WeakKeyDictionary()
 _local = threading.local()
 
 
-class TrainingLoop(object):
+class TrainingLoop:
     """Stands in for ``trainer.stop_trigger`` until the loop ends.
 
     Use :meth:`install`; one object serves every callback of a trainer's run.
@@ -221,8 +221,8 @@ class TrainingLoop(object):
         try:
             self.end()
         except Exception as e:
-            warnings.warn('Error while ending the training loop on {!r}: '
-                          '{!r}'.format(exc, e), RuntimeWarning)
+            warnings.warn(f'Error while ending the training loop on '
+                          f'{exc!r}: {e!r}', RuntimeWarning)
 
     def _close(self):
         self._state = _ENDED
@@ -249,7 +249,7 @@ class TrainingLoop(object):
             trainer.stop_trigger = self._trigger
 
 
-class _ReporterScope(object):
+class _ReporterScope:
     # trainer.reporter.scope while the loop runs; a pickle or a copy of the
     # reporter holds the reporter's own.
 
@@ -285,7 +285,7 @@ def _no_trainer():
     return None
 
 
-class _IterationScope(object):
+class _IterationScope:
     # The reporter's scope of one iteration, seeing what leaves it.
 
     __slots__ = ('entry', 'scope')
@@ -337,9 +337,9 @@ def end_loops_left_running():
         if _frames.is_running(entry._run_frame):
             continue
         warnings.warn(
-            'Removing the hooks left registered by the training loop of {!r}, '
-            'which ended without its extensions\' finalize (an interrupt, '
-            'then an extension\'s finalize raised).'.format(entry.trainer),
+            'Removing the hooks left registered by the training loop of '
+            f"{entry.trainer!r}, which ended without its extensions' "
+            "finalize (an interrupt, then an extension's finalize raised).",
             RuntimeWarning)
         try:
             entry.end()

@@ -46,7 +46,7 @@ EventPair = collections.namedtuple(
     'EventPair', ('record', 'start', 'stop', 'backward'))
 
 
-class EventQueue(object):
+class EventQueue:
     """CUDA event pairs waiting for their time, and the events to reuse.
 
     Each pair is pushed with the record it is charged to: a call's own

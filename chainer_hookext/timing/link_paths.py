@@ -3,7 +3,7 @@
 """
 
 
-class LinkPaths(object):
+class LinkPaths:
     """Paths of links, held only while a timer is registered."""
 
     def __init__(self):

@@ -197,7 +197,7 @@ class UpdateMark(_registry.OptimizerHook):
             marks.update_started()
 
 
-class TimedTrigger(object):
+class TimedTrigger:
     """An extension entry's trigger that starts the extension's phase.
 
     Forwards everything else (``serialize``, ``finished`` ...) to the
@@ -231,7 +231,7 @@ class TimedTrigger(object):
         return _copies.same, (self.trigger,)
 
 
-class Marks(object):
+class Marks:
     """Every mark of one trainer's loop, on one :class:`~.phases.PhaseClock`.
 
     :meth:`add` registers them, :meth:`remove` removes exactly them.

@@ -38,7 +38,7 @@ GcSpan = collections.namedtuple(
 _GC_RECENT = 8
 
 
-class PhaseClock(object):
+class PhaseClock:
     """Seconds per phase, charged to the running phase.
 
     Attributes:
@@ -202,7 +202,7 @@ class PhaseClock(object):
             spans.append(span)
 
 
-class IterationTimes(object):
+class IterationTimes:
     """The iterations of an interval: a bounded sample of their seconds,
     the slowest exactly.
 

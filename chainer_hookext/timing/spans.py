@@ -28,7 +28,7 @@ def name_of(record):
     return records.OUTSIDE if record.labels is None else record.labels.name
 
 
-class Recording(object):
+class Recording:
     """The spans a timer kept for one window.
 
     Attributes:
