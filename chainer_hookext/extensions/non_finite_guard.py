@@ -1,3 +1,5 @@
+import typing
+
 from chainer import reporter
 from chainer.training import extension
 
@@ -60,8 +62,9 @@ class NonFiniteGuard(link_hook_extension.LinkHookExtension):
     priority = extension.PRIORITY_EDITOR
     default_name = 'non_finite_guard'
 
-    def __init__(self, links=None, *, action='raise', backward=True,
-                 train=True, eval=True):
+    def __init__(self, links: typing.Any = None, *, action: str = 'raise',
+                 backward: bool = True, train: bool = True,
+                 eval: bool = True) -> None:
         call = type(self).__name__
         train, eval = _checks.check_modes(call, train, eval)
         non_finite.check_action(call, action)

@@ -89,7 +89,7 @@ class UnchainVariables(extension.Extension):
     priority = priorities.PRIORITY_LAST
     default_name = 'UnchainVariables'
 
-    def __init__(self, *, always=False):
+    def __init__(self, *, always: bool = False) -> None:
         self.always = _checks.check_flag('UnchainVariables', 'always', always)
         self._flag_at_update_start = False
         self._entry = None

@@ -1,3 +1,5 @@
+import typing
+
 import numpy
 
 from chainer_hookext import _checks
@@ -88,8 +90,12 @@ class CallbackHook(scoped_link_hook.ScopedLinkHook):
     #: Its calls wait for every node (the callback gets them all at once).
     waits = True
 
-    def __init__(self, prehook=None, posthook=None, *, backward=None,
-                 grad_inputs=False, train=True, eval=True, name=None):
+    def __init__(self, prehook: typing.Optional[typing.Callable] = None,
+                 posthook: typing.Optional[typing.Callable] = None, *,
+                 backward: typing.Optional[typing.Callable] = None,
+                 grad_inputs: bool = False, train: bool = True,
+                 eval: bool = True,
+                 name: typing.Optional[str] = None) -> None:
         call = type(self).__name__
         if prehook is None and posthook is None and backward is None:
             raise ValueError(

@@ -1,3 +1,6 @@
+import typing
+
+
 class NonFiniteError(FloatingPointError):
     """A hooked link produced NaN or Inf (raised by
     :class:`~chainer_hookext.link_hooks.NonFiniteHook`).
@@ -26,8 +29,10 @@ class NonFiniteError(FloatingPointError):
 output
     """
 
-    def __init__(self, link, iteration, phase, output, kind, hint='',
-                 param=None, mode='training'):
+    def __init__(self, link: str, iteration: typing.Optional[int],
+                 phase: str, output: str, kind: str, hint: str = '',
+                 param: typing.Optional[str] = None,
+                 mode: str = 'training') -> None:
         self.link = link
         self.iteration = iteration
         self.phase = phase
