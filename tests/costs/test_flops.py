@@ -600,3 +600,12 @@ def test_memo_tells_shapes_dtypes_and_attributes_apart():
     assert hook.costs('Sum') == [
         flops.Cost(6, 24 + 3 * 4), flops.Cost(6, 24 + 2 * 4),
         flops.Cost(6, 48 + 2 * 8), flops.Cost(6, 48 + 3 * 8)]
+
+
+def test_formulas_return_named_work():
+    # Every formula's result has named fields, not a position to know.
+    x = numpy.ones((2, 3), numpy.float32)
+    node = chainer.functions.math.basic_math.Add()
+    work = flops.FORMULAS[type(node)].function(node, (x, x))
+    assert isinstance(work, flops.Work)
+    assert (work.flops, work.outputs) == (6, 6)

@@ -41,6 +41,7 @@ from chainer_hookext.costs.flops import _reduction  # NOQA
 from chainer_hookext.costs.flops._registry import Cost
 from chainer_hookext.costs.flops._registry import FORMULAS
 from chainer_hookext.costs.flops._registry import NOT_COUNTED
+from chainer_hookext.costs.flops._registry import Work
 from chainer_hookext.costs.flops._registry import not_counted
 from chainer_hookext.costs.flops._registry import register
 
@@ -48,6 +49,7 @@ __all__ = [
     'Cost',
     'FORMULAS',
     'NOT_COUNTED',
+    'Work',
     'count',
     'name_of',
     'not_counted',
@@ -106,17 +108,18 @@ def count(node, in_data):
 
 def _count(node, cls, formula, in_data):
     try:
-        flops, outputs = formula(node, in_data)
+        work = formula(node, in_data)
+        if type(work) is not Work:  # a user's (flops, outputs) pair
+            work = Work._make(work)
     except Exception as e:  # never the training's end: an unknown
         if cls not in _failed:
             _failed.add(cls)
+            shapes = [getattr(x, 'shape', None) for x in in_data]
             warnings.warn(
-                'chainer_hookext: the FLOPs formula of {} failed on inputs '
-                'of shapes {} ({}: {}); its nodes are counted as unknown. '
-                'Please report it.'.format(
-                    cls.__name__,
-                    [getattr(x, 'shape', None) for x in in_data],
-                    type(e).__name__, e), RuntimeWarning, stacklevel=2)
+                f'chainer_hookext: the FLOPs formula of {cls.__name__} '
+                f'failed on inputs of shapes {shapes} '
+                f'({type(e).__name__}: {e}); its nodes are counted as '
+                'unknown. Please report it.', RuntimeWarning, stacklevel=2)
         return None
     read = 0
     itemsize = 0  # of the first floating input: the outputs'
@@ -125,7 +128,7 @@ def _count(node, cls, formula, in_data):
             read += x.nbytes
             if not itemsize and x.dtype.kind == 'f':
                 itemsize = x.itemsize
-    return _new_cost(Cost, (flops, read + outputs * (itemsize or 4)))
+    return _new_cost(Cost, (work.flops, read + work.outputs * (itemsize or 4)))
 
 
 def name_of(node):

@@ -48,6 +48,7 @@ from chainer.utils import conv
 
 from chainer_hookext import _chainer
 from chainer_hookext.costs.flops import _generic
+from chainer_hookext.costs.flops._registry import Work
 from chainer_hookext.costs.flops._registry import register
 
 register(
@@ -69,13 +70,13 @@ register(forget.Forget)(_generic.nothing)
 @register(broadcast.BroadcastTo, keyed_by=(_chainer.NODE_SHAPE,))
 def _broadcast_to(node, in_data):
     # a view: bytes only
-    return 0, math.prod(getattr(node, _chainer.NODE_SHAPE))
+    return Work(0, math.prod(getattr(node, _chainer.NODE_SHAPE)))
 
 
 @register(broadcast.Broadcast, keyed_by=())
 def _broadcast(node, in_data):
     shape = numpy.broadcast_shapes(*[x.shape for x in in_data])
-    return 0, len(in_data) * math.prod(shape)
+    return Work(0, len(in_data) * math.prod(shape))
 
 
 @register(cast.Cast, keyed_by=('type',))
@@ -83,12 +84,12 @@ def _cast(node, in_data):
     x = in_data[0]  # a copy: its bytes in the new type, counted in the
     # input's float size (as count writes outputs)
     itemsize = x.itemsize if x.dtype.kind == 'f' else 4
-    return 0, -(-x.size * numpy.dtype(node.type).itemsize // itemsize)
+    return Work(0, -(-x.size * numpy.dtype(node.type).itemsize // itemsize))
 
 
 @register(get_item.GetItem)
 def _get_item(node, in_data):
-    return 0, _indexed_size(in_data[0].shape, node.slices)  # bytes only
+    return Work(0, _indexed_size(in_data[0].shape, node.slices))  # bytes only
 
 
 def _indexed_size(shape, slices):
@@ -119,42 +120,42 @@ def _indexed_size(shape, slices):
 @register(get_item.GetItemGrad, keyed_by=(_chainer.NODE_IN_SHAPE,))
 def _get_item_grad(node, in_data):
     gy, = in_data  # a scatter-add of gy into zeros of the input's shape
-    return gy.size, math.prod(getattr(node, _chainer.NODE_IN_SHAPE))
+    return Work(gy.size, math.prod(getattr(node, _chainer.NODE_IN_SHAPE)))
 
 
 @register(scatter_add.ScatterAdd, keyed_by=())
 def _scatter_add(node, in_data):
     a, b = in_data  # b added into a copy of a
-    return b.size, a.size
+    return Work(b.size, a.size)
 
 
 @register(as_strided.AsStridedGrad)
 def _as_strided_grad(node, in_data):
     gy, = in_data  # a scatter-add into the input's geometry
-    return gy.size, math.prod(node.input_geometry.shape)
+    return Work(gy.size, math.prod(node.input_geometry.shape))
 
 
 @register(im2col.Im2ColGrad, keyed_by=('in_shape',))
 def _im2col_grad(node, in_data):
     gy, = in_data  # col2im: each patch element added back
-    return gy.size, math.prod(node.in_shape)
+    return Work(gy.size, math.prod(node.in_shape))
 
 
 @register(repeat.RepeatGrad, keyed_by=('in_shape',))
 def _repeat_grad(node, in_data):
     gy, = in_data  # the repeats summed back
-    return gy.size, math.prod(node.in_shape)
+    return Work(gy.size, math.prod(node.in_shape))
 
 
 @register(select_item.SelectItem, keyed_by=())
 def _select_item(node, in_data):
     x, t = in_data  # a gather of one element per row: bytes only
-    return 0, t.size
+    return Work(0, t.size)
 
 
 @register(select_item.Assign, keyed_by=('shape',))
 def _assign(node, in_data):
-    return 0, math.prod(node.shape)  # gy into zeros: bytes only
+    return Work(0, math.prod(node.shape))  # gy into zeros: bytes only
 
 
 @register(where.Where)
@@ -162,23 +163,23 @@ def _where(node, in_data):
     condition = getattr(node.condition, 'shape', ())
     outputs = _generic.broadcast_size(
         [x.shape for x in in_data] + [condition])
-    return outputs, outputs  # a select per element
+    return Work(outputs, outputs)  # a select per element
 
 
 @register(as_strided.AsStrided, keyed_by=('shape',))
 def _as_strided(node, in_data):
-    return 0, math.prod(node.shape)
+    return Work(0, math.prod(node.shape))
 
 
 @register(diagonal.Diagonal, keyed_by=('offset', 'axis1', 'axis2'))
 def _diagonal(node, in_data):
     view = numpy.broadcast_to(numpy.int8(0), in_data[0].shape)
-    return 0, view.diagonal(node.offset, node.axis1, node.axis2).size
+    return Work(0, view.diagonal(node.offset, node.axis1, node.axis2).size)
 
 
 @register(diagonal.DiagonalGrad, keyed_by=('out_shape',))
 def _diagonal_grad(node, in_data):
-    return 0, math.prod(node.out_shape)  # gy into zeros
+    return Work(0, math.prod(node.out_shape))  # gy into zeros
 
 
 @register(im2col.Im2Col, keyed_by=(
@@ -189,21 +190,21 @@ def _im2col(node, in_data):
                                   node.cover_all, node.dy)
     out_w = conv.get_conv_outsize(w, node.kw, node.sx, node.pw,
                                   node.cover_all, node.dx)
-    return 0, n * c * node.kh * node.kw * out_h * out_w
+    return Work(0, n * c * node.kh * node.kw * out_h * out_w)
 
 
 @register(pad.Pad)
 def _pad(node, in_data):
     x = in_data[0]  # numpy.pad's widths: ((before, after),) per axis
     widths = numpy.broadcast_to(numpy.asarray(node.pad_width), (x.ndim, 2))
-    return 0, math.prod([d + int(b) + int(a)
-                         for d, (b, a) in zip(x.shape, widths)])
+    return Work(0, math.prod([d + int(b) + int(a)
+                              for d, (b, a) in zip(x.shape, widths)]))
 
 
 @register(pad_sequence.PadSequence, keyed_by=('length',))
 def _pad_sequence(node, in_data):
     length = node.length or max([len(x) for x in in_data])
-    return 0, len(in_data) * length * math.prod(in_data[0].shape[1:])
+    return Work(0, len(in_data) * length * math.prod(in_data[0].shape[1:]))
 
 
 @register(repeat.Repeat, keyed_by=('repeats', 'axis'))
@@ -212,9 +213,9 @@ def _repeat(node, in_data):
     along = x.size if node.axis is None else x.shape[node.axis]
     repeated = (along * node.repeats[0] if len(node.repeats) == 1
                 else sum(node.repeats))
-    return 0, x.size // max(1, along) * repeated
+    return Work(0, x.size // max(1, along) * repeated)
 
 
 @register(tile.Tile, keyed_by=('reps',))
 def _tile(node, in_data):
-    return 0, in_data[0].size * math.prod(node.reps)
+    return Work(0, in_data[0].size * math.prod(node.reps))

@@ -23,6 +23,7 @@ from chainer.functions.rnn import tree_lstm
 from chainer.links.loss import hierarchical_softmax
 from chainer.utils import conv
 
+from chainer_hookext.costs.flops._registry import Work
 from chainer_hookext.costs.flops._registry import register
 
 
@@ -31,21 +32,21 @@ def _linear(node, in_data):
     x, W = in_data[:2]
     n, out = x.size // x.shape[-1], W.shape[0]
     flops = 2 * n * x.shape[-1] * out + (n * out if len(in_data) > 2 else 0)
-    return flops, n * out
+    return Work(flops, n * out)
 
 
 @register(linear.LinearGradData, keyed_by=())
 def _linear_grad_data(node, in_data):
     W, gy = in_data  # gx = gy W
     n = gy.size // gy.shape[-1]
-    return 2 * n * W.shape[0] * W.shape[1], n * W.shape[1]
+    return Work(2 * n * W.shape[0] * W.shape[1], n * W.shape[1])
 
 
 @register(linear.LinearGradWeight, keyed_by=())
 def _linear_grad_weight(node, in_data):
     x, gy = in_data  # gW = gy^T x
     n = x.size // x.shape[-1]
-    return 2 * n * x.shape[-1] * gy.shape[-1], x.shape[-1] * gy.shape[-1]
+    return Work(2 * n * x.shape[-1] * gy.shape[-1], x.shape[-1] * gy.shape[-1])
 
 
 @register(convolution_2d.Convolution2DFunction)
@@ -59,14 +60,14 @@ def _convolution_2d(node, in_data):
                                   node.dx)
     outputs = n * W.shape[0] * out_h * out_w
     flops = 2 * outputs * math.prod(W.shape[1:])
-    return flops + (outputs if len(in_data) > 2 else 0), outputs
+    return Work(flops + (outputs if len(in_data) > 2 else 0), outputs)
 
 
 @register(convolution_2d.Convolution2DGradW)
 def _convolution_2d_grad_w(node, in_data):
     x, gy = in_data
     per_output = x.shape[1] // node.groups * node.kh * node.kw
-    return 2 * gy.size * per_output, math.prod(node.W_shape)
+    return Work(2 * gy.size * per_output, math.prod(node.W_shape))
 
 
 @register(deconvolution_2d.Deconvolution2DFunction)
@@ -80,7 +81,7 @@ def _deconvolution_2d(node, in_data):
     out_w = node.outw if node.outw is not None else conv.get_deconv_outsize(
         w, kw, node.sx, node.pw, d=node.dx)
     outputs = n * W.shape[1] * node.groups * out_h * out_w
-    return flops + (outputs if len(in_data) > 2 else 0), outputs
+    return Work(flops + (outputs if len(in_data) > 2 else 0), outputs)
 
 
 @register(convolution_nd.ConvolutionND)
@@ -91,14 +92,14 @@ def _convolution_nd(node, in_data):
                               node.pad, node.dilate):
         outputs *= conv.get_conv_outsize(d, k, s, p, node.cover_all, di)
     flops = 2 * outputs * math.prod(W.shape[1:])
-    return flops + (outputs if len(in_data) > 2 else 0), outputs
+    return Work(flops + (outputs if len(in_data) > 2 else 0), outputs)
 
 
 @register(convolution_nd.ConvolutionNDGradW)
 def _convolution_nd_grad_w(node, in_data):
     x, gy = in_data  # each of gy's elements times its window of x
     per_output = x.shape[1] // node.groups * math.prod(node.ksize)
-    return 2 * gy.size * per_output, gy.shape[1] * per_output
+    return Work(2 * gy.size * per_output, gy.shape[1] * per_output)
 
 
 @register(deconvolution_nd.DeconvolutionND)
@@ -111,7 +112,7 @@ def _deconvolution_nd(node, in_data):
                 for d, k, s, p, di in zip(x.shape[2:], W.shape[2:],
                                           node.stride, node.pad, node.dilate)]
     outputs = x.shape[0] * W.shape[1] * node.groups * math.prod(outs)
-    return flops + (outputs if len(in_data) > 2 else 0), outputs
+    return Work(flops + (outputs if len(in_data) > 2 else 0), outputs)
 
 
 @register(local_convolution_2d.LocalConvolution2DFunction, keyed_by=())
@@ -119,19 +120,19 @@ def _local_convolution_2d(node, in_data):
     x, W = in_data[:2]  # W: (out, out_h, out_w, in, kh, kw), one per place
     outputs = x.shape[0] * math.prod(W.shape[:3])
     flops = 2 * x.shape[0] * W.size
-    return flops + (outputs if len(in_data) > 2 else 0), outputs
+    return Work(flops + (outputs if len(in_data) > 2 else 0), outputs)
 
 
 @register(embed_id.EmbedIDFunction, keyed_by=())
 def _embed_id(node, in_data):
     x, W = in_data
-    return 0, x.size * W.shape[1]  # a gather: bytes only
+    return Work(0, x.size * W.shape[1])  # a gather: bytes only
 
 
 @register(embed_id.EmbedIDGrad, keyed_by=('w_shape',))
 def _embed_id_grad(node, in_data):
     x, gy = in_data  # a scatter-add of gy into gW
-    return gy.size, node.w_shape[0] * node.w_shape[1]
+    return Work(gy.size, node.w_shape[0] * node.w_shape[1])
 
 
 @register(bilinear.BilinearFunction, keyed_by=())
@@ -141,7 +142,7 @@ def _bilinear(node, in_data):
     flops = n * j * k + 2 * n * j * k * units
     if len(in_data) > 3:  # + e1 V1 + e2 V2 + b
         flops += 2 * n * (j + k) * units + 3 * n * units
-    return flops, n * units
+    return Work(flops, n * units)
 
 
 @register(bilinear.BilinearFunctionGrad, keyed_by=())
@@ -153,7 +154,7 @@ def _bilinear_grad(node, in_data):
     if len(in_data) > 4:  # gV1, gV2, gb; ge1 += gy V1^T, ge2 += gy V2^T
         flops += 4 * n * (j + k) * units + n * units
         outputs += in_data[3].size + in_data[4].size + units
-    return flops, outputs
+    return Work(flops, outputs)
 
 
 @register(simplified_dropconnect.SimplifiedDropconnect,
@@ -164,7 +165,7 @@ def _simplified_dropconnect(node, in_data):
     masks = n if node.use_batchwise_mask else 1
     flops = 2 * masks * W.size + 2 * n * W.size
     outputs = n * W.shape[0]
-    return flops + (outputs if len(in_data) > 2 else 0), outputs
+    return Work(flops + (outputs if len(in_data) > 2 else 0), outputs)
 
 
 @register(matmul.MatMul, keyed_by=('transa', 'transb'))
@@ -175,7 +176,7 @@ def _matmul(node, in_data):
         m, k = k, m
     n = 1 if b.ndim == 1 else b.shape[-2] if node.transb else b.shape[-1]
     batch = math.prod(numpy.broadcast_shapes(a.shape[:-2], b.shape[:-2]))
-    return 2 * batch * m * k * n, batch * m * n
+    return Work(2 * batch * m * k * n, batch * m * n)
 
 
 def _batch_matmul_shapes(node, a, b):
@@ -190,14 +191,14 @@ def _batch_matmul_shapes(node, a, b):
 @register(matmul.BatchMatMul, keyed_by=('transa', 'transb'))
 def _batch_matmul(node, in_data):
     batch, m, k, n = _batch_matmul_shapes(node, *in_data)
-    return 2 * batch * m * k * n, batch * m * n
+    return Work(2 * batch * m * k * n, batch * m * n)
 
 
 @register(matmul.BatchMatMulGrad, keyed_by=('transa', 'transb'))
 def _batch_matmul_grad(node, in_data):
     a, b, gy = in_data  # ga = gy b^T and gb = a^T gy: two products
     batch, m, k, n = _batch_matmul_shapes(node, a, b)
-    return 4 * batch * m * k * n, a.size + b.size
+    return Work(4 * batch * m * k * n, a.size + b.size)
 
 
 @register(tensordot.TensorDot)
@@ -215,7 +216,7 @@ def _tensordot(node, in_data):
     for axis in contracted:
         k *= a.shape[axis]
     rows, columns = a.size // max(1, k), b.size // max(1, k)
-    return 2 * rows * k * columns, rows * columns
+    return Work(2 * rows * k * columns, rows * columns)
 
 
 # Recurrent cells: an activation (sigmoid, tanh) counted 1 per unit, as in
@@ -223,32 +224,32 @@ def _tensordot(node, in_data):
 @register(lstm.LSTM, keyed_by=())
 def _lstm(node, in_data):
     c, x = in_data  # 4 gates: 3 sigmoids, 2 tanh, 3 mul, 1 add per unit
-    return 9 * c.size, 2 * c.size
+    return Work(9 * c.size, 2 * c.size)
 
 
 @register(lstm.LSTMGrad, keyed_by=())
 def _lstm_grad(node, in_data):
     c = in_data[0]
-    return 14 * c.size, 5 * c.size
+    return Work(14 * c.size, 5 * c.size)
 
 
 @register(slstm.SLSTM, keyed_by=())
 def _slstm(node, in_data):
     c = in_data[0]  # 3 gate sums, 6 activations, 4 products, 2 sums
-    return 15 * c.size, 2 * c.size
+    return Work(15 * c.size, 2 * c.size)
 
 
 @register(slstm.SLSTMGrad, keyed_by=())
 def _slstm_grad(node, in_data):
     c = in_data[0]  # the gradients of the 4 + 4 gate inputs and 2 cells
-    return 22 * c.size, 10 * c.size
+    return Work(22 * c.size, 10 * c.size)
 
 
 @register(tree_lstm.TreeLSTM, keyed_by=())
 def _tree_lstm(node, in_data):
     cs = in_data[:-1]  # the children's cells, then x: gates a, i, o and
     c, children = cs[0].size, len(cs)  # one f per child; activations
-    return (6 + 3 * children) * c, 2 * c  # 4 + k, products 2 + k, sums k
+    return Work((6 + 3 * children) * c, 2 * c)  # 4 + k, products 2 + k, sums k
 
 
 @register(negative_sampling.NegativeSamplingFunction,
@@ -258,7 +259,7 @@ def _negative_sampling(node, in_data):
     samples = x.shape[0] * (node.sample_size + 1)  # a log-sigmoid (5)
     flops = samples * (2 * x.shape[1] + 5)
     outputs = 1 if node.reduce == 'sum' else x.shape[0]
-    return flops + (samples if node.reduce == 'sum' else 0), outputs
+    return Work(flops + (samples if node.reduce == 'sum' else 0), outputs)
 
 
 @register(negative_sampling.NegativeSamplingFunctionGrad,
@@ -266,11 +267,11 @@ def _negative_sampling(node, in_data):
 def _negative_sampling_grad(node, in_data):
     x, W, gloss = in_data  # per sample: its dot again, a sigmoid, scale,
     samples = x.shape[0] * (node.sample_size + 1)  # gx += g w, gW += g x
-    return samples * (6 * x.shape[1] + 6), x.size + W.size
+    return Work(samples * (6 * x.shape[1] + 6), x.size + W.size)
 
 
 @register(hierarchical_softmax.BinaryHierarchicalSoftmaxFunction)
 def _hierarchical_softmax(node, in_data):
     x, t, W = in_data  # per sample a path of nodes, each a dot product
     steps = int((node.begins[t + 1] - node.begins[t]).sum())  # and a
-    return steps * (2 * x.shape[1] + 6), 1  # log-sigmoid with its sign
+    return Work(steps * (2 * x.shape[1] + 6), 1)  # log-sigmoid with its sign

@@ -49,6 +49,7 @@ from chainer.functions.noise import gaussian
 from chainer.functions.noise import zoneout
 
 from chainer_hookext.costs.flops import _generic
+from chainer_hookext.costs.flops._registry import Work
 from chainer_hookext.costs.flops._registry import register
 
 _ONE = (
@@ -129,32 +130,32 @@ register(linear_interpolate.LinearInterpolateGrad,
 @register(basic_math.MultiAdd, keyed_by=())
 def _multi_add(node, in_data):
     outputs = max([x.size for x in in_data])  # k inputs: k - 1 additions
-    return (len(in_data) - 1) * outputs, outputs
+    return Work((len(in_data) - 1) * outputs, outputs)
 
 
 @register(clip.Clip, keyed_by=('x_min', 'x_max'))
 def _clip(node, in_data):
     x = in_data[0]  # a maximum with x_min and a minimum with x_max (or one)
     bounds = (node.x_min is not None) + (node.x_max is not None)
-    return bounds * x.size, x.size
+    return Work(bounds * x.size, x.size)
 
 
 @register(crelu.CReLU, keyed_by=())
 def _crelu(node, in_data):
     x = in_data[0]  # max(x, 0) and max(-x, 0), concatenated
-    return 3 * x.size, 2 * x.size
+    return Work(3 * x.size, 2 * x.size)
 
 
 @register(prelu.PReLUFunctionGrad, keyed_by=())
 def _prelu_grad(node, in_data):
     x, W, gy = in_data  # gx: select, times W; gW: mask, gy x, its sum
-    return 5 * x.size, x.size + W.size
+    return Work(5 * x.size, x.size + W.size)
 
 
 @register(swish.SwishGrad, keyed_by=())
 def _swish_grad(node, in_data):
     x, beta, gy = in_data  # sigmoid(bx) 5, y 1, gx 6, gbeta 4 (with
-    return 16 * x.size, x.size + beta.size  # its sum)
+    return Work(16 * x.size, x.size + beta.size)  # its sum)
 
 
 def _select_grad(node, in_data):
@@ -163,7 +164,7 @@ def _select_grad(node, in_data):
               else (node.x1.shape, node.x2.shape))
     sizes = [math.prod(shape) for shape in shapes]
     reduced = sum([gy.size for size in sizes if size < gy.size])
-    return 2 * gy.size + reduced, sum(sizes)
+    return Work(2 * gy.size + reduced, sum(sizes))
 
 
 register(maximum.MaximumGrad, minimum.MinimumGrad)(_select_grad)

@@ -4,13 +4,15 @@ import math
 
 import numpy
 
+from chainer_hookext.costs.flops._registry import Work
+
 
 def elementwise(per_element, outputs=1):
     """``per_element`` FLOPs per element of the broadcast inputs; as many
     output arrays of that size as ``outputs``."""
     def formula(node, in_data):
         n = broadcast_size([x.shape for x in in_data if x is not None])
-        return per_element * n, outputs * n
+        return Work(per_element * n, outputs * n)
     formula.__qualname__ = 'elementwise({}, {})'.format(per_element, outputs)
     return formula
 
@@ -29,12 +31,12 @@ def broadcast_size(shapes):
 
 def copy(node, in_data):
     """Reshapes, views, transposes, flips: bytes only."""
-    return 0, in_data[0].size
+    return Work(0, in_data[0].size)
 
 
 def gather_copy(node, in_data):
     """Concatenations and stacks: bytes only."""
-    return 0, sum([x.size for x in in_data])
+    return Work(0, sum([x.size for x in in_data]))
 
 
 def reduced_size(x, axis):
@@ -50,7 +52,7 @@ def reduced_size(x, axis):
 def reduction(node, in_data):
     """A sum, max, min or product over ``node.axis``: one per element."""
     x = in_data[0]
-    return x.size, reduced_size(x, getattr(node, 'axis', None))
+    return Work(x.size, reduced_size(x, getattr(node, 'axis', None)))
 
 
 def broadcast_grad(per_element):
@@ -61,20 +63,20 @@ def broadcast_grad(per_element):
         x0, x1, gy = in_data
         n = gy.size
         reduced = (n if x0.size < n else 0) + (n if x1.size < n else 0)
-        return per_element * n + reduced, x0.size + x1.size
+        return Work(per_element * n + reduced, x0.size + x1.size)
     formula.__qualname__ = 'broadcast_grad({})'.format(per_element)
     return formula
 
 
 def nothing(node, in_data):
     """A node whose work is the nodes it applies (counted each)."""
-    return 0, 0
+    return Work(0, 0)
 
 
 def copy_with(per_element):
     """A node of its input's shape, ``per_element`` FLOPs per element."""
     def formula(node, in_data):
         x = in_data[0]
-        return per_element * x.size, x.size
+        return Work(per_element * x.size, x.size)
     formula.__qualname__ = 'copy_with({})'.format(per_element)
     return formula

@@ -18,6 +18,7 @@ from chainer.functions.loss import squared_error
 from chainer.functions.loss import triplet
 
 from chainer_hookext.costs.flops import _generic
+from chainer_hookext.costs.flops._registry import Work
 from chainer_hookext.costs.flops._registry import register
 
 # The predicted label equal to the true (the argmax of a row counted 1
@@ -34,7 +35,7 @@ def _to_one(per_element):
     """A loss reduced to one value: ``per_element`` FLOPs per element of
     its first input and one division."""
     def formula(node, in_data):
-        return per_element * in_data[0].size + 1, 1
+        return Work(per_element * in_data[0].size + 1, 1)
     formula.__qualname__ = '_to_one({})'.format(per_element)
     return formula
 
@@ -51,14 +52,14 @@ register(r2_score.R2_score, keyed_by=())(_to_one(7))
 @register(softmax_cross_entropy.SoftmaxCrossEntropy, keyed_by=())
 def _softmax_cross_entropy(node, in_data):
     x = in_data[0]  # log-softmax (4 per element) and the picked mean
-    return 4 * x.size + x.shape[0], 1
+    return Work(4 * x.size + x.shape[0], 1)
 
 
 @register(softmax_cross_entropy._SoftmaxCrossEntropyGrad_NoDoubleBackprop,
           keyed_by=())
 def _softmax_cross_entropy_grad(node, in_data):
     x = in_data[0]  # softmax (3 per element), minus one-hot, scale
-    return 5 * x.size, x.size
+    return Work(5 * x.size, x.size)
 
 
 @register(sigmoid_cross_entropy.SigmoidCrossEntropy,
@@ -67,9 +68,9 @@ def _sigmoid_cross_entropy(node, in_data):
     x = in_data[0]
     # -(mask * (x * (t - (x >= 0)) - log1p(exp(-|x|)))): 11 per element
     if node.reduce != 'mean':
-        return 11 * x.size, x.size
+        return Work(11 * x.size, x.size)
     # the sum of the losses (and of the mask to normalize), a division
-    return (12 + bool(node.normalize)) * x.size + 1, 1
+    return Work((12 + bool(node.normalize)) * x.size + 1, 1)
 
 
 @register(sigmoid_cross_entropy.SigmoidCrossEntropyGrad,
@@ -77,7 +78,7 @@ def _sigmoid_cross_entropy(node, in_data):
 def _sigmoid_cross_entropy_grad(node, in_data):
     x = in_data[0]  # sigmoid (4), y - t, times gy, times the mask (and
     # divided by the count with reduce='mean')
-    return (8 if node.reduce == 'mean' else 7) * x.size, x.size
+    return Work((8 if node.reduce == 'mean' else 7) * x.size, x.size)
 
 
 @register(huber_loss.HuberLoss, keyed_by=('reduce',))
@@ -85,8 +86,8 @@ def _huber_loss(node, in_data):
     x = in_data[0]  # |x0 - x1| (2), its square, 2 delta |d| - delta^2
     # (2), max, min, halved: 8 per element; summed along axis 1
     if node.reduce == 'sum_along_second_axis':
-        return 9 * x.size, x.size // x.shape[1]
-    return 8 * x.size, x.size
+        return Work(9 * x.size, x.size // x.shape[1])
+    return Work(8 * x.size, x.size)
 
 
 def _reduce(node, per_element, rows, x):
@@ -95,8 +96,8 @@ def _reduce(node, per_element, rows, x):
     mean when ``node.reduce == 'mean'``."""
     flops = per_element * x.size + 4 * rows
     if node.reduce == 'mean':
-        return flops + rows, 1
-    return flops, rows
+        return Work(flops + rows, 1)
+    return Work(flops, rows)
 
 
 @register(contrastive.Contrastive, keyed_by=('reduce',))
@@ -116,8 +117,8 @@ def _hinge(node, in_data):
     x = in_data[0]  # sign by t, 1 - it, max with 0 (and squared: L2)
     flops = (3 + (node.norm == 'L2')) * x.size
     if node.reduce == 'mean':
-        return flops + x.size + 1, 1
-    return flops, x.size
+        return Work(flops + x.size + 1, 1)
+    return Work(flops, x.size)
 
 
 @register(cross_covariance.CrossCovariance, keyed_by=('reduce',))
@@ -126,8 +127,8 @@ def _cross_covariance(node, in_data):
     n, dy, dz = y.shape[0], y.shape[1], z.shape[1]
     flops = 2 * (y.size + z.size) + 2 * n * dy * dz + dy * dz
     if node.reduce == 'half_squared_sum':
-        return flops + 2 * dy * dz + 1, 1  # its dot with itself, halved
-    return flops, dy * dz
+        return Work(flops + 2 * dy * dz + 1, 1)  # its dot with itself, halved
+    return Work(flops, dy * dz)
 
 
 @register(decov.DeCov, keyed_by=('reduce',))
@@ -136,12 +137,14 @@ def _decov(node, in_data):
     n, d = h.shape
     flops = 2 * h.size + 2 * n * d * d + d * d
     if node.reduce == 'half_squared_sum':
-        return flops + 2 * d * d + 1, 1
-    return flops, d * d
+        return Work(flops + 2 * d * d + 1, 1)
+    return Work(flops, d * d)
 
 
 @register(classification_summary.ClassificationSummary)
 def _classification_summary(node, in_data):
-    y, t = in_data  # argmax per row, two selects and three counts per
-    labels = node.label_num or y.shape[1]  # sample; per label precision,
-    return y.size + 5 * t.size + 8 * labels, 4 * labels  # recall, F, support
+    # An argmax per row, two selects and three counts per sample; per
+    # label precision, recall, F and support.
+    y, t = in_data
+    labels = node.label_num or y.shape[1]
+    return Work(y.size + 5 * t.size + 8 * labels, 4 * labels)

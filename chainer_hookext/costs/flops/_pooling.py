@@ -14,6 +14,7 @@ from chainer.functions.pooling import upsampling_2d
 from chainer.utils import conv
 
 from chainer_hookext import _chainer
+from chainer_hookext.costs.flops._registry import Work
 from chainer_hookext.costs.flops._registry import register
 
 
@@ -38,7 +39,7 @@ def _pooled_size(node, x):
 def _pooling(node, in_data):
     x = in_data[0]
     outputs = _pooled_size(node, x)
-    return outputs * math.prod(_geometry(node)[0]), outputs
+    return Work(outputs * math.prod(_geometry(node)[0]), outputs)
 
 
 @register(max_pooling_nd.MaxPoolingNDGrad,
@@ -50,12 +51,12 @@ def _pooling_grad(node, in_data):
     window = math.prod(_geometry(forward)[0])
     in_shape = getattr(forward, _chainer.NODE_IN_SHAPE, None)
     outputs = gy.size * window if in_shape is None else math.prod(in_shape)
-    return gy.size * window, outputs
+    return Work(gy.size * window, outputs)
 
 
 @register(max_pooling_nd.MaxPoolingNDWithIndexes)
 def _max_pooling_with_indexes(node, in_data):
-    return 0, _pooled_size(node.func, in_data[0])  # a gather: bytes only
+    return Work(0, _pooled_size(node.func, in_data[0]))  # a gather: bytes only
 
 
 def _unpooled_size(node, x):
@@ -71,18 +72,18 @@ def _unpooled_size(node, x):
 @register(unpooling_2d.Unpooling2D, unpooling_nd.UnpoolingND,
           upsampling_2d.Upsampling2D)
 def _unpooling(node, in_data):
-    return 0, _unpooled_size(node, in_data[0])  # copies or a scatter
+    return Work(0, _unpooled_size(node, in_data[0]))  # copies or a scatter
 
 
 @register(unpooling_2d.Unpooling2DGrad, unpooling_nd.UnpoolingNDGrad)
 def _unpooling_grad(node, in_data):
     gy = in_data[0]  # the sums of the windows: an addition per element
-    return gy.size, _pooled_size(node, gy)
+    return Work(gy.size, _pooled_size(node, gy))
 
 
 @register(upsampling_2d.Upsampling2DGrad)
 def _upsampling_grad(node, in_data):
-    return 0, _pooled_size(node, in_data[0])  # a gather: bytes only
+    return Work(0, _pooled_size(node, in_data[0]))  # a gather: bytes only
 
 
 # Bilinear resampling: each output a weighted sum of 4 inputs (4
@@ -91,13 +92,13 @@ def _upsampling_grad(node, in_data):
 def _resize_images(node, in_data):
     x = in_data[0]
     outputs = x.shape[0] * x.shape[1] * node.out_H * node.out_W
-    return 7 * outputs, outputs
+    return Work(7 * outputs, outputs)
 
 
 @register(resize_images.ResizeImagesGrad, keyed_by=('input_shape',))
 def _resize_images_grad(node, in_data):
     gy = in_data[0]
-    return 8 * gy.size, math.prod(node.input_shape)
+    return Work(8 * gy.size, math.prod(node.input_shape))
 
 
 @register(spatial_transformer_sampler.SpatialTransformerSampler,
@@ -105,7 +106,7 @@ def _resize_images_grad(node, in_data):
 def _spatial_transformer_sampler(node, in_data):
     x, grid = in_data  # (N, C, H, W) sampled at (N, 2, h, w): bilinear,
     outputs = x.shape[0] * x.shape[1] * grid.shape[2] * grid.shape[3]
-    return 7 * outputs, outputs  # plus the weights (not counted)
+    return Work(7 * outputs, outputs)  # plus the weights (not counted)
 
 
 @register(spatial_transformer_grid.SpatialTransformerGrid,
@@ -113,4 +114,4 @@ def _spatial_transformer_sampler(node, in_data):
 def _spatial_transformer_grid(node, in_data):
     theta, = in_data  # (N, 2, 3) times (3, h w): 3 multiply-adds each
     outputs = theta.shape[0] * 2 * math.prod(node.output_shape)
-    return 6 * outputs, outputs
+    return Work(6 * outputs, outputs)

@@ -14,6 +14,7 @@ from chainer.functions.math import sum as sum_module
 
 from chainer_hookext import _chainer
 from chainer_hookext.costs.flops import _generic
+from chainer_hookext.costs.flops._registry import Work
 from chainer_hookext.costs.flops._registry import register
 
 # One comparison or operation per element.
@@ -25,41 +26,42 @@ register(cumsum.Cumsum, cumprod.Cumprod, keyed_by=())(_generic.copy_with(1))
 @register(average.Mean, keyed_by=('axis',))
 def _mean(node, in_data):
     flops, outputs = _generic.reduction(node, in_data)
-    return flops + outputs, outputs  # the sum, then a division per output
+    # The sum, then a division per output.
+    return Work(flops + outputs, outputs)
 
 
 @register(sum_module.SumTo, keyed_by=(_chainer.NODE_SHAPE,))
 def _sum_to(node, in_data):
-    return in_data[0].size, math.prod(getattr(node, _chainer.NODE_SHAPE))
+    return Work(in_data[0].size, math.prod(getattr(node, _chainer.NODE_SHAPE)))
 
 
 @register(cumprod.Cumprodsum, keyed_by=())
 def _cumprodsum(node, in_data):
     xmul, xadd = in_data  # z[i] = z[i-1] xmul[i] + xadd[i]
-    return 2 * xmul.size, xmul.size
+    return Work(2 * xmul.size, xmul.size)
 
 
 @register(logsumexp.LogSumExp, keyed_by=('axis',))
 def _logsumexp(node, in_data):
     x = in_data[0]  # the max, x - max, exp, their sum; a log and + max
     outputs = _generic.reduced_size(x, node.axis)
-    return 4 * x.size + 2 * outputs, outputs
+    return Work(4 * x.size + 2 * outputs, outputs)
 
 
 @register(batch_l2_norm_squared.BatchL2NormSquared, keyed_by=())
 def _batch_l2_norm_squared(node, in_data):
     x = in_data[0]  # a square and a sum per element
-    return 2 * x.size, x.shape[0]
+    return Work(2 * x.size, x.shape[0])
 
 
 @register(batch_l2_norm_squared.BatchL2NormSquaredGrad, keyed_by=())
 def _batch_l2_norm_squared_grad(node, in_data):
     x, gy = in_data  # 2 x gy
-    return 2 * x.size, x.size
+    return Work(2 * x.size, x.size)
 
 
 @register(fft.FFT, keyed_by=())
 def _fft(node, in_data):
     real, imag = in_data  # the usual 5 n log2(n) of a complex transform
     n = real.shape[-1]  # of length n, for each of the size / n rows
-    return int(5 * real.size * math.log2(max(n, 1))), 2 * real.size
+    return Work(int(5 * real.size * math.log2(max(n, 1))), 2 * real.size)

@@ -1,6 +1,6 @@
 """The one table of formulas: {node class: (formula, memo key)}.
 
-A formula is ``formula(node, in_data) -> (flops, output elements)``; the
+A formula is ``formula(node, in_data) -> Work(flops, outputs)``; the
 bytes follow from the inputs' sizes (:func:`.flops.count`).  Each formula
 module registers its formulas beside them, as
 ``torch.utils.flop_counter.register_flop_formula`` does; a user adds one
@@ -11,6 +11,8 @@ import collections
 
 #: The cost of one node: FLOPs and bytes moved.
 Cost = collections.namedtuple('Cost', ('flops', 'bytes'))
+#: What a formula returns: the node's FLOPs and its output elements.
+Work = collections.namedtuple('Work', ('flops', 'outputs'))
 
 #: One entry of :data:`FORMULAS`: the formula and, for a memoized class,
 #: the names of the node attributes its cost depends on besides its
@@ -51,7 +53,8 @@ def register(*classes, keyed_by=None):
         ...         return inputs[0] * 2,
         >>> @flops.register(Twice, keyed_by=())
         ... def _twice(node, in_data):
-        ...     return in_data[0].size, in_data[0].size  # FLOPs, outputs
+        ...     return flops.Work(flops=in_data[0].size,
+        ...                       outputs=in_data[0].size)
         >>> del flops.FORMULAS[Twice]
     """
     for cls in classes:
