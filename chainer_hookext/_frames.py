@@ -42,6 +42,31 @@ def running_links(skip_current):
     return links
 
 
+def still_running(keys, skip_current):
+    """Returns how many of the calls keyed by ``keys`` still run.
+
+    The one recovery from a forward that raised (Chainer then calls no
+    ``forward_postprocess``): the calls on a stack, outermost first, are
+    compared with the ``Link.__call__`` frames still running.
+
+    Args:
+        keys (list): The link of each call on the stack, outermost first
+            (or the link's class, for a call keyed by class).
+        skip_current (bool): Asked from a ``forward_preprocess``: the
+            innermost ``Link.__call__`` is the call starting.
+
+    Returns:
+        int: The depth of the stack to keep; the calls above it ended.
+    """
+    live = iter(running_links(skip_current))
+    keep = 0
+    for key in keys:
+        if not any(key is link or key is type(link) for link in live):
+            break
+        keep += 1
+    return keep
+
+
 def calling_link():
     """Returns the link whose call encloses the innermost link call.
 

@@ -257,13 +257,8 @@ class RunningLinks(object):
             skip_current (bool): Asked from a ``forward_preprocess``: the
                 innermost ``Link.__call__`` is the call starting.
         """
-        live = iter(_frames.running_links(skip_current))
-        keep = 0
-        for call in self.calls:
-            if not any(call.link is link for link in live):
-                break
-            keep += 1
-        self._drop(keep)
+        self._drop(_frames.still_running(
+            [call.link for call in self.calls], skip_current))
         calls = self.calls
         self.tag = calls[-1].tag if calls else ()
         return calls[-1] if calls else None

@@ -1,28 +1,8 @@
 """Which link's forward created a function node: one tag per node.
 
-A link hook sees links; a function hook sees :class:`~chainer.FunctionNode`
-objects, in forward and again in backward.  A :class:`NodeTagger` joins the
-two: in its ``forward_preprocess`` it stores on each new node what its link
-hook says is running (``function._chainer_hookext_tag = ...``), and in
-backward it reads the tag back.  The tag is an attribute of the node, so it
-lives and dies with the node: the tagger keeps nothing per node.
-
-Its users write the tag as a plain attribute named :data:`TAG`:
-:class:`~chainer_hookext.timing.backward.BackwardTimer` (the
-timer's running call record) and the thread's one tagger of the other
-features, :class:`~chainer_hookext.link_hooks._output_grads.OutputGrads`
-(the names of the running links, :mod:`chainer_hookext._running_links`).
-
-Several taggers registered at once in a thread need several attribute names.
-:func:`new_tagger` gives each the lowest free *tag number*: number 0 runs
-the class as written; number ``k`` runs a copy of the class whose methods'
-code objects name ``_chainer_hookext_tag_k`` instead of :data:`TAG`.  Why not
-``setattr(function, self.name, ...)``: a plain attribute store costs a third
-of ``setattr`` / ``getattr`` with the name in a variable, and
-``function.__dict__[name]`` makes CPython build a dict for every tagged
-node; either takes backward timing past its cost target
-(``benchmarks/README.md``, "Backward timing").  Few tag numbers, because
-CPython's shared per-class attribute layout takes only a few new names.
+A :class:`NodeTagger` stores a tag on each new node in forward and reads it
+back in backward; the design, and why tags are plain attributes, is in
+docs/internals.md, "Node tagging".
 """
 
 import types
@@ -50,12 +30,15 @@ def new_tagger(cls, *args, **kwargs):
         NodeTagger: The tagger, registered once in the thread's function
         hooks; its last :meth:`~NodeTagger.unregister` frees the tag number.
     """
-    tag_number = 0
-    while tag_number in _tag_numbers_in_use:
-        tag_number += 1
-    tagger = _class_for_tag_number(cls, tag_number)(*args, **kwargs)
-    tagger.tag_number = tag_number
-    _tag_numbers_in_use.add(tag_number)
+    if cls.tag_name is not None:  # an attribute of its own: no number
+        tagger = cls(*args, **kwargs)
+    else:
+        tag_number = 0
+        while tag_number in _tag_numbers_in_use:
+            tag_number += 1
+        tagger = _class_for_tag_number(cls, tag_number)(*args, **kwargs)
+        tagger.tag_number = tag_number
+        _tag_numbers_in_use.add(tag_number)
     tagger.register()
     return tagger
 
@@ -92,7 +75,7 @@ def _class_for_tag_number(cls, tag_number):
         return cls
     made = _classes.get((cls, tag_number))
     if made is None:
-        name = '{}_{}'.format(TAG, tag_number)
+        name = f'{TAG}_{tag_number}'
         namespace = {}
         for klass in reversed(cls.__mro__):  # the most derived one wins
             for attr, value in vars(klass).items():
@@ -133,6 +116,10 @@ class NodeTagger(chainer.FunctionHook):
     name = 'NodeTagger'
     #: Whether to be registered before the thread's other function hooks.
     first = False
+    #: The attribute of a tagger that is one per thread and writes its own
+    #: (the links tagger's, ``_chainer_hookext_links``): it takes no tag
+    #: number.  ``None``: :data:`TAG`, numbered.
+    tag_name = None
 
     def __reduce__(self):
         # A pickle or a copy of a hook holding a tagger (the trainer's,
@@ -147,6 +134,7 @@ class NodeTagger(chainer.FunctionHook):
         self.tag_number = None
         self._count = 0
         self._handle = None
+        self._spent = False
 
     @property
     def registered(self):
@@ -162,11 +150,11 @@ class NodeTagger(chainer.FunctionHook):
 
     def register(self):
         """Registers the tagger once more (counted)."""
-        if self.tag_number is None:
+        if self._spent:
             raise RuntimeError(
-                '{}.register: this tagger was unregistered and its tag number '
-                'freed; make a new one with new_tagger().'.format(
-                    type(self).__name__))
+                f'{type(self).__name__}.register: this tagger was '
+                'unregistered and its tag number freed; make a new one with '
+                'new_tagger().')
         self._count += 1
         if self._handle is None:
             self._handle = _registry.add(
@@ -186,6 +174,8 @@ class NodeTagger(chainer.FunctionHook):
         if self._count or self._handle is None:
             return
         handle, self._handle = self._handle, None
-        _tag_numbers_in_use.discard(self.tag_number)
-        self.tag_number = None
+        self._spent = True
+        if self.tag_number is not None:
+            _tag_numbers_in_use.discard(self.tag_number)
+            self.tag_number = None
         _registry.remove(handle, self)

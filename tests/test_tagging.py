@@ -109,3 +109,23 @@ def test_an_override_wins_in_every_slot():
         first.unregister()
     assert second.tag_of(y.creator) is None
     assert first.tag_of(y.creator) == 'one'
+
+
+def test_a_timer_beside_the_links_tagger_runs_its_class_as_written():
+    # TimedLinks' backward timer beside a hook reading the links that made
+    # each node (the thread's links tagger): each keeps its own attribute,
+    # so neither runs a copy of its class.
+    from chainer_hookext import NonFiniteHook
+    from chainer_hookext import TimerHook
+    from chainer_hookext.timing import backward
+    from tests.conftest import MLP
+    model = MLP()
+    timer = TimerHook(backward=True)
+    guard = NonFiniteHook(action='report')
+    with guard, timer:
+        assert type(timer._backward_timer) is backward.BackwardTimer
+        y = model(numpy.ones((2, 4), numpy.float32))
+        F.sum(y).backward()
+    tags = {name for name in vars(y.creator) if name.startswith(_tagging.TAG)}
+    assert tags == {_tagging.TAG}
+    assert timer.summary(by='path')['/l2']['backward_time'] >= 0

@@ -188,6 +188,8 @@ class OutputGrads(_tagging.NodeTagger):
     """
 
     name = 'OutputGrads'
+    #: One per thread: its own attribute, beside the timers' numbered one.
+    tag_name = '_chainer_hookext_links'
 
     def __init__(self):
         super().__init__()
@@ -243,7 +245,7 @@ class OutputGrads(_tagging.NodeTagger):
         recorder = self.recorder
         if recorder is not None:
             tag = recorder.tag_node(function, in_data, tag)
-        function._chainer_hookext_tag = tag
+        function._chainer_hookext_links = tag
 
     def mark(self, listener, link, name, out, inputs=None):
         """Marks the nodes that created the outputs of one link call.
@@ -323,18 +325,18 @@ class OutputGrads(_tagging.NodeTagger):
         if index is None:
             return None, None
         try:
-            tag = node._chainer_hookext_tag
+            tag = node._chainer_hookext_links
         except AttributeError:
             tag = None
         if type(tag) is not Marked:
-            tag = node._chainer_hookext_tag = Marked(tag)
+            tag = node._chainer_hookext_links = Marked(tag)
         return tag, index
 
     def name_of(self, listener, function):
         """The name of the innermost link running for ``listener`` when
         ``function`` was made (``None`` when none)."""
         try:
-            tag = function._chainer_hookext_tag
+            tag = function._chainer_hookext_links
         except AttributeError:
             return None
         if type(tag) is Marked:
@@ -343,7 +345,7 @@ class OutputGrads(_tagging.NodeTagger):
 
     def backward_preprocess(self, function, in_data, out_grad):
         try:
-            tag = function._chainer_hookext_tag
+            tag = function._chainer_hookext_links
         except AttributeError:
             tag = None
         marked = None
@@ -361,7 +363,7 @@ class OutputGrads(_tagging.NodeTagger):
     def _step_ended(self, function, in_data, out_grad):
         # backward_postprocess, while a node listener listens.
         try:
-            tag = function._chainer_hookext_tag
+            tag = function._chainer_hookext_links
         except AttributeError:
             tag = None
         if type(tag) is Marked:

@@ -431,13 +431,7 @@ class CallStack(object):
     def _prune(self, skip_current):
         # Ends the calls on the stack whose Link.__call__ no longer runs.
         chain = self._chain()
-        live = iter(_frames.running_links(skip_current))
-        keep = 0
-        for rec in chain:
-            if not any(rec.key is link or rec.key is type(link)
-                       for link in live):
-                break
-            keep += 1
+        keep = _frames.still_running([rec.key for rec in chain], skip_current)
         self._end_left_open(chain[keep:])
         self.top = chain[keep - 1] if keep else self.bottom
         return self.top
