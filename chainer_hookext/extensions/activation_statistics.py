@@ -1,3 +1,6 @@
+"""ActivationStatistics: statistics of the links' outputs, in a trainer
+(docs/debugging.md)."""
+
 from chainer_hookext import _checks
 from chainer_hookext.extensions import _statistics
 from chainer_hookext.link_hooks import activation_statistics

@@ -1,3 +1,6 @@
+"""CaptureOutputs: the latest outputs of chosen links, in a trainer
+(docs/debugging.md)."""
+
 import sys
 
 from chainer.training import extension
@@ -63,8 +66,8 @@ class CaptureOutputs(link_hook_extension.LinkHookExtension):
         call = type(self).__name__
         if callback is not None and not callable(callback):
             raise TypeError(
-                '`{}(callback={!r})` is not callable: pass '
-                'callback(trainer, outputs) or None.'.format(call, callback))
+                f'`{call}(callback={callback!r})` is not callable: pass '
+                'callback(trainer, outputs) or None.')
         keep = _checks.check_choice(
             call, 'keep', keep, _KEEP, 'a choice (False drops the outputs '
             'after training)')

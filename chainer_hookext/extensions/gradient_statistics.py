@@ -1,3 +1,6 @@
+"""GradientStatistics: statistics of the gradients w.r.t. the links'
+outputs, in a trainer (docs/debugging.md)."""
+
 from chainer_hookext.extensions import _statistics
 from chainer_hookext.link_hooks import gradient_statistics
 

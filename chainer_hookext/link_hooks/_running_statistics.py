@@ -1,56 +1,58 @@
-"""Running statistics of arrays, on their device, without keeping them.
+"""Running statistics of arrays, by key, without keeping the arrays.
 
-What :class:`~chainer_hookext.ActivationStatisticsHook` (forward outputs)
-and :class:`~chainer_hookext.GradientStatisticsHook` (gradients w.r.t.
-them) accumulate per key.  Each array adds one *row*, computed on the
-array's device in float64 without a synchronisation::
-
-    [sum, sum of squares, min, max, zeros(, norm)]
-
-of the values less a *shift* (the mean of the first array of the key since
-the last reset, so that the variance's subtraction loses nothing when the
-mean is large beside the spread); ``norm`` (gradients) is the L2 norm of the
-array itself: for NumPy derived from the shifted sums where that loses
-nothing (``_norm``), else, and on a device, its own dot product.  Rows are
-Python floats for NumPy; for a device array one float64 device array, and
-every :data:`FOLD` rows are folded into one.
-:meth:`Running.values` makes the figures, after one
-:func:`~chainer_hookext._arrays.to_host` of every key's :meth:`Running.row`.
+What :class:`~chainer_hookext.ActivationStatisticsHook` and
+:class:`~chainer_hookext.GradientStatisticsHook` accumulate (docs/debugging.md,
+the statistics sections): per key a :class:`Row` of sums in float64 about a
+shift, for NumPy arrays here as Python floats, for CuPy arrays on the device
+(:mod:`._device_statistics`: one kernel launch per array), with one
+device-to-host copy per device at :meth:`Table.values`.
 """
 
+import collections
 import math
 
 import numpy
-from chainer import backend
 
 from chainer_hookext import _arrays
+from chainer_hookext.link_hooks import _device_statistics
 
 
-#: Per-call rows kept before they are folded into one.
+#: Per-call rows kept before they are folded into one (NumPy).
 FOLD = 64
 
+#: What a key keeps, in this order on the device too: of its values less
+#: ``shift`` (the mean of its first array since the last reset, so that the
+#: variance loses nothing when the mean is large beside the spread) the
+#: ``sum`` and the sum of ``squares``; ``min``, ``max`` and the number of
+#: ``zeros`` of the values; ``norms``, the sum over the arrays of each one's
+#: L2 norm (kept for gradients only); ``shift``.
+Row = collections.namedtuple(
+    'Row', ('sum', 'squares', 'min', 'max', 'zeros', 'norms', 'shift'))
 
-class Table(object):
+
+class Table:
     """The running values of each key of one hook, and its report.
 
     Args:
         statistics (tuple of str): The names reported.
         key (callable): ``key(*table_key, statistic)``: the reported key
             (:mod:`chainer_hookext.report.keys`).
-        norm (bool): Keep each array's L2 norm too (gradients).
+        norm (bool): Report each array's L2 norm too (gradients).
     """
 
     def __init__(self, statistics, key, norm=False):
         self.statistics = statistics
         self.key = key
         self.norm = norm
-        self.running = {}  # {key: Running}
+        self.running = {}  # {key: Running or DeviceRunning}
 
     def add(self, key, array):
         """Adds ``array`` (non-empty, floating point) to ``key``'s values."""
         running = self.running.get(key)
         if running is None:
-            running = self.running[key] = Running(array, norm=self.norm)
+            running = self.running[key] = (
+                Running(array, self.norm) if isinstance(array, numpy.ndarray)
+                else _device_statistics.DeviceRunning(array))
         running.add(array)
 
     def values(self):
@@ -60,7 +62,8 @@ class Table(object):
         rows = _arrays.to_host([self.running[k].row() for k in keys])
         values = {}
         for key, row in zip(keys, rows):
-            every = self.running[key].values(row)
+            running = self.running[key]
+            every = figures(Row(*row.tolist()), running.count, running.calls)
             for statistic in self.statistics:
                 values[self.key(*key, statistic)] = every[statistic]
         return values
@@ -70,17 +73,28 @@ class Table(object):
         self.running = {}
 
 
-class Running(object):
-    """Running values of one key: the element count and the number of
-    arrays (Python ints), the shift (a Python float, or a 0-dim float64
-    device array) and the rows."""
+def figures(row, count, calls):
+    """``{statistic: float}`` of a key's :class:`Row` of ``count`` elements
+    in ``calls`` arrays."""
+    mean = row.sum / count  # of the values less the shift
+    return {
+        'mean': row.shift + mean,
+        'std': math.sqrt(max(row.squares / count - mean * mean, 0.0)),
+        'min': row.min, 'max': row.max, 'zero_fraction': row.zeros / count,
+        'norm': row.norms / calls}
+
+
+class Running:
+    """Running values of one key of NumPy arrays: the element count and
+    the number of arrays (Python ints), the shift (a Python float) and the
+    per-call rows (tuples of Python floats, :class:`Row`'s first six)."""
 
     __slots__ = ('count', 'calls', 'shift', 'rows', 'norm')
 
     def __init__(self, array, norm=False):
         self.count = 0
         self.calls = 0
-        self.shift = _mean(array)
+        self.shift = float(array.sum(dtype=numpy.float64) / array.size)
         self.rows = []
         self.norm = norm
 
@@ -94,67 +108,29 @@ class Running(object):
             rows[:] = [_fold(rows)]
 
     def row(self):
-        """The folded row and the shift: one float64 array, on the device
-        of the arrays (for :func:`~chainer_hookext._arrays.to_host`)."""
-        row = _fold(self.rows)
-        if isinstance(row, numpy.ndarray):
-            return numpy.append(row, self.shift)
-        return backend.get_array_module(row).concatenate(
-            [row, self.shift[None]])
-
-    def values(self, row):
-        """``{statistic: float}`` from :meth:`row` copied to the host."""
-        row = row.tolist()
-        s, sq, lo, hi, zeros = row[:5]
-        shift = row[-1]
-        total = self.count
-        mean = s / total  # of the values less the shift
-        values = {
-            'mean': shift + mean,
-            'std': math.sqrt(max(sq / total - mean * mean, 0.0)),
-            'min': lo, 'max': hi, 'zero_fraction': zeros / total}
-        if self.norm:
-            values['norm'] = row[5] / self.calls
-        return values
-
-
-def _mean(array):
-    # The float64 mean of one array: a Python float for NumPy; a 0-dim
-    # device array otherwise, without a sync.
-    mean = array.sum(dtype=numpy.float64) / array.size
-    return float(mean) if isinstance(array, numpy.ndarray) else mean
+        """The folded row and the shift: a float64 :class:`Row` array."""
+        return numpy.append(_fold(self.rows), self.shift)
 
 
 def _row(array, shift, norm):
-    # The row of one array (see the module).
-    xp = backend.get_array_module(array)
+    # The row of one array: sums of its values less the shift, min, max,
+    # zeros, and its L2 norm (0.0 unless ``norm``).
     flat = array.ravel()
-    if norm:
-        d = flat.astype(numpy.float64)
-        if xp is not numpy:
-            squares = xp.vdot(d, d)
-        xp.subtract(d, shift, out=d)
-    else:
-        d = xp.subtract(flat, shift, dtype=numpy.float64)
-    zeros = flat.size - xp.count_nonzero(flat)
-    if xp is numpy:
-        row = (float(d.sum()), float(numpy.dot(d, d)), float(flat.min()),
-               float(flat.max()), float(zeros))
-        return row + (_norm(flat, shift, row[0], row[1]),) if norm else row
-    columns = [d.sum(), xp.vdot(d, d), flat.min().astype(numpy.float64),
-               flat.max().astype(numpy.float64), zeros.astype(numpy.float64)]
-    if norm:
-        columns.append(xp.sqrt(squares))
-    return xp.stack(columns)
+    d = numpy.subtract(flat, shift, dtype=numpy.float64)
+    total = float(d.sum())
+    squares = float(numpy.dot(d, d))
+    return (total, squares, float(flat.min()), float(flat.max()),
+            float(flat.size - numpy.count_nonzero(flat)),
+            _norm(flat, shift, total, squares) if norm else 0.0)
 
 
 def _norm(flat, shift, total, squares):
-    # The L2 norm of ``flat`` (NumPy) from the sums of its values less
-    # ``shift``: sum(x^2) = squares + shift * (2 * total + n * shift).  Its
-    # rounding error scales with (sqrt(squares) + |shift| sqrt(n))^2, the
-    # values' own dot product's with sum(x^2): taken when the first is at
-    # most 4 times the second (always for the array that set the shift);
-    # else (an array far smaller than the shift) that dot product.
+    # The L2 norm of ``flat`` from the sums of its values less ``shift``:
+    # sum(x^2) = squares + shift * (2 * total + n * shift).  Its rounding
+    # error scales with (sqrt(squares) + |shift| sqrt(n))^2, the values' own
+    # dot product's with sum(x^2): taken when the first is at most 4 times
+    # the second (always for the array that set the shift); else (an array
+    # far smaller than the shift) that dot product.
     n = flat.size
     x2 = squares + shift * (2.0 * total + n * shift)
     bound = math.sqrt(squares) + abs(shift) * math.sqrt(n)
@@ -165,15 +141,10 @@ def _norm(flat, shift, total, squares):
 
 
 def _fold(rows):
-    # Rows to one row (a float64 array on the rows' device): sums, min,
-    # max, then sums again (zeros, norms).
-    if isinstance(rows[0], tuple) or isinstance(rows[0], numpy.ndarray):
-        xp = numpy
-        m = numpy.array(rows, numpy.float64)
-    else:
-        xp = backend.get_array_module(rows[0])
-        m = xp.stack(rows)
-    return xp.concatenate([
+    # Rows to one row (a float64 array): sums, min, max, then sums again
+    # (zeros, norms).
+    m = numpy.array(rows, numpy.float64)
+    return numpy.concatenate([
         m[:, :2].sum(axis=0), m[:, 2:3].min(axis=0), m[:, 3:4].max(axis=0),
         m[:, 4:].sum(axis=0)])
 
@@ -187,8 +158,7 @@ def check_statistics(call, statistics, choices):
         ValueError: Naming ``call``, when it is empty or names one not in
             ``choices``.
     """
-    what = 'pass a non-empty tuple of {}.'.format(
-        ', '.join(map(repr, choices)))
+    what = f"pass a non-empty tuple of {', '.join(map(repr, choices))}."
     try:
         names = ((statistics,) if isinstance(statistics, str)
                  else tuple(statistics))
@@ -196,10 +166,10 @@ def check_statistics(call, statistics, choices):
         names = None
     if names is None or not all(isinstance(s, str) for s in names):
         raise TypeError(
-            '`{}(statistics={!r})` is not a name or names of statistics: '
-            '{}'.format(call, statistics, what))
+            f'`{call}(statistics={statistics!r})` is not a name or names of '
+            f'statistics: {what}')
     if not names or any(s not in choices for s in names):
         raise ValueError(
-            '`{}(statistics={!r})` is not a choice of statistics: {}'.format(
-                call, statistics, what))
+            f'`{call}(statistics={statistics!r})` is not a choice of '
+            f'statistics: {what}')
     return names

@@ -48,7 +48,7 @@ class StatisticsHook(_output_hook.OutputHook):
         return _running_statistics.check_statistics(
             call, statistics, cls.STATISTICS)
 
-    def statistics(self):
+    def statistics(self) -> dict:
         """Returns what was accumulated since :meth:`reset`.
 
         Returns:
@@ -56,6 +56,6 @@ class StatisticsHook(_output_hook.OutputHook):
         """
         return self._table.values()
 
-    def reset(self):
+    def reset(self) -> None:
         """Forgets what was accumulated."""
         self._table.reset()

@@ -1,3 +1,6 @@
+"""ActivationStatisticsHook: statistics of the links' forward outputs
+(docs/debugging.md)."""
+
 from chainer_hookext import _arrays
 from chainer_hookext.link_hooks import _statistics_hook
 from chainer_hookext.report import keys as report_keys
@@ -16,8 +19,8 @@ class ActivationStatisticsHook(_statistics_hook.StatisticsHook):
     mean is large beside the spread), the minimum, the maximum and the
     number of zeros, and adds them to running values, without keeping the
     array.  For CuPy arrays the running values stay on the device (no
-    synchronisation per call: about 9 small kernels per array, and every 64
-    calls a fold of the per-call rows); for NumPy they are Python floats.
+    synchronisation per call: one kernel launch per array); for NumPy they
+    are Python floats.
     :meth:`statistics` computes, with one device-to-host copy per device,
 
     * ``mean``, ``std`` (population), ``min``, ``max``;

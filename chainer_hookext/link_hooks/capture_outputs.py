@@ -1,3 +1,6 @@
+"""CaptureOutputsHook: the latest forward output of each link
+(docs/debugging.md)."""
+
 import chainer
 
 from chainer_hookext import _checks

@@ -1,3 +1,6 @@
+"""GradientStatisticsHook: statistics of the gradients w.r.t. the links'
+outputs (docs/debugging.md)."""
+
 from chainer_hookext.link_hooks import _output_grads
 from chainer_hookext.link_hooks import _statistics_hook
 from chainer_hookext.report import keys as report_keys
