@@ -128,17 +128,29 @@ def loop_shares(run):
 # -- the rules ----------------------------------------------------------------
 def _triggers(run):
     shares = loop_shares(run)
-    triggers = run.profile.get('config', {}).get('triggers', {})
+    config = run.profile.get('config', {})
+    triggers = config.get('triggers', {})
     found = []
-    for name in run.profile.get('config', {}).get('trainer_extensions', ()):
+    for name in config.get('trainer_extensions', ()):
         share = shares.get(keys.phase_figure(phases.ExtensionPhase(name)), 0)
         if share <= TRIGGER_TARGET:
             continue
         times = _sparser(share)
-        after = share / times
         trigger = triggers.get(name)
-        action = (f'trigger=({trigger[0] * times}, {trigger[1]!r})'
-                  if trigger else f'a trigger {times} times sparser')
+        action = f'a trigger {times} times sparser'
+        if trigger:
+            period, unit = trigger
+            length = config.get(unit)  # the run's epochs or iterations
+            if isinstance(length, int) and period * times > length:
+                # No sparser interval fits the run: once, at its end.
+                times = length // period
+                if times < 2:
+                    continue
+                action = (f'trigger=({period * times}, {unit!r}), once in '
+                          f'this run of {length} {unit}s,')
+            else:
+                action = f'trigger=({period * times}, {unit!r})'
+        after = share / times
         found.append(Finding(
             'trigger', f'{name} takes {_percent(share)} of the training',
             share, share - after, f'{action} would bring it to '

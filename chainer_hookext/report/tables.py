@@ -85,7 +85,7 @@ def print_tree_table(entries, unit, file, header='LinkPath',
         groups += [range(start, start + 4) for start in range(
             len(figures) + 2, len(rows[0]), 4)]
     _write(rows, '<' + '>' * (len(rows[0]) - 1), file, groups,
-           _more(left_out, 'links'))
+           _more(left_out, 'link'))
 
 
 _ROOFLINE_TITLES = ['FLOPs', 'FLOP/s', 'Peak%', 'Bound',
@@ -162,12 +162,12 @@ def print_function_table(rows, self_times, unit, file, backward=False,
         if link != keys.OUTSIDE:
             rest = own - sum(row.time for row in mine)
             table.append(['  ' + REST, fmt(rest)] + [''] * len(figures))
-    more = _more(len(self_times) - len(shown), 'links')
+    more = _more(len(self_times) - len(shown), 'link')
     table.append(['(all links)'] + [''] * len(figures) + [''])
     totals = sorted(keys.function_totals(rows), key=lambda row: -(
         row.time + row.backward_time))
     table += [['  ' + row.function] + cells(row) for row in totals[:top]]
-    more += _more(len(totals) - len(totals[:top]), 'function types')
+    more += _more(len(totals) - len(totals[:top]), 'function type')
     _write(table, '<' + '>' * (len(table[0]) - 1), file, more=more)
 
 
@@ -224,7 +224,7 @@ def print_spread_table(entries, unit, file, header='LinkName',
             cells.append('' if spread is None else fmt(spread.mean))
         rows.append(cells)
     _write(rows, '<' + '>' * (len(rows[0]) - 1), file,
-           more=_more(left_out, 'links'))
+           more=_more(left_out, 'link'))
 
 
 def print_share_table(seconds, whole, unit, file,
@@ -293,7 +293,7 @@ def print_memory_table(rows, file, gpu, top=TOP):
         table.append([label] + cells + [
             '' if time is None else f'{time * 1e3:.2f}ms'])
     _write(table, '<' + '>' * (len(table[0]) - 1), file,
-           more=_more(left_out, 'links'))
+           more=_more(left_out, 'link'))
 
 
 #: A memory row's figures that hold its descendants' too.
@@ -322,8 +322,9 @@ def top_rows(rows, top, size):
     return [row for i, row in enumerate(rows) if i in chosen]
 
 
-def _more(count, what):
-    return [f'... {count} more {what}: {EVERY_LINK}'] if count else []
+def _more(count, noun):
+    noun += '' if count == 1 else 's'
+    return [f'... {count} more {noun}: {EVERY_LINK}'] if count else []
 
 
 def _write(rows, aligns, file, groups=None, more=()):

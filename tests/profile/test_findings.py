@@ -133,3 +133,17 @@ def test_profile_json_has_the_iterator_and_the_triggers(trainer_factory):
     config = run_module.collect(trainer)['config']
     assert config['iterator'] == 'SerialIterator'
     assert config['triggers'] == {'TimedLoop': [3, 'epoch'], 'once': None}
+
+
+def test_a_sparser_trigger_fits_the_run():
+    # Evaluator at 12% every epoch of a 4-epoch run: (5, 'epoch') would
+    # never run it; once, at the end of the run, is what fits.
+    run = loop_run(loop_entry(10, **{'extension/Evaluator': 0.06}),
+                   loop_entry(20, **{'extension/Evaluator': 0.06}))
+    run.profile['config']['epoch'] = 4
+    found, = findings.findings(run)
+    assert found.text == (
+        "Evaluator takes 12.0% of the training; trigger=(4, 'epoch'), once "
+        "in this run of 4 epochs, would bring it to 3.0%, saving 9.0%.")
+    run.profile['config']['epoch'] = 1  # nothing sparser fits
+    assert findings.findings(run) == []
