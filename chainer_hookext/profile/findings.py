@@ -212,22 +212,22 @@ def _batch(run):
     per_iteration = _iteration_seconds(run)
     if not iterations or not batch or not per_iteration:
         return []
-    bound, seconds = [], 0.0
+    bound = collections.Counter()  # {link: overhead-bound seconds}
     for path, ways in (links.get('roofline') or {}).items():
         row = links.get('links', {}).get(path, {})
         for way, field in (('forward', 'self_time'),
                            ('backward', 'backward_self_time')):
             point = (ways or {}).get(way)
             if point and point.get('bound') == OVERHEAD:
-                seconds += row.get(field, 0.0) / iterations
-                bound.append(path)
-    share = seconds / per_iteration
+                bound[path] += row.get(field, 0.0) / iterations
     if not bound:
         return []
-    names = ', '.join(sorted(set(bound))[:3]) + (
-        ', ...' if len(set(bound)) > 3 else '')
+    share = sum(bound.values()) / per_iteration
+    largest = [path for path, _ in bound.most_common(3)]
+    names = ', '.join(largest) + (', ...' if len(bound) > 3 else '')
     return [Finding(
-        'batch', f'{len(set(bound))} links are overhead-bound ({names}), '
+        'batch', f'{len(bound)} link{" is" if len(bound) == 1 else "s are"}'
+        f' overhead-bound ({names}), '
         f'{_percent(share)} of the training', share, share / 2,
         f'batch_size={2 * batch} would spread their overhead over twice '
         f'the samples, saving up to {_percent(share / 2)} per sample', TIME)]

@@ -116,7 +116,7 @@ def test_overhead_bound_links_and_a_larger_batch():
     assert found.number == pytest.approx(0.4)
     assert found.saving == pytest.approx(0.2)
     assert found.text == (
-        '1 links are overhead-bound (/predictor/l1), 40.0% of the training; '
+        '1 link is overhead-bound (/predictor/l1), 40.0% of the training; '
         'batch_size=200 would spread their overhead over twice the samples, '
         'saving up to 20.0% per sample.')
 
@@ -147,3 +147,20 @@ def test_a_sparser_trigger_fits_the_run():
         "in this run of 4 epochs, would bring it to 3.0%, saving 9.0%.")
     run.profile['config']['epoch'] = 1  # nothing sparser fits
     assert findings.findings(run) == []
+
+
+def test_overhead_bound_links_named_largest_first():
+    overhead = {'flops': 100, 'percent': 0.5, 'intensity': 0.25,
+                'bound': findings.OVERHEAD}
+    times = {'main': 0.1, 'main/predictor': 0.4, 'main/predictor/l1': 0.3,
+             'main/predictor/l2': 0.2}
+    links = {'names': NAMES, 'links': {
+        name: {'self_time': t, 'backward_self_time': 0.0}
+        for name, t in times.items()},
+        'roofline': {name: {'forward': overhead} for name in times}}
+    run = run_module.Run('/result', [loop_entry(10)], {
+        'links': links, 'config': {'iteration': 10, 'batch_size': 100}}, [])
+    found, = findings.findings(run)
+    assert found.what == ('4 links are overhead-bound (main/predictor, '
+                          'main/predictor/l1, main/predictor/l2, ...), 20.0% '
+                          'of the training')
