@@ -1,6 +1,7 @@
 import collections
 import sys
 import threading
+import typing
 import warnings
 
 import chainer
@@ -13,10 +14,13 @@ from chainer_hookext.report import keys
 from chainer_hookext.report import tables
 from chainer_hookext.report import units
 from chainer_hookext.costs import counter
+from chainer_hookext.run import iteration_parts
 from chainer_hookext.timing import backward as backward_module
 from chainer_hookext.timing import call_stack
+from chainer_hookext.timing import marks as marks_module
 from chainer_hookext.timing import pauses
 from chainer_hookext.timing import records
+from chainer_hookext.timing import spans
 
 
 _BY = {'path': 'path', 'name': 'name', 'class': 'class_name'}
@@ -47,74 +51,13 @@ _SAVED_OUTSIDE = {'backward_time': 'backward',
 class TimerHook(call_stack.CallStack, scoped_link_hook.ScopedLinkHook):
     """Link hook timing :meth:`Link.forward() <chainer.Link.forward>` per link.
 
-    In place of :class:`chainer.link_hooks.TimerHook`: ``name``,
-    :meth:`total_time` and :meth:`print_report` (its arguments, its table)
-    are Chainer's; :meth:`summary` is keyed by class name with Chainer's
-    ``elapsed_time`` and ``occurrence`` and one key more, ``self_time``.
-    Two figures differ by design: a link that calls itself counts only its
-    outermost call in ``elapsed_time`` (Chainer's adds each inner call
-    again), and a forward that raises is counted (Chainer's hook then stays
-    wrong for good).  There is no ``call_history`` (Chainer's keeps one
-    entry per call, forever), and more:
-
-    * ``summary(by='path')`` keys times by each link's path as
-      :meth:`Link.namedlinks() <chainer.Link.namedlinks>` spells it
-      (``'/'``, ``'/predictor'``, ``'/predictor/l1'``) and adds
-      ``self_time``: time in the link minus time in its child links, so that
-      self times add up to :meth:`total_time`.  Distinct links have
-      distinct paths: a second root is ``'/#2'``.  A link that calls itself
-      counts its outermost call in inclusive times.
-    * Memory is bounded by the number of call paths, never by the number of
-      calls; links created inside a forward are not kept.
-    * Links on a GPU are timed with CUDA events resolved when a summary is
-      asked for; no device synchronisation per link call.
-    * Exception safe: a forward that raises is counted with the time up to
-      its last timed event, whether the model catches the exception or
-      not; later calls are timed as if nothing happened.  A backward step
-      that raises is dropped.
-    * A link added to the model while timing (a layer replaced or added
-      between iterations) is timed under its path, and its name when its
-      parent has one (see :meth:`set_scope`); those named are listed in
-      ``added_links`` (:class:`~chainer_hookext.TimedLinks` reports them
-      from its next report on).
-    * Training and evaluation calls are kept apart (``mode=``), by
-      ``chainer.config.train``, or under a trainer's loop by where they
-      run (:meth:`set_iteration_parts`); :meth:`set_scope` restricts
-      timing to some links and modes.
-    * :meth:`serialize` saves and restores all accumulated state.
-    * With ``backward=True``, backward time per link: each function node
-      created in a timed link's forward is charged its backward step.
-      Summaries by path or name then have ``backward_self_time`` and
-      ``backward_time`` (the sub-tree's), and steps of nodes created
-      outside every timed link are summarized under ``'(outside)'``.  The
-      forward that ``F.forget`` repeats in backward is backward time of the
-      link that called ``F.forget``, not forward time.
-    * With ``flops=True`` (and ``backward=True``), FLOPs and bytes moved
-      per link: each function node is counted from its inputs
-      (:mod:`chainer_hookext.costs.flops`, no function run twice) and
-      charged as its time is, forward to the link that created it,
-      backward (the gradient nodes Chainer applies) to the link whose node
-      the step is of.  Summaries by path or name then have ``flops``,
-      ``self_flops``, ``backward_flops``, ``backward_self_flops``,
-      ``bytes`` and ``backward_bytes``; :meth:`unknown_functions` lists the
-      function types without a formula.
-    * With ``functions=True`` (and ``backward=True``), each link's self
-      figures split by function type (``LinearFunction``, ``ReLU`` ...):
-      the forward of each function node, its backward step, and with
-      ``flops=True`` their FLOPs (:meth:`function_entries`; in summaries
-      by path or name, ``functions`` and ``rest_time``, the link's own
-      Python between its nodes).  Host clock only: on a GPU the split is
-      not measured (a warning says so).
-
-    Reading figures (:meth:`summary`, :meth:`print_report` ...) from another
-    thread while the timed thread runs is safe: it gives the calls ended so
-    far (on a GPU, those resolved so far).
+    In place of :class:`chainer.link_hooks.TimerHook` (all but its
+    ``call_history``), adding self times, link paths, modes, backward,
+    FLOPs and function types: docs/timing.md, "`TimerHook`".
 
     Args:
         name (str): Name of the hook; ``'TimerHook'`` by default.
-        backward (bool): Also time backward per link.  Off by default, so
-            that the hook costs nothing in function calls;
-            :class:`~chainer_hookext.TimedLinks` turns it on.
+        backward (bool): Also time backward per link.
         flops (bool): Also count FLOPs and bytes per link (needs
             ``backward=True``).
         functions (bool): Also split each link's figures by function type
@@ -156,8 +99,9 @@ class TimerHook(call_stack.CallStack, scoped_link_hook.ScopedLinkHook):
     name = 'TimerHook'
     table = dict(units.FACTORS)
 
-    def __init__(self, *, name=None, backward=False, flops=False,
-                 functions=False):
+    def __init__(self, *, name: typing.Optional[str] = None,
+                 backward: bool = False, flops: bool = False,
+                 functions: bool = False) -> None:
         if name is not None:
             self.name = _checks.check_name('TimerHook', 'name', name)
         self.backward = _checks.check_flag('TimerHook', 'backward', backward)
@@ -167,8 +111,8 @@ class TimerHook(call_stack.CallStack, scoped_link_hook.ScopedLinkHook):
         for arg, value in (('flops', flops), ('functions', functions)):
             if value and not backward:
                 raise ValueError(
-                    '`TimerHook({}=True)` needs `backward=True`: the function '
-                    'hook that times backward does it.'.format(arg))
+                    f'`TimerHook({arg}=True)` needs `backward=True`: the '
+                    'function hook that times backward does it.')
         call_stack.CallStack.__init__(self)
         self._stored = {mode: records.CallRecord() for mode in _MODES[None]}
         self._backward_timer = None
@@ -176,7 +120,7 @@ class TimerHook(call_stack.CallStack, scoped_link_hook.ScopedLinkHook):
         self._warned_gpu_functions = False
 
     # -- registration --------------------------------------------------------
-    def added(self, link):
+    def added(self, link: typing.Optional[chainer.Link]) -> None:
         """Starts timing in the calling thread (and backward, if asked)."""
         super().added(link)
         self.thread = threading.get_ident()
@@ -191,7 +135,7 @@ class TimerHook(call_stack.CallStack, scoped_link_hook.ScopedLinkHook):
             self._backward_timer.use_gpu(True)
             self._warn_gpu_functions()
 
-    def deleted(self, link):
+    def deleted(self, link: typing.Optional[chainer.Link]) -> None:
         """Keeps the figures, and lets go of every link it referred to."""
         handle, self._pause_listeners = self._pause_listeners, None
         pauses.stop_listening(handle)
@@ -200,16 +144,12 @@ class TimerHook(call_stack.CallStack, scoped_link_hook.ScopedLinkHook):
         self.thread = None
         super().deleted(link)
 
-    def set_iteration_parts(self, parts):
-        """Takes each call's mode from where it runs in a trainer's loop,
-        or from ``chainer.config.train`` again (``None``).
-
-        Under a loop, the calls and backward steps of its update are
-        training ones whatever ``chainer.config.train`` says; the calls
-        inside an :class:`~chainer.training.extensions.Evaluator` are
-        evaluation ones; any other call or step (an extension's own, a
-        nested trainer's) is not timed.  :class:`~chainer_hookext.TimedLinks`
-        sets its trainer's for the length of training.
+    def set_iteration_parts(
+            self, parts: typing.Optional[iteration_parts.IterationParts]
+    ) -> None:
+        """Takes each call's mode from where it runs in a trainer's loop
+        (docs/timing.md, "Which calls count"), or from
+        ``chainer.config.train`` again (``None``).
 
         Args:
             parts (~chainer_hookext.run.iteration_parts.IterationParts):
@@ -231,7 +171,7 @@ class TimerHook(call_stack.CallStack, scoped_link_hook.ScopedLinkHook):
             timer.marks = None if paused else self.phase_marks()
             timer.forget_running()
 
-    def phase_marks(self):
+    def phase_marks(self) -> typing.Optional[marks_module.PhaseMarks]:
         """The loop's phase marks taking this timer's reads (the host
         clock's), or ``None``."""
         marks = None if self.gpu or self.parts is None else (
@@ -240,17 +180,9 @@ class TimerHook(call_stack.CallStack, scoped_link_hook.ScopedLinkHook):
             return None
         return marks
 
-    def start_spans(self, recording):
-        """Keeps the span of each call and backward step it times.
-
-        A :class:`~chainer_hookext.Timeline` window's spans: each ended
-        call of a link in scope goes to ``recording.forward``, each
-        backward step (with ``backward=True``) to ``recording.backward``,
-        until :meth:`stop_spans`.  Call it while the hook is registered.
-
-        Args:
-            recording (~chainer_hookext.timing.spans.Recording): Where
-                the spans go.
+    def start_spans(self, recording: spans.Recording) -> None:
+        """Keeps the span of each call (``recording.forward``) and backward
+        step (``recording.backward``) it times, until :meth:`stop_spans`.
         """
         super().start_spans(recording)
         if self._backward_timer is not None:
@@ -258,13 +190,15 @@ class TimerHook(call_stack.CallStack, scoped_link_hook.ScopedLinkHook):
                 recording.backward,
                 recording.functions if self.functions else None)
 
-    def stop_spans(self):
+    def stop_spans(self) -> None:
         """Stops keeping spans; safe to call when none are kept."""
         super().stop_spans()
         if self._backward_timer is not None:
             self._backward_timer.stop_spans()
 
-    def set_scope(self, link_names=None, train=True, eval=True):
+    def set_scope(self, link_names: typing.Optional[
+                      typing.Mapping[int, str]] = None,
+                  train: bool = True, eval: bool = True) -> None:
         """Sets the links and modes to time, as in :class:`ScopedLinkHook`.
 
         The figures so far are kept; later calls are named by the new scope.
@@ -274,13 +208,10 @@ class TimerHook(call_stack.CallStack, scoped_link_hook.ScopedLinkHook):
         self.store(self._stored, forget_paths=False)
         super().set_scope(link_names, train=train, eval=eval)
 
-    def add_root(self, link, path='/'):
-        """Takes the paths of ``link`` and its descendants from ``link``.
-
-        By default paths are taken from the outermost link of each call;
-        call this before timing to give a root and its path instead
-        (:class:`~chainer_hookext.TimedLinks` passes the optimizers'
-        targets).  The hook refers to ``link`` until it is next removed.
+    def add_root(self, link: chainer.Link, path: str = '/') -> None:
+        """Takes the paths of ``link`` and its descendants from ``link``,
+        not from the outermost link of each call, until the hook is next
+        removed.
 
         Args:
             link (~chainer.Link): The root.
@@ -288,27 +219,26 @@ class TimerHook(call_stack.CallStack, scoped_link_hook.ScopedLinkHook):
                 (``'/#2'``) when another root has it.
         """
         if not isinstance(link, chainer.Link):
-            raise TypeError(
-                '`TimerHook.add_root(link={!r})` needs a chainer.Link, e.g. '
-                'the model.'.format(link))
+            raise TypeError(f'`TimerHook.add_root(link={link!r})` needs a '
+                            'chainer.Link, e.g. the model.')
         if not isinstance(path, str):
             raise TypeError(
-                "`TimerHook.add_root(path={!r})` is not a str: use a path "
-                "starting with '/', e.g. '/' or '/gen'.".format(path))
+                f"`TimerHook.add_root(path={path!r})` is not a str: use a "
+                "path starting with '/', e.g. '/' or '/gen'.")
         if not path.startswith('/'):
             raise ValueError(
-                "`TimerHook.add_root(path={!r})` needs a path starting with "
-                "'/', e.g. '/' or '/gen'.".format(path))
+                f"`TimerHook.add_root(path={path!r})` needs a path starting "
+                "with '/', e.g. '/' or '/gen'.")
         self.paths.add_root(link, path)
 
-    def paused(self, name, start, end):
+    def paused(self, name: str, start: float, end: float) -> None:
         """Takes a pause of our own work (:mod:`..timing.pauses`) out of the
         running calls and backward step."""
         super().paused(name, start, end)
         if self._backward_timer is not None:
             self._backward_timer.own_work_done(start, end)
 
-    def device_changed(self, gpu):
+    def device_changed(self, gpu: bool) -> None:
         if self._backward_timer is not None:
             self._backward_timer.use_gpu(gpu)
             self._warn_gpu_functions()
@@ -319,18 +249,15 @@ class TimerHook(call_stack.CallStack, scoped_link_hook.ScopedLinkHook):
         if self.functions and self.gpu and not self._warned_gpu_functions:
             self._warned_gpu_functions = True
             warnings.warn(
-                '{}(functions=True): the model runs on a GPU, where the time '
-                'of each function node is not measured (it would need a CUDA '
-                'event pair per node); the figures by function type stay '
-                'empty.'.format(self.name), RuntimeWarning)
+                f'{self.name}(functions=True): the model runs on a GPU, where '
+                'the time of each function node is not measured (it would '
+                'need a CUDA event pair per node); the figures by function '
+                'type stay empty.', RuntimeWarning)
 
     # -- figures -------------------------------------------------------------
-    def flush(self):
-        """Ends the calls left open by exceptions and resolves CUDA events.
-
-        The figures call it; from another thread than the timed one it does
-        nothing.
-        """
+    def flush(self) -> None:
+        """Ends the calls left open by exceptions and resolves CUDA events;
+        from another thread than the timed one it does nothing."""
         if self.thread not in (None, threading.get_ident()):
             return
         self.flush_calls()
@@ -364,7 +291,7 @@ class TimerHook(call_stack.CallStack, scoped_link_hook.ScopedLinkHook):
             backward_self_flops=outside.backward_flops,
             backward_bytes=outside.backward_bytes)
 
-    def total_time(self, mode=None):
+    def total_time(self, mode: typing.Optional[str] = None) -> float:
         """Returns the seconds spent in outermost timed calls.
 
         Args:
@@ -373,22 +300,21 @@ class TimerHook(call_stack.CallStack, scoped_link_hook.ScopedLinkHook):
         root = self._merged('TimerHook.total_time', mode)
         return sum(r.elapsed for r in root.children.values())
 
-    def total_calls(self, mode=None):
+    def total_calls(self, mode: typing.Optional[str] = None) -> int:
         """Returns the number of outermost timed calls (see total_time)."""
         root = self._merged('TimerHook.total_calls', mode)
         return sum(r.count for r in root.children.values())
 
-    def total_backward_time(self, mode=None):
-        """Returns the seconds of the backward steps timed.
-
-        Every backward self time, ``'(outside)'`` included; 0 without
-        ``backward=True``.
-        """
+    def total_backward_time(self, mode: typing.Optional[str] = None
+                            ) -> float:
+        """Returns the seconds of the backward steps timed, ``'(outside)'``
+        included; 0 without ``backward=True``."""
         root = self._merged('TimerHook.total_backward_time', mode)
         return sum(r.backward for _, r in records.walk(root)) + (
             self._outside(mode))
 
-    def entries(self, by='path', mode=None):
+    def entries(self, by: str = 'path', mode: typing.Optional[str] = None
+                ) -> typing.List[records.Entry]:
         """Returns the summary as rows, the structured form of :meth:`summary`.
 
         Returns:
@@ -407,7 +333,9 @@ class TimerHook(call_stack.CallStack, scoped_link_hook.ScopedLinkHook):
             rows.append(outside)
         return rows
 
-    def function_entries(self, by='path', mode=None):
+    def function_entries(self, by: str = 'path',
+                         mode: typing.Optional[str] = None
+                         ) -> typing.List[records.FunctionEntry]:
         """Returns each link's self figures by function type
         (``functions=True``; none without).
 
@@ -428,10 +356,11 @@ class TimerHook(call_stack.CallStack, scoped_link_hook.ScopedLinkHook):
             records.add_costs(self.outside[m], outside)
         return records.function_entries(root, by, outside)
 
-    def unknown_functions(self, by='path', mode=None):
-        """Returns the function types counted without a formula.
-
-        Their FLOPs and bytes are not in the figures (``flops=True``).
+    def unknown_functions(self, by: str = 'path',
+                          mode: typing.Optional[str] = None
+                          ) -> typing.Dict[str, typing.Dict[str, int]]:
+        """Returns the function types counted without a formula (their
+        FLOPs and bytes are not in the figures).
 
         Args:
             by (str): ``'path'`` or ``'name'``: how the links are keyed.
@@ -455,7 +384,8 @@ class TimerHook(call_stack.CallStack, scoped_link_hook.ScopedLinkHook):
                 links[key] = links.get(key, 0) + nodes
         return found
 
-    def summary(self, by='class', mode=None):
+    def summary(self, by: str = 'class', mode: typing.Optional[str] = None
+                ) -> typing.Dict[str, dict]:
         """Returns a summary of the times of links.
 
         Args:
@@ -492,7 +422,10 @@ class TimerHook(call_stack.CallStack, scoped_link_hook.ScopedLinkHook):
             _add_functions(out, self.function_entries(by, mode), self.flops)
         return out
 
-    def print_report(self, unit='auto', file=None, *, by='class', mode=None):
+    def print_report(self, unit: str = 'auto',
+                     file: typing.Optional[typing.TextIO] = None, *,
+                     by: str = 'class',
+                     mode: typing.Optional[str] = None) -> None:
         """Prints the summary as a table (see :meth:`summary`).
 
         Args:
@@ -525,10 +458,9 @@ class TimerHook(call_stack.CallStack, scoped_link_hook.ScopedLinkHook):
                     backward=True, flops=self.flops, top=None)
 
     # -- snapshots -----------------------------------------------------------
-    def serialize(self, serializer):
-        """Saves or restores all accumulated times and counts.
-
-        Loading replaces the hook's figures.
+    def serialize(self, serializer: chainer.AbstractSerializer) -> None:
+        """Saves or restores all accumulated times and counts (loading
+        replaces the hook's figures).
 
         Raises:
             KeyError: Loading, the snapshot has none of the hook's state
@@ -599,7 +531,7 @@ class TimerHook(call_stack.CallStack, scoped_link_hook.ScopedLinkHook):
         _state.save_rows(serializer['functions'], function_labels,
                          function_columns)
 
-    def reset(self):
+    def reset(self) -> None:
         """Forgets every time and count so far; the links' paths are kept.
         """
         self.store({m: records.CallRecord() for m in _MODES[None]},
@@ -621,9 +553,8 @@ def _by_record(saved, rows, what):
     # Yields (record, class name, values) of rows [index, class name].
     for (index, name), values in rows:
         if not 0 <= index < len(saved):
-            raise ValueError(
-                'TimerHook.serialize: bad {} row {!r} in the saved '
-                'state.'.format(what, [index, name]))
+            raise ValueError(f'TimerHook.serialize: bad {what} row '
+                             f'{[index, name]!r} in the saved state.')
         yield saved[index], name, values
 
 
@@ -650,9 +581,8 @@ def _trees_from_rows(rows):
         if mode != current:
             stack, current = [], mode
         if mode not in roots or not 0 <= depth <= len(stack):
-            raise ValueError(
-                'TimerHook.serialize: bad row {!r} in the saved state.'.format(
-                    [mode, depth] + labels))
+            raise ValueError(f'TimerHook.serialize: bad row '
+                             f'{[mode, depth] + labels!r} in the saved state.')
         del stack[depth:]
         parent = stack[-1] if stack else roots[mode]
         labels = records.Labels(*labels)
