@@ -7,6 +7,7 @@ import collections
 from chainer_hookext import _chainer
 from chainer_hookext import _registry
 from chainer_hookext.extensions import timed_links
+from chainer_hookext.memory import timeline as memory_timeline
 from chainer_hookext.report import link_names
 from chainer_hookext.timing import spans
 from chainer_hookext.timing import trace_events
@@ -39,6 +40,13 @@ class Recorder:
         self._handle = None  # ``timer``'s registration, when it is used
         self._clock = None
         self._piece = None  # the piece being recorded
+
+    @property
+    def links(self):
+        """The :class:`~chainer_hookext.timing.spans.Recording` of the
+        piece being recorded, or ``None``."""
+        piece = self._piece
+        return None if piece is None else piece.links
 
     @property
     def running(self):
@@ -146,14 +154,17 @@ def joined(pieces):
     return joined
 
 
-def window_events(iteration_starts, end, pieces, rank):
+def window_events(iteration_starts, end, pieces, rank, memory=None):
     """Returns the trace events of the iterations that start at
     ``iteration_starts`` (``[(number, start)]``) and end at ``end``,
-    recorded in ``pieces``, for process ``rank``."""
+    recorded in ``pieces``, for process ``rank``; with ``memory`` (a
+    :class:`~chainer_hookext.memory.timeline.MemoryTimeline` recorded over
+    them), its counters."""
     piece = joined(pieces)
     recorded = trace_events.Window(
         iteration_starts, end, piece.phase_spans, piece.links,
-        piece.gc_spans, piece.pauses)
+        piece.gc_spans, piece.pauses, None if memory is None else (
+            memory_timeline.recorded(memory, iteration_starts, end)))
     return trace_events.window_events(recorded, rank, piece.links.gpu)
 
 

@@ -11,7 +11,9 @@ from chainer_hookext import _state
 from chainer_hookext.extensions import _timeline_outliers
 from chainer_hookext.extensions import _timeline_recorder
 from chainer_hookext.link_hooks import timer
+from chainer_hookext.memory import timeline as memory_timeline
 from chainer_hookext.report import gather
+from chainer_hookext.report import link_names
 from chainer_hookext.run import iteration_plan
 from chainer_hookext.run import loop_phases
 from chainer_hookext.timing import phases
@@ -97,6 +99,13 @@ class Timeline(loop_phases.LoopExtension):
             backward step (``LinearFunction (backward)``,
             ``function_backward``), inside the link span holding it, its
             link in ``args``.  Host clock only: none on a GPU.
+        memory (bool): Also counter tracks of the bytes alive through the
+            window (parameters, gradients, optimizer state, activations
+            kept for backward, the activations by top-level link; on a GPU
+            the CuPy pool's used and held bytes) and an instant event at
+            the peak, with its five largest holders (``docs/memory.md``,
+            "Memory over the iteration").  From array sizes, at each link
+            call's end and backward step; nothing outside windows.
 
     Attributes:
         written (list of str): The files this extension wrote, in order.
@@ -119,7 +128,7 @@ class Timeline(loop_phases.LoopExtension):
 
     def __init__(self, iterations=3, *, warmup=0, validation=False,
                  compress=True, comm=None, outliers=None, max_outliers=10,
-                 functions=False):
+                 functions=False, memory=False):
         iterations = _checks.check_int(
             'Timeline', 'iterations', iterations, 1)
         warmup = _checks.check_int('Timeline', 'warmup', warmup, 0)
@@ -131,6 +140,7 @@ class Timeline(loop_phases.LoopExtension):
         max_outliers = _checks.check_int(
             'Timeline', 'max_outliers', max_outliers, 1)
         functions = _checks.check_flag('Timeline', 'functions', functions)
+        memory = _checks.check_flag('Timeline', 'memory', memory)
         super().__init__()
         self.iterations = iterations
         self.warmup = warmup
@@ -140,6 +150,10 @@ class Timeline(loop_phases.LoopExtension):
         self.outliers = rule
         self.max_outliers = max_outliers
         self.functions = functions
+        self.memory = memory
+        # The window's MemoryTimeline (memory=True): recording from the
+        # end of the iteration before the window to the end of its last.
+        self._memory = None
         self._next_window = None  # first iteration of the scheduled window
         self._timer = timer.TimerHook(name='Timeline', backward=True,
                                       functions=functions)
@@ -242,6 +256,46 @@ class Timeline(loop_phases.LoopExtension):
         # iteration a window traces, or stopped when none needs it.
         following = trainer.updater.iteration + 1
         first = self._next_window
+        if self.memory:
+            self._memory_ended(trainer, following)
+        try:
+            self._iteration_ending(trainer, following, first)
+        finally:
+            if self.memory:
+                self._memory_started(trainer, following)
+
+    def _in_window(self, following):
+        # Whether iteration ``following`` is one a window traces.
+        window, first = self._window, self._next_window
+        if window is not None and following < window.first + self.iterations:
+            return True
+        return first is not None and first <= following < (
+            first + self.iterations)
+
+    def _memory_ended(self, trainer, following):
+        # The iteration ended: its end sampled; the recording stopped
+        # after the window's last (kept for writing).
+        memory = self._memory
+        if memory is None or not memory.recording:
+            return
+        with self._loop.own_work(self.name or self.default_name):
+            memory.iteration_ended(trainer.updater.iteration)
+            if not self._in_window(following):
+                memory.stop()
+
+    def _memory_started(self, trainer, following):
+        # Before a window's first iteration, after the recorder: its
+        # listeners come after the timer's, whose spans it names.
+        if not self._in_window(following) or not self._recorder.running or (
+                self._memory is not None and self._memory.recording):
+            return
+        with self._loop.own_work(self.name or self.default_name):
+            self._memory = memory_timeline.MemoryTimeline(
+                link_names.model_link_names(trainer),
+                lambda: self._recorder.links)
+            self._memory.start()
+
+    def _iteration_ending(self, trainer, following, first):
         needed = self._outliers is not None or self._window is not None or (
             first is not None and first <= following < first + self.iterations)
         outliers = self._unwritten and self._window is None
@@ -297,9 +351,15 @@ class Timeline(loop_phases.LoopExtension):
             self._write_window(done.window, done.iteration_starts, done.end)
 
     def _write_window(self, window, iteration_starts, end):
+        memory = self._memory
+        if memory is not None and not memory.recording:
+            self._memory = None
+        else:
+            memory = None
         self._write(f'iteration_{window.first}',
                     _timeline_recorder.window_events(
-                        iteration_starts, end, window.pieces, self._rank()))
+                        iteration_starts, end, window.pieces, self._rank(),
+                        memory))
 
     def _judge(self, ended):
         # ``ended`` is judged, its trace written outside windows when an
@@ -328,6 +388,8 @@ class Timeline(loop_phases.LoopExtension):
                 self._outliers.written -= 1
 
     def release(self):
+        if self._memory is not None:  # a window cut short: what it saw
+            self._memory.stop()
         clock = self._clock
         end = clock.cut() if (
             clock is not None and self._recorder.running) else None
@@ -349,6 +411,9 @@ class Timeline(loop_phases.LoopExtension):
 
     def _discard(self):
         # Nothing recorded is kept: the hook removed, the lists taken out.
+        memory, self._memory = self._memory, None
+        if memory is not None:
+            memory.stop()
         self._recorder.stop()
         self._window = self._done = None
         self._started = self._ended = self._previous = None

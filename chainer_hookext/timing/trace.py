@@ -32,7 +32,7 @@ def complete(name, category, start, end, pid, tid, args=None):
 def shifted(event, ns):
     """Returns ``event`` moved by ``ns`` nanoseconds (a span; metadata is
     returned as it is)."""
-    if event.get('ph') != 'X':
+    if event.get('ph') not in ('X', 'C', 'i'):
         return event
     start = int(round(event['ts'] * 1000)) + ns
     return dict(event, ts=microseconds(start))

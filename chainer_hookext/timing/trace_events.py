@@ -23,7 +23,16 @@ Window = collections.namedtuple('Window', (
     'links',  # spans.Recording of the links, resolved
     'gc_spans',  # [phases.GcSpan] from the loop's clock
     'pauses',  # [pauses.Pause] of our own work, from the loop's clock
-), defaults=((), ()))
+    'memory',  # memory.timeline.Recorded, or None: no memory counters
+), defaults=((), (), None))
+
+#: The counter tracks of a memory timeline (docs/memory.md): the bytes
+#: alive by category, the activations by top-level link, the CuPy pool's.
+MEMORY_COUNTER = 'memory (bytes)'
+ACTIVATIONS_COUNTER = 'activations by link (bytes)'
+POOL_COUNTER = 'CuPy pool (bytes)'
+#: The instant event at the memory peak.
+MEMORY_PEAK = 'memory peak'
 
 #: A link's backward span: ``steps`` consecutive steps of ``seconds`` in
 #: all.
@@ -70,7 +79,55 @@ def window_events(window, rank, device):
         events.append(trace.complete(
             s.name, s.category, s.start, s.end, pid,
             device_thread if device else loop_thread, s.args))
+    if window.memory is not None:
+        events.extend(memory_events(window.memory, ns, pid, loop_thread))
     return events
+
+
+def memory_events(memory, ns, pid, tid):
+    """Returns the counter events (``"ph": "C"``) of a memory timeline
+    and the instant event (``"ph": "i"``) at its peak.
+
+    Args:
+        memory (~chainer_hookext.memory.timeline.Recorded): The points.
+        ns (callable): Clock seconds to the trace's nanoseconds.
+        pid (int): The process; ``tid`` the thread of the peak's event.
+    """
+    tops = sorted({top for timed in memory.points
+                   for top in timed.point.tops})
+    events = []
+    at = {}  # {id(point): ns}
+    for timed in memory.points:
+        point, start = timed.point, ns(timed.seconds)
+        at[id(point)] = start
+        events.append(_counter(MEMORY_COUNTER, start, pid,
+                               point.categories))
+        if tops:
+            events.append(_counter(ACTIVATIONS_COUNTER, start, pid, {
+                top: point.tops.get(top, 0) for top in tops}))
+        if point.sample.pool_used is not None:
+            events.append(_counter(POOL_COUNTER, start, pid, {
+                'used': point.sample.pool_used,
+                'held': point.sample.pool_held}))
+    peak = memory.peak
+    if peak is not None and id(peak.point) in at:
+        sample = peak.point.sample
+        events.append({
+            'name': MEMORY_PEAK, 'cat': 'memory', 'ph': 'i', 's': 't',
+            'pid': pid, 'tid': tid,
+            'ts': trace.microseconds(at[id(peak.point)]),
+            'args': {'total': peak.point.total, 'phase': sample.kind,
+                     'where': str(sample.where),
+                     'categories': peak.point.categories,
+                     'holders': [{'category': c, 'holder': h, 'bytes': n}
+                                 for c, h, n in peak.holders],
+                     'pool_peak': peak.pool}})
+    return events
+
+
+def _counter(name, ns, pid, values):
+    return {'name': name, 'cat': 'memory', 'ph': 'C', 'pid': pid,
+            'ts': trace.microseconds(ns), 'args': dict(values)}
 
 
 def _iterations(window, ns):

@@ -1,0 +1,444 @@
+"""The bytes alive through chosen iterations, by category: a memory timeline.
+
+A :class:`MemoryTimeline` listens to the thread's observer (a link hook and
+a function hook) while it records, and only then (docs/memory.md, "Memory
+over the iteration").  Its bookkeeping is array sizes: each buffer it
+follows (:mod:`.buffers`) is one :class:`Change` when it is found and one
+when it is freed (a weak reference's callback), so that what is alive at any
+moment is the sum of the changes so far.  It follows:
+
+* ``params``, ``grads`` and ``optimizer_state`` of the model's links, found
+  when recording starts, the gradients a backward step made found at the
+  next sample, the state an optimizer made found at the iteration's end;
+* ``activations``: the buffers the function nodes created in the forward
+  keep (:func:`.buffers.kept_arrays`), found at the next link call's start
+  or end or backward step, charged to the innermost running link and to the
+  top-level link (the outermost call's child running, else the outermost).
+
+A :class:`Sample` is taken at each link call's end and each backward step's
+end: how many changes it follows, where it was taken, and on a GPU the CuPy
+pool's used (from a pool hook's mallocs and frees) and held bytes.  Nothing
+reads a device.  :func:`points` replays the changes into totals after the
+recording, :func:`peak_of` finds the highest and its holders.
+"""
+
+import collections
+import weakref
+
+import chainer
+import numpy
+from chainer.backends import cuda
+
+from chainer_hookext import _chainer
+from chainer_hookext import _registry
+from chainer_hookext.memory import buffers
+from chainer_hookext.memory import graph
+from chainer_hookext.report import keys
+
+#: The categories of bytes followed, in the order they are stacked.
+CATEGORIES = ('params', 'grads', 'optimizer_state', 'activations')
+
+#: A buffer found (``nbytes`` > 0) or freed (< 0): its ``category``, the
+#: ``holder`` (innermost link name, or ``(outside)``) and ``top`` (the
+#: top-level link's name).
+Change = collections.namedtuple(
+    'Change', ('category', 'holder', 'top', 'nbytes'))
+
+#: A moment of the recording: ``kind`` ``'forward'`` (a link call ended),
+#: ``'backward'`` (a step ended) or ``'end'`` (an iteration ended);
+#: ``where``: the link's name, the step's function type, or the iteration's
+#: number; ``changes``: how many changes had been made; ``span``:
+#: ``(recording, index)`` of the span that ended then, or ``None``;
+#: ``pool_used``, ``pool_held``: the CuPy pool's bytes (``None`` on a CPU).
+Sample = collections.namedtuple('Sample', (
+    'kind', 'where', 'changes', 'span', 'pool_used', 'pool_held'))
+
+#: The bytes alive at a sample: ``total``, ``categories``
+#: ``{category: bytes}``, ``tops`` ``{top-level link: activation bytes}``.
+Point = collections.namedtuple(
+    'Point', ('sample', 'total', 'categories', 'tops'))
+
+#: The highest point: its ``point``, ``holders`` ``[(category, holder,
+#: bytes)]`` largest first, ``pool`` the pool's peak of used bytes (GPU).
+Peak = collections.namedtuple('Peak', ('point', 'holders', 'pool'))
+
+
+class MemoryTimeline:
+    """The bytes alive through the iterations it records.
+
+    Args:
+        model (dict): ``{id(link): (name, link)}`` of the model's links
+            (:func:`~chainer_hookext.report.link_names.model_link_names`).
+        spans (callable): Returns the
+            :class:`~chainer_hookext.timing.spans.Recording` the Timeline
+            records now, or ``None``: a sample then names the span that
+            ended at its moment.
+    """
+
+    def __init__(self, model, spans=None):
+        self.model = model
+        self.spans = spans
+        self.changes = []
+        self.samples = []
+        self.pool_peak = None
+        self._alive = {}  # {buffer key: weakref with the Change found}
+        self._found = {}  # {id(weakref): (buffer key, Change)}
+        self._excluded = {}  # {buffer key: weakref to its owner}
+        self._owners = {}  # {id(param): link name}
+        self._stack = []  # [(name, top)] of the running calls
+        self._pending = []  # weakrefs of nodes not read yet
+        self._grads = []  # parameters a step gave a gradient
+        self._steps = 0  # backward steps running
+        self._handles = None
+        self._pool = None
+
+    @property
+    def recording(self):
+        """Whether its hooks are registered."""
+        return self._handles is not None
+
+    def start(self):
+        """Registers its hooks; the model's bytes are found now."""
+        if self._handles is not None:
+            return
+        links = [link for _, link in self.model.values()]
+        for name, link in reversed(list(self.model.values())):
+            for param in link.params(include_uninit=False):
+                self._owners.setdefault(id(param), name)
+        self._find_model()
+        for link in links:  # persistent values, constants
+            for name in _chainer.persistent_names(link):
+                self._exclude(getattr(link, name, None))
+        for array in graph.attribute_arrays(links):
+            self._exclude(array)
+        self._pool = _PoolCounter.start(links)
+        link_hook = _LinkListener(self)
+        function_hook = _FunctionListener(self)
+        self._handles = [
+            (_registry.add(_chainer.link_hooks(), link_hook), link_hook),
+            (_registry.add(chainer.get_function_hooks(), function_hook),
+             function_hook)]
+
+    def stop(self):
+        """Removes its hooks; no change is made after.  Safe to call
+        again."""
+        handles, self._handles = self._handles, None
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.stop()
+            self.pool_peak = pool.peak
+        self._found.clear()  # the callbacks die with their references
+        self._alive.clear()
+        self._excluded.clear()
+        self._stack, self._pending, self._grads = [], [], []
+        for handle, hook in handles or ():
+            _registry.remove(handle, hook)
+
+    def iteration_ended(self, number):
+        """Finds what the optimizer made, then samples (``'end'``)."""
+        self._read_pending()
+        self._find_model()
+        self.sample('end', number, None)
+
+    # -- bookkeeping -----------------------------------------------------
+    def _find(self, array, category, holder, top):
+        buffer = buffers.buffer_of(array)
+        if buffer is None or buffer.key in self._alive:
+            return
+        excluded = self._excluded.get(buffer.key)
+        if excluded is not None and excluded() is not None:
+            return
+        try:
+            ref = weakref.ref(_root(array), self._freed)
+        except TypeError:  # a buffer no reference can follow
+            return
+        change = Change(category, holder, top, buffer.nbytes)
+        self._alive[buffer.key] = ref
+        self._found[id(ref)] = buffer.key, change
+        self.changes.append(change)
+
+    def _exclude(self, array):
+        # Not counted while it lives (an id is reused after).
+        buffer = buffers.buffer_of(array)
+        if buffer is not None and buffer.key not in self._alive:
+            try:
+                self._excluded[buffer.key] = weakref.ref(_root(array))
+            except TypeError:
+                pass
+
+    def _freed(self, ref):
+        found = self._found.pop(id(ref), None)
+        if found is not None:
+            key, change = found
+            self._alive.pop(key, None)
+            self.changes.append(change._replace(nbytes=-change.nbytes))
+
+    def _find_model(self):
+        for name, link in self.model.values():
+            for param in link.params(include_uninit=False):
+                owner = self._owners.get(id(param), name)
+                self._find(param.array, 'params', owner, owner)
+                self._find(param.grad, 'grads', owner, owner)
+        for _, link in self.model.values():
+            for param in link.params(include_uninit=False):
+                owner = self._owners.get(id(param), '')
+                for array in _state_arrays(param):
+                    self._find(array, 'optimizer_state', owner, owner)
+
+    def _read_pending(self):
+        pending, self._pending = self._pending, []
+        stack = self._stack
+        holder, top = stack[-1] if stack else (keys.OUTSIDE, keys.OUTSIDE)
+        for ref in pending:
+            node = ref()
+            if node is None:
+                continue
+            if not stack:  # labels given to a loss outside every link
+                for array in buffers.leaf_arrays(node):
+                    self._exclude(array)
+            for array in buffers.kept_arrays(node):
+                self._find(array, 'activations', holder, top)
+        self._read_grads()
+
+    def _read_grads(self):
+        grads, self._grads = self._grads, []
+        for param in grads:
+            owner = self._owners.get(id(param), keys.OUTSIDE)
+            self._find(param.grad, 'grads', owner, owner)
+
+    def sample(self, kind, where, spans):
+        pool = self._pool
+        self.samples.append(Sample(
+            kind, where, len(self.changes), spans,
+            None if pool is None else pool.used,
+            None if pool is None else pool.held()))
+
+    # -- what the listeners call -----------------------------------------
+    def link_started(self, args):
+        self._read_pending()
+        link = args.link
+        entry = self.model.get(id(link))
+        name = entry[0] if entry is not None else type(link).__name__
+        stack = self._stack
+        if not stack:
+            for arg in list(args.args) + list(args.kwargs.values()):
+                if isinstance(arg, chainer.Variable):
+                    if arg.creator_node is not None:
+                        continue
+                    arg = arg.raw_array
+                if buffers.is_array(arg):
+                    self._exclude(arg)
+        top = name if len(stack) == 0 else (
+            name if len(stack) == 1 else stack[1][1])
+        stack.append((name, top))
+
+    def link_ended(self, args):
+        self._read_pending()
+        stack = self._stack
+        name = stack.pop()[0] if stack else type(args.link).__name__
+        spans = self.spans() if self.spans is not None else None
+        self.sample('forward', name, None if spans is None or not (
+            spans.forward) else (spans, len(spans.forward) - 1))
+
+    def node_created(self, node):
+        if not self._steps:
+            self._pending.append(weakref.ref(node))
+
+    def step_started(self):
+        if not self._steps:
+            self._read_pending()
+        self._steps += 1
+
+    def step_ended(self, node):
+        self._steps -= 1
+        self._read_grads()  # the steps' before: Chainer has set them
+        for x in node.inputs:
+            if x.creator_node is None:
+                variable = x.get_variable_or_none()
+                if isinstance(variable, chainer.Parameter):
+                    self._grads.append(variable)
+        spans = self.spans() if self.spans is not None else None
+        self.sample('backward', type(node).__name__, None if spans is None
+                    or not spans.backward else (
+                        spans, len(spans.backward) - 1))
+
+
+def _state_arrays(param):
+    # The update rule's state and float32 copy (as figures.model_bytes).
+    rule = param.update_rule
+    arrays = [] if rule is None or rule.state is None else list(
+        rule.state.values())
+    master = _chainer.fp32_master(rule)
+    if master is not None:
+        arrays.append(master.array)
+    return arrays
+
+
+def _root(array):
+    # What owns the buffer (buffers.buffer_of's key): a NumPy array at the
+    # end of the view's base chain, a CuPy allocation.
+    if cuda.available and isinstance(array, cuda.ndarray):
+        return array.data.mem
+    root = array
+    while isinstance(root.base, numpy.ndarray):
+        root = root.base
+    return root
+
+
+class _LinkListener(chainer.LinkHook):
+    # The timeline's link hook: a sample at each call's end.
+
+    name = 'MemoryTimeline'
+
+    def __init__(self, timeline):
+        self._timeline = timeline
+
+    def forward_preprocess(self, args):
+        self._timeline.link_started(args)
+
+    def forward_postprocess(self, args):
+        self._timeline.link_ended(args)
+
+
+class _FunctionListener(chainer.FunctionHook):
+    # The timeline's function hook: nodes created, a sample at each step.
+
+    name = 'MemoryTimeline'
+
+    def __init__(self, timeline):
+        self._timeline = timeline
+
+    def forward_postprocess(self, function, in_data):
+        self._timeline.node_created(function)
+
+    def backward_preprocess(self, function, in_data, out_grad):
+        self._timeline.step_started()
+
+    def backward_postprocess(self, function, in_data, out_grad):
+        self._timeline.step_ended(function)
+
+
+class _PoolCounter:
+    """The CuPy pool's used bytes from its mallocs and frees, and their
+    peak; ``None`` from :meth:`start` for a model not on a GPU."""
+
+    @classmethod
+    def start(cls, links):
+        if not cuda.available or not any(
+                isinstance(param.array, cuda.ndarray) for link in links
+                for param in link.params(include_uninit=False)):
+            return None
+        return cls()
+
+    def __init__(self):
+        from cupy.cuda import memory_hook
+        self.pool = cuda.cupy.get_default_memory_pool()
+        self.used = self.peak = self.pool.used_bytes()
+        counter = self
+
+        class Hook(memory_hook.MemoryHook):
+            name = 'chainer_hookext.MemoryTimeline'
+
+            def malloc_postprocess(self, device_id, size, mem_size,
+                                   mem_ptr, pmem_id):
+                counter.used += mem_size
+                if counter.used > counter.peak:
+                    counter.peak = counter.used
+
+            def free_postprocess(self, device_id, mem_size, mem_ptr,
+                                 pmem_id):
+                counter.used -= mem_size
+
+        self._hook = Hook()
+        self._hook.__enter__()
+
+    def held(self):
+        return self.pool.total_bytes()
+
+    def stop(self):
+        hook, self._hook = self._hook, None
+        if hook is not None:
+            hook.__exit__(None, None, None)
+
+
+def points(timeline):
+    """Returns a :class:`Point` per sample of ``timeline``, in order."""
+    categories = dict.fromkeys(CATEGORIES, 0)
+    tops = {}
+    out = []
+    done = 0
+    changes = timeline.changes
+    for sample in timeline.samples:
+        for change in changes[done:sample.changes]:
+            categories[change.category] += change.nbytes
+            if change.category == 'activations':
+                tops[change.top] = tops.get(change.top, 0) + change.nbytes
+        done = sample.changes
+        out.append(Point(sample, sum(categories.values()), dict(categories),
+                         {top: n for top, n in tops.items() if n}))
+    return out
+
+
+def peak_of(timeline, top=5, found=None):
+    """Returns the :class:`Peak` of ``timeline``, or ``None`` without a
+    sample: the first sample of the highest total (on a GPU, of the
+    highest pool used bytes), and its ``top`` largest holders (``found``:
+    its :func:`points`, when made already)."""
+    if found is None:
+        found = points(timeline)
+    if not found:
+        return None
+    gpu = found[0].sample.pool_used is not None
+    best = max(range(len(found)), key=lambda i: (
+        found[i].sample.pool_used if gpu else found[i].total, -i))
+    point = found[best]
+    held = {}
+    for change in timeline.changes[:point.sample.changes]:
+        key = change.category, change.holder
+        held[key] = held.get(key, 0) + change.nbytes
+    holders = sorted(((c, h, n) for (c, h), n in held.items() if n > 0),
+                     key=lambda x: -x[2])[:top]
+    return Peak(point, holders, timeline.pool_peak)
+
+
+#: A point at its moment: ``seconds`` on the clock of the spans.
+TimedPoint = collections.namedtuple('TimedPoint', ('seconds', 'point'))
+
+
+def recorded(timeline, iteration_starts, end):
+    """Returns the :class:`Recorded` of a window's ``timeline`` (see
+    :func:`timed_points`)."""
+    found = points(timeline)
+    return Recorded(timed_points(timeline, iteration_starts, end, found),
+                    peak_of(timeline, found=found))
+
+
+def timed_points(timeline, iteration_starts, end, found=None):
+    """Returns a :class:`TimedPoint` per sample with a moment: the end of
+    the span that ended at it (resolved), or of its iteration.
+
+    Args:
+        timeline (MemoryTimeline): A recorded timeline.
+        iteration_starts (list): ``[(number, start)]`` of the window.
+        end (float): When the window's last iteration ended.
+    """
+    ends = {number: stop for (number, _), (_, stop) in zip(
+        iteration_starts, list(iteration_starts[1:]) + [(None, end)])}
+    out = []
+    for point in points(timeline) if found is None else found:
+        sample = point.sample
+        if sample.kind == 'end':
+            seconds = ends.get(sample.where)
+        elif sample.span is None:
+            seconds = None
+        else:
+            recording, index = sample.span
+            seconds = getattr(recording, sample.kind)[index].end
+        if seconds is not None:
+            out.append(TimedPoint(seconds, point))
+    return out
+
+
+#: What a window's trace draws: its ``points`` (:class:`TimedPoint`) and
+#: its ``peak`` (:class:`Peak`, or ``None``).
+Recorded = collections.namedtuple('Recorded', ('points', 'peak'))

@@ -1,0 +1,68 @@
+"""Timeline(memory=True): counter tracks of the bytes alive, the peak."""
+
+import glob
+import os
+
+import chainer
+import chainer.functions as F
+import chainer.links as L
+import pytest
+
+import chainer_hookext
+from chainer_hookext.timing import trace
+from chainer_hookext.timing import trace_events
+from tests.conftest import make_trainer
+from tests.conftest import registered_hooks
+
+
+def traced(tmp_path, memory=True, **kwargs):
+    trainer = make_trainer(str(tmp_path), stop=(4, 'iteration'), **kwargs)
+    trainer.extend(chainer_hookext.Timeline(iterations=2, memory=memory),
+                   trigger=(2, 'iteration'))
+    trainer.run()
+    path, = glob.glob(os.path.join(str(tmp_path), 'timeline', '*.json.gz'))
+    return trainer, trace.read(path)
+
+
+def test_memory_argument_is_checked():
+    with pytest.raises(TypeError, match=r'Timeline.*memory.*1'):
+        chainer_hookext.Timeline(memory=1)
+
+
+def test_counters_and_peak_in_the_trace(tmp_path):
+    trainer, events = traced(tmp_path)
+    counters = [e for e in events if e.get('ph') == 'C']
+    names = {e['name'] for e in counters}
+    assert trace_events.MEMORY_COUNTER in names
+    assert trace_events.ACTIVATIONS_COUNTER in names
+    by_category = [e for e in counters
+                   if e['name'] == trace_events.MEMORY_COUNTER]
+    assert set(by_category[0]['args']) == {
+        'params', 'grads', 'optimizer_state', 'activations'}
+    params = sum(p.array.nbytes for p in
+                 trainer.updater.get_optimizer('main').target.params())
+    assert all(e['args']['params'] == params for e in by_category)
+    # Inside the window's iterations, in time order.
+    spans = [e for e in events if e.get('ph') == 'X']
+    first = min(e['ts'] for e in spans)
+    last = max(e['ts'] + e['dur'] for e in spans)
+    times = [e['ts'] for e in by_category]
+    assert times == sorted(times)
+    assert first <= times[0] and times[-1] <= last * (1 + 1e-12)
+    peak, = [e for e in events if e.get('ph') == 'i']
+    assert peak['name'] == trace_events.MEMORY_PEAK
+    assert peak['args']['total'] == max(
+        sum(e['args'].values()) for e in by_category)
+    assert len(peak['args']['holders']) == 5
+
+
+def test_no_counter_without_memory(tmp_path):
+    _, events = traced(tmp_path, memory=False)
+    assert not [e for e in events if e.get('ph') in ('C', 'i')]
+
+
+def test_nothing_registered_after_the_window(tmp_path):
+    trainer, _ = traced(tmp_path)
+    model = trainer.updater.get_optimizer('main').target
+    assert not registered_hooks(model)
+    assert not chainer.get_function_hooks()
