@@ -1,6 +1,11 @@
+"""The link hook that names the first link to produce NaN or Inf
+(docs/debugging.md, "`NonFiniteGuard`")."""
+
 import collections
+import typing
 import warnings
 
+import chainer
 import numpy
 
 from chainer_hookext import _arrays
@@ -19,36 +24,12 @@ _ACTIONS = ('raise', 'warn', 'report')
 class NonFiniteHook(_output_hook.OutputHook):
     """Link hook that finds the first link to produce NaN or Inf.
 
-    Checks every floating-point array of each hooked link's forward output
-    and, with ``backward=True``, the gradients flowing backward into the
-    functions created during a hooked link's forward (the thread's tagger
-    of link outputs' gradients, shared with ``CallbackHook(backward=...)``
-    and :class:`~chainer_hookext.GradientStatisticsHook`, tags them with
-    the running links).  A finding names the link, the iteration (given
-    :attr:`updater`), forward or backward, which output, and whether it was
-    in training or evaluation; ``action`` decides what follows.
-    :meth:`check_grads` checks the gradients of parameters, which no hooked
-    function receives in backward (``F.sqrt(W)`` at ``W = 0``), after
-    backward and before the update.
-    :class:`~chainer_hookext.NonFiniteGuard` owns this hook in a trainer,
-    and calls :meth:`check_grads` from an optimizer hook.
-
-    NumPy arrays are checked at once, so a ``NonFiniteError`` is raised from
-    the culprit's own call, and a forward finding also says whether the
-    link's inputs were already non-finite (the value then comes from code
-    between hooked links, e.g. a function called in the parent's forward),
-    or else which of its parameters is (``param`` names it).
-    CuPy arrays are not synchronised per call: each check leaves a
-    one-element device flag, and :meth:`check` copies all the flags to the
-    host at once and acts on them in call order.  In backward, the gradient
-    w.r.t. an output of a tagged function is checked before that function's
-    backward runs; the finding names the backward step run just before,
-    the likely producer.  Unlike ``chainer.config.debug``, which names a
-    function, findings name links.
-
-    The iteration is ``updater.iteration + 1`` for training-mode calls (the
-    update in progress) and ``updater.iteration`` for evaluation-mode calls
-    (an ``Evaluator`` runs after the update).
+    Checks each hooked link's forward outputs and, with ``backward=True``,
+    the gradients w.r.t. the outputs of the nodes made in its forward;
+    :meth:`check_grads` checks the parameters' gradients.  NumPy arrays are
+    checked at once, CuPy arrays at :meth:`check` (one host copy).
+    :class:`~chainer_hookext.NonFiniteGuard` owns it in a trainer; what a
+    finding says: docs/debugging.md.
 
     Args:
         backward (bool): Also check gradients in backward.
@@ -86,8 +67,9 @@ class NonFiniteHook(_output_hook.OutputHook):
 
     name = 'NonFiniteHook'
 
-    def __init__(self, *, backward=True, action='raise', deferred=None,
-                 train=True, eval=True):
+    def __init__(self, *, backward: bool = True, action: str = 'raise',
+                 deferred: typing.Optional[bool] = None, train: bool = True,
+                 eval: bool = True) -> None:
         call = type(self).__name__
         backward = _checks.check_flag(call, 'backward', backward)
         check_action(call, action)
@@ -105,12 +87,12 @@ class NonFiniteHook(_output_hook.OutputHook):
         self._pending = []
         self._grads = None  # the thread's OutputGrads, while listening
 
-    def added(self, link):
+    def added(self, link: typing.Optional[chainer.Link]) -> None:
         super().added(link)
         if self.backward:
             self._grads = _output_grads.subscribe(self, steps=True)
 
-    def deleted(self, link):
+    def deleted(self, link: typing.Optional[chainer.Link]) -> None:
         if self._grads is not None:
             self._grads.prev = None
         self._grads = _output_grads.unsubscribe(self._grads, self)
@@ -125,7 +107,9 @@ class NonFiniteHook(_output_hook.OutputHook):
                           f'removed, after the last check(): {late[0]}',
                           RuntimeWarning)
 
-    def grad_step(self, function, running, out_grad, prev):
+    def grad_step(self, function: chainer.FunctionNode, running: typing.Any,
+                  out_grad: tuple, prev: typing.Optional[
+                      typing.Callable[[], chainer.FunctionNode]]) -> None:
         """Checks the gradients w.r.t. the outputs of a node made in a
         hooked link's forward, before its backward runs (the thread's
         :class:`~chainer_hookext.link_hooks._output_grads.OutputGrads`
@@ -137,23 +121,19 @@ class NonFiniteHook(_output_hook.OutputHook):
             if grad is not None and grad.dtype.kind == 'f':
                 self._check(grad, 'backward', name, (function, i, prev))
 
-    def process(self, name, args):
+    def process(self, name: str, args: typing.Any) -> None:
         for keys, array in _arrays.walk(args.out):
             if array.dtype.kind == 'f':
                 self._check(array, 'forward', name, (keys, args))
 
-    def check_grads(self, link):
-        """Checks the gradients of the parameters of ``link`` and below.
+    def check_grads(self, link: chainer.Link) -> None:
+        """Checks the gradients of the parameters of ``link`` and below,
+        after backward and before the update (clear them before the
+        backward: Chainer starts them at NaN).
 
-        Call it after backward, before the optimizer's update.  A finding
-        is a ``'backward'`` one of the parameter's link, with ``output``
-        ``'gradient w.r.t. parameter W'`` and ``param`` the parameter's full
-        name (``'main/predictor/l1/W'``), counted under ``(link, 'grad')``.
-        With a scope, only parameters of links in scope are checked, named
-        by the scope; without, named from ``link`` (``MLP/l1/W``).  Nothing
-        is checked in a mode the hook does not act in.  Chainer starts a
-        parameter's gradient at NaN: clear them (``link.cleargrads()``)
-        before the backward, as optimizers do.
+        A finding is a ``'backward'`` one of the parameter's link, counted
+        under ``(link, 'grad')``; with a scope, only links in scope are
+        checked, named by it; without, named from ``link`` (``MLP/l1/W``).
 
         Args:
             link (~chainer.Link): The model (or a part of it) whose
@@ -182,7 +162,7 @@ class NonFiniteHook(_output_hook.OutputHook):
                 if grad is not None and grad.dtype.kind == 'f':
                     self._check(grad, 'parameter', name, param_path[1:])
 
-    def check(self):
+    def check(self) -> typing.List[non_finite_error.NonFiniteError]:
         """Acts on the deferred checks in call order: one host copy.
 
         Returns:
@@ -199,11 +179,11 @@ class NonFiniteHook(_output_hook.OutputHook):
                 found.append(self._found(int(code), record[1]))
         return found
 
-    def discard(self):
+    def discard(self) -> None:
         """Forgets the deferred checks not read yet."""
         self._pending = []
 
-    def pop_counts(self):
+    def pop_counts(self) -> dict:
         """Returns :attr:`counts` and starts new ones."""
         counts, self.counts = self.counts, {}
         return counts

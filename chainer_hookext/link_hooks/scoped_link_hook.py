@@ -1,3 +1,8 @@
+"""The base of the package's link hooks: each filters links and modes
+itself (docs/internals.md, "Modes")."""
+
+import typing
+
 import chainer
 
 from chainer_hookext import _chainer
@@ -9,29 +14,12 @@ from chainer_hookext.link_hooks import _copied_hooks
 class ScopedLinkHook(chainer.LinkHook):
     """Base class of link hooks that filter links and modes themselves.
 
-    A hook registered globally (``with hook:`` or by
-    :class:`~chainer_hookext.LinkHookExtension`) sees every link called in
-    the thread.  A :class:`ScopedLinkHook` is told which links are its own and
-    in which modes to act through :meth:`set_scope`, and applies the filter
-    in its own ``forward_preprocess`` / ``forward_postprocess``, so that
-    :class:`~chainer_hookext.LinkHookExtension` registers it directly instead
-    of behind a filtering proxy (one Python call less per link call).
-
-    Modes come from two places: the hook's own ``train`` / ``eval`` (its
-    constructor's, both true by default) and the scope's (given to
-    :meth:`set_scope`; :class:`~chainer_hookext.LinkHookExtension` passes its
-    own ``train`` / ``eval``).  The rule: the hook acts only in the modes
-    that both allow; a scope narrows the hook's own choice, never widens it.
-    :meth:`set_scope` raises ``ValueError`` when the two share no mode.
-
-    Subclasses read :attr:`link_names` (``None``: every link) and
-    :attr:`config_train`, the value of ``chainer.config.train`` it acts on
-    (``None``: both modes; ``True``: training only; ``False``:
-    evaluation only) in their hot path, or call :meth:`in_scope`.  Their
-    ``added`` and ``deleted`` call this class's (``super().added(link)``):
-    a copy of the hook (of a link holding it: ``copy.deepcopy``,
-    ``pickle``, ``link.copy(mode='copy')``) is then added again by each
-    link holding it, at the link's first call.
+    Registered globally, it acts only on the links and in the modes of
+    :meth:`set_scope`, narrowed by its own ``train`` / ``eval``
+    (docs/internals.md, "Modes").  Subclasses read :attr:`link_names` and
+    :attr:`config_train` in their hot path, or call :meth:`in_scope`; their
+    ``added`` and ``deleted`` call this class's, so that a copy of the hook
+    is added again by each link holding it (docs/debugging.md).
 
     Args:
         train (bool): Act while ``chainer.config.train`` is true.
@@ -40,8 +28,8 @@ class ScopedLinkHook(chainer.LinkHook):
     Attributes:
         link_names (dict): ``{id(link): name}`` of the links in scope, or
             ``None`` for every link.
-        config_train: ``None``, ``True`` or ``False`` as above: the modes
-            the hook acts in, its own and the scope's combined by the rule.
+        config_train: The modes the hook acts in, its own and the scope's
+            combined: ``None`` (both), ``True`` (training) or ``False``.
         own_modes (Modes): The hook's own ``(train, eval)``.
         scope_modes (Modes): The ``(train, eval)`` of the last
             :meth:`set_scope`; both true before any.
@@ -74,16 +62,16 @@ no mode to act in: ...
     #: A copy's :class:`~._copied_hooks.Waiting` for the links holding it.
     waiting = None
 
-    def __init__(self, *, train=True, eval=True):
+    def __init__(self, *, train: bool = True, eval: bool = True) -> None:
         self.own_modes = _checks.Modes(
             *_checks.check_modes(type(self).__name__, train, eval))
         self.config_train = _combined_mode(self.own_modes, self.scope_modes)
 
-    def set_scope(self, link_names=None, train=True, eval=True):
-        """Sets the links and modes this hook acts on.
-
-        The modes narrow the hook's own (see the class); the hook keeps its
-        own modes, so a later call may widen the scope back up to them.
+    def set_scope(self, link_names: typing.Optional[
+                      typing.Mapping[int, str]] = None,
+                  train: bool = True, eval: bool = True) -> None:
+        """Sets the links and modes this hook acts on; the modes narrow the
+        hook's own, which it keeps, so a later call may widen them back.
 
         Args:
             link_names (dict): ``{id(link): name}`` of the links to act on,
@@ -114,7 +102,7 @@ no mode to act in: ...
         self.config_train = mode
 
     # -- where it is registered, and copies ---------------------------------
-    def added(self, link):
+    def added(self, link: typing.Optional[chainer.Link]) -> None:
         """Counts where the hook is registered: ``link``, or the thread
         (``None``)."""
         if link is None:
@@ -122,7 +110,7 @@ no mode to act in: ...
         else:
             self.held_by_links += 1
 
-    def deleted(self, link):
+    def deleted(self, link: typing.Optional[chainer.Link]) -> None:
         """Counts where the hook is no longer registered."""
         if link is None:
             self.in_thread = max(self.in_thread - 1, 0)
@@ -162,7 +150,7 @@ no mode to act in: ...
         handle, self._with = self._with, None
         _registry.remove(handle, self)
 
-    def in_scope(self, link):
+    def in_scope(self, link: chainer.Link) -> bool:
         """Returns whether ``link`` is in scope in the current mode."""
         names = self.link_names
         if names is not None and id(link) not in names:
