@@ -12,6 +12,7 @@ from chainer_hookext import _registry
 from chainer_hookext import _state
 from chainer_hookext.extensions import timed_links
 from chainer_hookext.memory import figures
+from chainer_hookext.memory import timeline as memory_timeline
 from chainer_hookext.memory import tracer as tracer_module
 from chainer_hookext.report import console
 from chainer_hookext.report import gather
@@ -81,6 +82,13 @@ class LinkMemory(extension.Extension):
             :class:`~chainer_hookext.TimedLinks` does.
         local_report (bool): With ``comm``, ranks other than 0 report their
             own figures too.
+        peak (bool): Also ``memory/peak``, the measured iteration's highest
+            bytes alive (on a GPU the CuPy pool's used bytes), and
+            ``memory/peak/<category>`` (``params``, ``grads``,
+            ``optimizer_state``, ``activations``) at that moment;
+            :meth:`peak_summary` names where it happened and its five
+            largest holders (``docs/memory.md``, "Memory over the
+            iteration").
 
     Attributes:
         last_ (list): The :class:`~chainer_hookext.memory.figures.LinkFigures`
@@ -98,7 +106,7 @@ class LinkMemory(extension.Extension):
     default_name = 'LinkMemory'
 
     def __init__(self, links=None, *, print_report=False, comm=None,
-                 local_report=False):
+                 local_report=False, peak: bool = False):
         print_report, local_report = (
             _checks.check_flag('LinkMemory', arg, value) for arg, value in (
                 ('print_report', print_report),
@@ -110,6 +118,7 @@ class LinkMemory(extension.Extension):
                 '`LinkMemory(local_report=True)` needs `comm=`: without a '
                 'communicator every report is local already.')
         self.links = link_hook_extension.as_links('LinkMemory', links)
+        self.peak = _checks.check_flag('LinkMemory', 'peak', peak)
         self.print_report = print_report
         self.comm = comm
         self.local_report = local_report
@@ -124,6 +133,13 @@ class LinkMemory(extension.Extension):
         self._handle = None  # the tracer's registration, while measuring
         self._measured = None  # [LinkFigures] of the last measured iteration
         self._warned = False
+        # The measured iteration's memory over time and its peak
+        # (docs/memory.md, "Memory over the iteration").
+        self._memory_timeline = None
+        self._peak = None
+        #: The :class:`~chainer_hookext.memory.timeline.Peak` of the last
+        #: report, or ``None``.
+        self.peak_ = None
 
     def initialize(self, trainer):
         self.release()
@@ -185,9 +201,19 @@ class LinkMemory(extension.Extension):
         # First: its work is told of before another hook reads the clock.
         self._handle = _registry.add(_chainer.link_hooks(), tracer,
                                      first=True)
+        if self.peak:  # after the tracer: it reads the clock first
+            self._memory_timeline = memory_timeline.MemoryTimeline(
+                link_names.model_link_names(self._trainer))
+            self._memory_timeline.start()
 
     def _stop(self, keep=True):
         handle, self._handle = self._handle, None
+        timeline, self._memory_timeline = self._memory_timeline, None
+        if timeline is not None:
+            if keep:
+                timeline.iteration_ended(self._trainer.updater.iteration)
+            timeline.stop()
+            self._peak = memory_timeline.peak_of(timeline) if keep else None
         _registry.remove(handle, self.tracer)
         if not keep:
             return
@@ -216,9 +242,14 @@ class LinkMemory(extension.Extension):
         if rows is not None:
             self.last_ = rows
         gpu = self.tracer.gpu
+        peak, self._peak = self._peak, None
+        if rows is not None:
+            self.peak_ = peak
         observation = {keys.memory_key(row.key, f): getattr(row, f.field)
                        for row in rows or () for f in keys.memory_figures(
                            row.key, gpu)}
+        if rows is not None and peak is not None:
+            observation.update(_peak_observation(peak))
         if self.comm is not None:  # every rank gathers, measured or not
             per_rank = gather.collect(self.comm, observation)
             if rows is None:
@@ -246,12 +277,32 @@ class LinkMemory(extension.Extension):
                            'forward time): ' + ', '.join('{} {}/ms'.format(
                                c.key, units.nbytes(c.bytes_per_ms))
                                for c in candidates)], sys.stdout)
+        peak = self.peak_summary()
+        if peak is not None:
+            console.write([
+                f"Peak {units.nbytes(peak['bytes'])} at the {peak['phase']} "
+                f"of {peak['where']}; held by " + ', '.join(
+                    f'{holder} {category} {units.nbytes(n)}'
+                    for category, holder, n in peak['holders'])],
+                sys.stdout)
 
     def summary(self):
         """Returns the last report's rows as ``{key: {field: bytes}}``."""
         return {row.key: {f: getattr(row, f) for f in figures.FIELDS
                           if getattr(row, f) is not None}
                 for row in self.last_ or ()}
+
+    def peak_summary(self):
+        """Returns the last report's memory peak: ``{'bytes', 'phase',
+        'where', 'categories', 'holders'}`` (the five largest, as
+        ``(category, link, bytes)``), or ``None``."""
+        peak = self.peak_
+        if peak is None:
+            return None
+        sample = peak.point.sample
+        return {'bytes': _peak_bytes(peak), 'phase': sample.kind,
+                'where': sample.where, 'categories': dict(
+                    peak.point.categories), 'holders': list(peak.holders)}
 
     def release(self):
         """Unregisters the hooks, forgets the loop; safe to call many times.
@@ -292,6 +343,20 @@ class LinkMemory(extension.Extension):
         self.last_ = [figures.LinkFigures(key=key, parent=parent, **{
             f: _value(v, f) for f, v in values.items()})
             for (key, parent), values in rows] or None
+
+
+def _peak_bytes(peak):
+    # The pool's used bytes on a GPU, else the sum of the categories.
+    pool = peak.point.sample.pool_used
+    return peak.point.total if pool is None else pool
+
+
+def _peak_observation(peak):
+    # memory/peak and each category's share of it.
+    observation = {keys.memory_peak_key(): _peak_bytes(peak)}
+    for category, nbytes in peak.point.categories.items():
+        observation[keys.memory_peak_key(category)] = nbytes
+    return observation
 
 
 def _number(value):

@@ -565,3 +565,15 @@ def _loop_clash(key, name, figure, loop_figure):
         'of the link {!r}, TimedLoop its figure {!r}; {} or {}.'.format(
             key, figure.field.replace('_', ' '), name, loop_figure,
             ', '.join(fixes[:-1]), fixes[-1]))
+
+
+def memory_peak_key(category=None):
+    """Returns the key of a measured iteration's memory peak (bytes), or of
+    ``category``'s share of it (``docs/memory.md``, "Memory over the
+    iteration").
+
+    >>> memory_peak_key(), memory_peak_key('activations')
+    ('memory/peak', 'memory/peak/activations')
+    """
+    key = MEMORY + '/peak'
+    return key if category is None else f'{key}/{category}'

@@ -66,3 +66,24 @@ def test_nothing_registered_after_the_window(tmp_path):
     model = trainer.updater.get_optimizer('main').target
     assert not registered_hooks(model)
     assert not chainer.get_function_hooks()
+
+
+def test_link_memory_reports_the_peak(tmp_path, capsys):
+    trainer = make_trainer(str(tmp_path), stop=(2, 'iteration'))
+    memory = chainer_hookext.LinkMemory(print_report=True, peak=True)
+    trainer.extend(memory, trigger=(2, 'iteration'))
+    seen = []
+    trainer.extend(lambda t: seen.append(
+        dict(t.observation)), trigger=(2, 'iteration'),
+        priority=chainer.training.PRIORITY_READER)
+    trainer.run()
+    observed = seen[-1]
+    categories = ('params', 'grads', 'optimizer_state', 'activations')
+    assert observed['memory/peak'] == sum(
+        observed[f'memory/peak/{c}'] for c in categories)
+    peak = memory.peak_summary()
+    assert peak['bytes'] == observed['memory/peak']
+    assert peak['phase'] in ('forward', 'backward', 'end')
+    assert len(peak['holders']) == 5
+    assert sum(n for _, _, n in peak['holders']) <= peak['bytes']
+    assert 'Peak ' in capsys.readouterr().out
