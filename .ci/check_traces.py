@@ -170,10 +170,20 @@ def read_events(path):
 def expected_slices(events):
     """The thread slices Perfetto should make: one per complete event (and
     per ``B`` event, which Timeline does not write), as counts of ``(pid,
-    tid, name, start in ns)`` (Perfetto truncates ``ts * 1000``)."""
+    tid, name, start in ns)`` (Perfetto truncates ``ts * 1000``).  A
+    thread's instant event (``"ph": "i"``, Timeline's ``memory peak``) is
+    a slice of no duration."""
     return collections.Counter(
         (e.get('pid'), e.get('tid'), e.get('name'), int(e['ts'] * 1000.0))
-        for e in events if e.get('ph') in ('X', 'B'))
+        for e in events if e.get('ph') in ('X', 'B') or (
+            e.get('ph') == 'i' and e.get('s', 't') == 't'))
+
+
+def expected_counter_values(events):
+    """The counter values Perfetto should make: one per argument of each
+    counter event (``"ph": "C"``, ``Timeline(memory=True)``'s tracks)."""
+    return sum(len(e.get('args') or {}) for e in events
+               if e.get('ph') == 'C')
 
 
 def metadata_names(events):
@@ -371,6 +381,7 @@ class Checker:
             return False, 'FAIL {}: not a readable trace: {!r}'.format(
                 name, e), []
         complete = sum(1 for e in events if e.get('ph') == 'X')
+        counters = expected_counter_values(events)
         # As the UI keeps it: other characters are made spaces.
         title = re.sub(r'[^A-Za-z0-9.\-_#:/?=&;%+$ ]', ' ', name)
         messages = []  # the UI's errors, told when the trace fails
@@ -395,8 +406,18 @@ class Checker:
                 '/__check/trace/{}'.format(index), title, self.load_ms])
             step = 'not loaded'
             ui.wait_for_function(LOADED_JS, arg=title, timeout=self.load_ms)
-            return self.compare(ui, name, expected, complete, names,
-                                screenshot)
+            ok, line, details = self.compare(
+                ui, name, expected, complete, names, screenshot)
+            if counters:
+                found = self.query(
+                    ui, 'select count(*) as n from counter')[0]['n']
+                line += f'; {found} of {counters} counter values'
+                if found != counters:
+                    ok = False
+                    line = line.replace('OK', 'FAIL', 1)
+                    details.append(f'counter values: {counters} in the '
+                                   f'file, {found} in Perfetto')
+            return ok, line, details
         except QueryError as e:
             return False, 'FAIL {}: a query failed: {}'.format(
                 name, e), messages[-10:]
