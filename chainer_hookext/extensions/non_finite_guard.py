@@ -1,3 +1,6 @@
+"""The trainer extension naming the first link to produce NaN or Inf
+(docs/debugging.md, "`NonFiniteGuard`")."""
+
 import typing
 
 from chainer import reporter
@@ -16,32 +19,12 @@ class NonFiniteGuard(link_hook_extension.LinkHookExtension):
     """Trainer extension that stops at the first link to produce NaN or Inf.
 
     Owns a :class:`~chainer_hookext.link_hooks.NonFiniteHook` for the length
-    of training.  Each floating-point forward output of the hooked links and,
-    with ``backward=True``, each gradient flowing into a function created in
-    their forward is checked; the first non-finite one raises
-    :class:`~chainer_hookext.NonFiniteError`, naming the link
-    (``main/predictor/l1``), the iteration, forward or backward, and which
-    output.  On CPU the error is raised from the culprit's call; on GPU the
-    checks leave device flags that this extension reads once per iteration
-    (one synchronisation), then names the first culprit in call order.
-
-    With ``backward=True`` the gradients of the hooked links' parameters are
-    checked too, after backward and before the update (an optimizer hook,
-    ``timing='pre'``, on each optimizer whose target holds hooked links,
-    added when the training loop starts and removed when it ends): a
-    gradient no hooked function receives (``F.sqrt(W)`` at ``W = 0``) is
-    found in its own iteration and names the parameter
-    (``param='main/predictor/l1/W'``); on CPU, before the update applies it.
-    Findings in evaluation (``Evaluator``) say so: ``mode='evaluation'``.
-
-    With ``action='warn'`` or ``'report'`` training goes on, and the number
-    of non-finite arrays found in an iteration is reported as
-    ``<link>/out/non_finite`` (forward) and ``<link>/grad/non_finite``
-    (backward), for links that had some.
-
-    The extension runs every iteration at ``PRIORITY_EDITOR``: after
-    :class:`~chainer.training.extensions.Evaluator` (whose forward passes are
-    checked when ``eval=True``) and before ``LogReport``.
+    of training, checks the forward outputs, the gradients in backward and
+    the parameters' gradients before the update, and raises
+    :class:`~chainer_hookext.NonFiniteError` at the first non-finite value;
+    with ``action='warn'`` or ``'report'`` it reports
+    ``<link>/out/non_finite`` and ``<link>/grad/non_finite`` instead
+    (docs/debugging.md, "`NonFiniteGuard`").
 
     Args:
         links (~chainer.Link or list of ~chainer.Link): Sub-trees to check;

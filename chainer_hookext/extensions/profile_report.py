@@ -1,8 +1,13 @@
+"""The trainer extension writing the run's profile page (docs/profile.md).
+"""
+
 import collections
 import os
 import sys
+import typing
 import warnings
 
+import chainer
 from chainer.training import extension
 from chainer.training import extensions
 
@@ -23,35 +28,11 @@ _Drawn = collections.namedtuple('_Drawn', ('iteration', 'entries', 'traces'))
 class ProfileReport(extension.Extension):
     """Trainer extension writing the run's profile page, ``profile.html``.
 
-    In the spirit of Chainer's ``PlotReport``: at its trigger (each epoch
-    by default) and when training ends, on every way out (an exception or
-    Ctrl-C included), it writes ``<trainer.out>/profile.html`` and the
-    figures behind it, ``profile.json``, each whole or not at all.  The
-    page is self-contained (pictures embedded, nothing from the network,
-    no script): it opens offline.  Its sections are those of the
-    extensions of this package in the trainer: a summary of the findings
-    that matter most, each with its number (the slowest links and their
-    share, links far under the roofline, the biggest memory holders and
-    the ``F.forget`` candidates, the loop's heaviest phase or extension,
-    the costliest function type); time per link per epoch; the function
-    types; the roofline; memory per link; the loop's phases; the latest
-    ``Timeline`` files and how to open them.
-
-    It reads the ``LogReport``'s log (extend the trainer with one, with
-    the same trigger or a finer one) and the other extensions' figures;
-    it runs after them (``PRIORITY_READER - 1``: after ``LogReport`` and
-    ``PlotReport`` of the same trigger).  ``python -m chainer_hookext
-    report RESULT_DIR`` rebuilds the page from the files.  The pictures
-    need matplotlib (``pip install chainer-hookext[plot]``); without it the
-    page says so in their place.
-
-    A page takes a second or two to draw on a CPU: at its trigger it draws
-    only while the pages drawn stay within :attr:`max_share` (3%) of the
-    training's time so far, and says once that it skips.  When the loop
-    ends (before any ``finalize``) and in ``finalize`` it always draws,
-    unless nothing changed since the last page.
-    A Ctrl-C while it draws leaves the last page as it was (or none), says
-    so in one line, and reaches the user's script as Chainer raises it.
+    At its trigger (within :attr:`max_share` of the training's time) and
+    when training ends, on every way out, it writes
+    ``<trainer.out>/profile.html`` and ``profile.json`` from the
+    ``LogReport``'s log and the package's extensions in the trainer; what
+    the page holds and when it is drawn: docs/profile.md.
 
     Args:
         filename (str): The page's file name in ``trainer.out``.
@@ -75,7 +56,8 @@ class ProfileReport(extension.Extension):
     #: the last page's): a page with every section on a CPU.
     first_draw_seconds: float = 2.0
 
-    def __init__(self, filename=page.PAGE_FILE, comm=None):
+    def __init__(self, filename: str = page.PAGE_FILE,
+                 comm: typing.Any = None) -> None:
         if not isinstance(filename, str) or not filename or (
                 filename != filename.strip()):
             raise TypeError(
@@ -95,7 +77,7 @@ class ProfileReport(extension.Extension):
         #: The path of the page, once written.
         self.written = None
 
-    def initialize(self, trainer):
+    def initialize(self, trainer: chainer.training.Trainer) -> None:
         _checks.check_one_per_trainer(
             trainer, self, 'write the same page', 'use one ProfileReport')
         run_module.check_page_name(trainer, self)
@@ -131,7 +113,7 @@ class ProfileReport(extension.Extension):
         if loop is not None:
             loop.discard(self._loop_started)
 
-    def __call__(self, trainer):
+    def __call__(self, trainer: chainer.training.Trainer) -> None:
         if self.comm is not None and self.comm.rank != 0:
             return
         if self._budget is None:  # called outside a run
@@ -149,10 +131,11 @@ class ProfileReport(extension.Extension):
         if self._write(trainer):
             budget.add(clock.now() - start)
 
-    def on_error(self, trainer, exc, tb):
+    def on_error(self, trainer: chainer.training.Trainer,
+                 exc: BaseException, tb: typing.Any) -> None:
         self._forget_loop()
 
-    def finalize(self):
+    def finalize(self) -> None:
         self._forget_loop()
         trainer, self._trainer = self._trainer, None
         if trainer is not None:

@@ -1,5 +1,9 @@
+"""The trainer extension reporting each link's time (docs/timing.md,
+"`TimedLinks`"; FLOPs: docs/flops.md)."""
+
 import collections
 import sys
+import typing
 import warnings
 
 import chainer
@@ -24,125 +28,34 @@ class TimedLinks(link_hook_extension.LinkHookExtension):
     """Trainer extension reporting the time of each link of the model.
 
     It owns a :class:`~chainer_hookext.TimerHook` for the length of
-    training (see :class:`~chainer_hookext.LinkHookExtension`) and, at each
-    trigger, reports for every link in scope:
-
-    * ``time/<name>``: seconds spent in the link's forward (inclusive) per
-      training iteration, averaged over the iterations since the last
-      report;
-    * ``time/<name>/self``: the same for its self time (minus the time in
-      its child links), so the self times of a model add up to
-      ``time/main``;
-    * with ``backward=True`` (the default), ``time/<name>/backward``: the
-      seconds per training iteration of the backward steps of the function
-      nodes created in the forward of the link and its descendants, and
-      ``time/<name>/backward/self``: of the nodes created by the link
-      itself (outside its child links' forward).  Steps of nodes created
-      outside the timed links (e.g. a loss computed outside the model) are
-      reported as ``time/(outside)/backward``, so the backward self times
-      and it add up to the whole backward time timed.
-
-    ``<name>`` is the link's name in the reporter's shape: ``main``,
-    ``main/predictor``, ``main/predictor/l1`` for ``L.Classifier(MLP())``
-    under the ``main`` optimizer, so ``LogReport``, ``PrintReport`` and
-    ``PlotReport`` take the keys as they are.  Before training,
-    ``initialize`` refuses a link whose key would be another's (a link
-    named ``self``; ``backward`` with backward timing; ``max``, ``min`` or
-    ``slowest_rank`` with ``comm``), and a second ``TimedLinks`` in the
-    same trainer.  The extension runs at
-    ``PRIORITY_WRITER``: ``LogReport`` sees the values in the same iteration.
-    A link added to the model during training (``with
-    model.predictor.init_scope(): model.predictor.l3 = L.Linear(...)``),
-    under a link in scope, is reported from the first report after its
-    first call on (its calls since the report before), with a
-    ``RuntimeWarning`` naming it once: at every report a link's figures are
-    its self figures plus its children's.
-
-    With ``flops=True``, FLOPs per link too, in the same layout under
-    ``flops/``: ``flops/<name>`` (forward, inclusive), ``.../self``,
-    ``.../backward``, ``.../backward/self`` and
-    ``flops/(outside)/backward``, FLOPs per training iteration averaged
-    since the last report (and ``validation/flops/<name>``).  Each function
-    node is counted from its inputs when it is applied (no function runs
-    twice), forward in the link that created it, backward from the
-    gradient nodes Chainer applies in its backward step (never a factor of
-    forward); ``docs/flops.md`` has the convention and the formulas.  With
-    the bytes each node moves and the times measured, each link gets its
-    achieved FLOP/s, forward and backward, its percentage of the machine's
-    peak and whether it is compute-bound, memory-bound or, below 10% of
-    its roof, overhead-bound (:meth:`roofline`, and columns of the printed
-    table).  Function types
-    without a formula are listed (:meth:`unknown_functions`), never counted
-    as zero.
-
-    With ``functions=True``, what inside each link costs the time: per
-    function type (the node's class name, ``LinearFunction``, ``ReLU``),
-    ``time/function/<Type>``, the forward of its nodes, and
-    ``time/function/<Type>/backward``, their backward steps (the step of a
-    ``LinearFunction`` node, with the gradient nodes it applies), per
-    training iteration summed over the links, nodes made outside every link
-    (a loss in the updater) included; with ``flops=True``,
-    ``flops/function/<Type>`` and ``.../backward`` too.  The printed table
-    and :meth:`summary` split each link's self time into its function
-    types and the rest (its own Python between them), and
-    :meth:`function_summary` gives the types' totals, like
-    ``torch.profiler``'s ``key_averages()``.  Host clock only: on a GPU the
-    split is not measured.
-
-    Only the calls and backward steps of the trainer's update are counted,
-    whatever ``chainer.config.train`` says there (an update with frozen
-    BatchNorm statistics is training): an
-    :class:`~chainer.training.extensions.Evaluator`, an extension's own
-    calls of the model or backward, or a nested trainer's run never
-    inflate the figures (``docs/timing.md``, "Which calls count").  With
-    ``validation=True`` the calls inside ``Evaluator`` extensions are timed
-    too and reported as ``validation/time/<name>`` (and ``.../self``; there
-    is no backward in evaluation): seconds per outermost call of the model
-    (one per validation batch), averaged since the last report.  Put the
-    ``Evaluator`` before this extension in ``trainer.extend`` order to have
-    its run reported in the same iteration.
-
-    The state (cumulative times and counts, and the baseline of the last
-    report) is serialized with the trainer, so a run resumed from a snapshot
-    reports the same keys at the same iterations, and :meth:`summary` covers
-    the whole run.  Extended to a new trainer (one whose iteration is below
-    that of the last report), it starts afresh, as after a snapshot without
-    its state.
+    training and, at each trigger, reports ``time/<name>``,
+    ``time/<name>/self``, ``time/<name>/backward`` and
+    ``time/<name>/backward/self`` per training iteration since the last
+    report (``flops/...`` and ``time/function/<Type>`` when asked);
+    the keys, the calls that count and resuming: docs/timing.md.
 
     Args:
         links (~chainer.Link or list of ~chainer.Link): Sub-trees to time;
             ``None`` (default) times the ``main`` optimizer's target.
         validation (bool): Also time the calls inside ``Evaluator``
             extensions and report them under ``validation/``.
-        print_report (bool): Print the per-link tree table (times per
-            iteration, with backward columns) at each trigger.
+        print_report (bool): Print the per-link tree table at each trigger.
         unit (str): Unit of the printed table: ``'sec'``, ``'ms'``, ``'us'``,
             ``'ns'``, ``'auto'`` or ``'auto_foreach'``.
-        comm (chainermn.CommunicatorBase): Under ChainerMN, the workers'
-            communicator: at each trigger every worker's figures are
-            gathered on rank 0, which reports per key the mean over workers
-            (``time/<name>``) and ``time/<name>/max``, ``.../min`` and
-            ``.../slowest_rank``, and prints them.  Every rank must have
-            the extension with the same trigger (``docs/chainermn.md``
-            tells how to resume each rank's state).
+        comm (chainermn.CommunicatorBase): Under ChainerMN, gather every
+            worker's figures on rank 0 (docs/chainermn.md).
         local_report (bool): With ``comm``, ranks other than 0 report (and
-            print) their own figures too; by default they report nothing.
-        backward (bool): Also time backward per link, with a function hook
-            registered and unregistered with the link hook.  ``False``
-            registers no function hook: function calls cost nothing more.
+            print) their own figures too.
+        backward (bool): Also time backward per link; ``False`` registers
+            no function hook.
         flops (bool): Also count FLOPs and bytes per link (needs
             ``backward=True``).
         functions (bool): Also report figures per function type, and split
             each link's figures by type (needs ``backward=True``).
         peak_flops (float): The machine's peak FLOP/s, for the roofline;
-            by default measured once per machine, device and dtype (a
-            matrix product) and kept in a file
-            (:func:`~chainer_hookext.costs.peaks.cache_path`), on the
-            device and in the dtype of the model's first parameter: at
-            ``initialize``, or at the first report when no parameter is
-            initialised before the first forward (``L.Linear(None, n)``).
-        peak_bandwidth (float): Its peak memory bandwidth in bytes/s; by
-            default measured likewise (a streaming copy).
+            measured by default (docs/flops.md, "Peaks").
+        peak_bandwidth (float): Its peak memory bandwidth in bytes/s;
+            measured by default.
 
     .. admonition:: Example
 
@@ -158,10 +71,14 @@ class TimedLinks(link_hook_extension.LinkHookExtension):
     priority = extension.PRIORITY_WRITER
     default_name = 'TimedLinks'
 
-    def __init__(self, links=None, *, validation=False, print_report=False,
-                 unit='auto', comm=None, local_report=False, backward=True,
-                 flops=False, functions=False, peak_flops=None,
-                 peak_bandwidth=None):
+    def __init__(self, links: typing.Union[
+                     None, chainer.Link, typing.Sequence[chainer.Link]] = None,
+                 *, validation: bool = False, print_report: bool = False,
+                 unit: str = 'auto', comm: typing.Any = None,
+                 local_report: bool = False, backward: bool = True,
+                 flops: bool = False, functions: bool = False,
+                 peak_flops: typing.Optional[float] = None,
+                 peak_bandwidth: typing.Optional[float] = None) -> None:
         validation, print_report, local_report, backward, flops, functions = (
             _checks.check_flag('TimedLinks', arg, value) for arg, value in (
                 ('validation', validation), ('print_report', print_report),
@@ -170,17 +87,15 @@ class TimedLinks(link_hook_extension.LinkHookExtension):
         for arg, value in (('flops', flops), ('functions', functions)):
             if value and not backward:
                 raise ValueError(
-                    '`TimedLinks({}=True, backward=False)`: the function hook '
-                    'that times backward does it; keep `backward=True`.'
-                    .format(arg))
+                    f'`TimedLinks({arg}=True, backward=False)`: the function '
+                    'hook that times backward does it; keep `backward=True`.')
         for arg, value in (('peak_flops', peak_flops),
                            ('peak_bandwidth', peak_bandwidth)):
             if value is not None:
                 if not flops:
                     raise ValueError(
-                        '`TimedLinks({}={!r})` needs `flops=True`: peaks '
-                        'serve the roofline of the FLOPs counted.'.format(
-                            arg, value))
+                        f'`TimedLinks({arg}={value!r})` needs `flops=True`: '
+                        'peaks serve the roofline of the FLOPs counted.')
         units.check_unit('TimedLinks', unit)
         if comm is not None:
             gather.check_comm('TimedLinks', comm)
@@ -216,7 +131,7 @@ class TimedLinks(link_hook_extension.LinkHookExtension):
     def _modes(self):
         return records.MODES if self.validation else ('train',)
 
-    def initialize(self, trainer):
+    def initialize(self, trainer: chainer.training.Trainer) -> None:
         _checks.check_one_per_trainer(
             trainer, self, 'overwrite its keys', 'use one TimedLinks, with '
             '`links=` naming every link to time')
@@ -275,7 +190,7 @@ class TimedLinks(link_hook_extension.LinkHookExtension):
             self.hook.set_iteration_parts(self._entry.parts)
         super()._register()
 
-    def release(self):
+    def release(self) -> None:
         """Unregisters the hook, forgets the loop; safe to call many times.
         """
         try:
@@ -298,7 +213,7 @@ class TimedLinks(link_hook_extension.LinkHookExtension):
                 {mode: self.hook.function_entries('name', mode)
                  for mode in self._modes} if self.functions else {})
 
-    def __call__(self, trainer):
+    def __call__(self, trainer: chainer.training.Trainer) -> None:
         iteration = trainer.updater.iteration
         self._add_links(iteration)
         if self._peaks_from is not None:
@@ -330,8 +245,8 @@ class TimedLinks(link_hook_extension.LinkHookExtension):
         if not self.print_report:
             return
         for report in reports:
-            how = ', averaged over {} {}'.format(report.per, (
-                'iterations' if report.mode == 'train' else 'calls'))
+            what = 'iterations' if report.mode == 'train' else 'calls'
+            how = f', averaged over {report.per} {what}'
             console.write([_title(report.mode, iteration, how)], sys.stdout)
             entries = [e for e in report.entries if e.key != keys.OUTSIDE
                        or e.backward_time > 0]
@@ -365,19 +280,17 @@ class TimedLinks(link_hook_extension.LinkHookExtension):
                     'TimedLinks', self._names + [link.name], self.backward,
                     spread=self.comm is not None, functions=self.functions)
             except ValueError as e:
-                warnings.warn('{} It was added to the model during training '
-                              'and is not reported.'.format(e),
-                              RuntimeWarning)
+                warnings.warn(f'{e} It was added to the model during '
+                              'training and is not reported.', RuntimeWarning)
                 continue
             link_names.insert_added(self._names, link.name, link.parent)
+            since = ('training started' if self._last_iteration is None
+                     else f'iteration {self._last_iteration}')
             warnings.warn(
-                'TimedLinks: the link {!r} was added to the model during '
-                'training; its figures are reported from iteration {} on '
-                '(its calls since {}), and its parent\'s figures include '
-                'them.'.format(link.name, iteration, 'training started'
-                               if self._last_iteration is None else
-                               'iteration {}'.format(self._last_iteration)),
-                RuntimeWarning)
+                f'TimedLinks: the link {link.name!r} was added to the model '
+                f'during training; its figures are reported from iteration '
+                f'{iteration} on (its calls since {since}), and its '
+                "parent's figures include them.", RuntimeWarning)
 
     def _report(self, mode, totals, iteration, function_totals=()):
         # The Report of the calls since the baseline, or None when nothing
@@ -407,8 +320,8 @@ class TimedLinks(link_hook_extension.LinkHookExtension):
         if not self.print_report:
             return
         for report in gathered:
-            console.write([_title(report.mode, iteration, ' over {} '
-                                  'workers'.format(report.workers))],
+            console.write([_title(report.mode, iteration,
+                                  f' over {report.workers} workers')],
                           sys.stdout)
             tables.print_spread_table(
                 [e for e in report.entries if e.key != keys.OUTSIDE
@@ -416,16 +329,15 @@ class TimedLinks(link_hook_extension.LinkHookExtension):
                 sys.stdout, header='LinkName',
                 backward=keys.backward_reported(report.mode, self.backward))
 
-    def summary(self, by='path', mode='train'):
-        """Returns the cumulative summary of the run, resumed parts included.
-
-        See :meth:`TimerHook.summary() <chainer_hookext.TimerHook.summary>`
-        for ``by`` and ``mode``; ``mode='eval'`` gives the evaluation calls
-        timed with ``validation=True``.
-        """
+    def summary(self, by: str = 'path', mode: typing.Optional[str] = 'train'
+                ) -> typing.Dict[str, dict]:
+        """Returns the cumulative summary of the run, resumed parts included
+        (``by`` and ``mode`` as in :meth:`TimerHook.summary()
+        <chainer_hookext.TimerHook.summary>`)."""
         return self.hook.summary(by=by, mode=mode)
 
-    def function_summary(self, mode='train'):
+    def function_summary(self, mode: typing.Optional[str] = 'train'
+                         ) -> typing.Dict[str, dict]:
         """Returns the cumulative figures of each function type, largest
         time (forward and backward) first (``functions=True``).
 
@@ -444,15 +356,10 @@ class TimedLinks(link_hook_extension.LinkHookExtension):
             (row.function, {f: getattr(row, f) for f in fields})
             for row in totals)
 
-    def roofline(self, by='path', mode='train'):
-        """Returns each link's place under the roofline, over the whole run.
-
-        ``by='name'`` keys it as the reported keys (``main/predictor``), as
-        :func:`~chainer_hookext.plots.link_times` does.
-
-        Needs ``flops=True`` and ``initialize``; the peaks not given are
-        measured then, or at the first report, or here when no report came
-        yet and no parameter existed at ``initialize``.
+    def roofline(self, by: str = 'path', mode: typing.Optional[str] = 'train'
+                 ) -> typing.Dict[str, roofline_module.LinkPoints]:
+        """Returns each link's place under the roofline, over the whole run
+        (needs ``flops=True`` and ``initialize``).
 
         Returns:
             collections.OrderedDict: ``{key: LinkPoints}``
@@ -464,15 +371,16 @@ class TimedLinks(link_hook_extension.LinkHookExtension):
         if self._peaks_from is not None:
             self._set_roofline(self._peaks_from, last_chance=True)
         if self.roofline_ is None:
-            raise RuntimeError(
-                'TimedLinks.roofline: {}.'.format(
-                    'pass `flops=True` to count FLOPs' if not self.flops
-                    else 'the peaks are set when training starts; call it '
-                    'after trainer.run() or from a trigger'))
+            why = ('pass `flops=True` to count FLOPs' if not self.flops
+                   else 'the peaks are set when training starts; call it '
+                   'after trainer.run() or from a trigger')
+            raise RuntimeError(f'TimedLinks.roofline: {why}.')
         return self.roofline_.link_points(
             self.hook.entries(by=by, mode=mode))
 
-    def unknown_functions(self, by='path', mode='train'):
+    def unknown_functions(self, by: str = 'path',
+                          mode: typing.Optional[str] = 'train'
+                          ) -> typing.Dict[str, dict]:
         """Returns the function types whose FLOPs are not counted.
 
         Returns:
@@ -494,12 +402,9 @@ class TimedLinks(link_hook_extension.LinkHookExtension):
                 if whole > 0 else 0.0}
         return out
 
-    def serialize(self, serializer):
-        """Saves or restores the hook's figures and the last report's.
-
-        Loading a snapshot without them (taken before this extension was
-        added) warns, and timing starts afresh.
-        """
+    def serialize(self, serializer: chainer.AbstractSerializer) -> None:
+        """Saves or restores the hook's figures and the last report's (a
+        snapshot without them warns, and timing starts afresh)."""
         if not _state.is_loading(serializer):
             self.hook.serialize(serializer['hook'])
             self._serialize_baseline(serializer)
@@ -598,13 +503,12 @@ def _print_unknown(unknown, file):
     if not unknown:
         return
     console.write(['Function types without a FLOP formula (not counted):'] + [
-        '  {}: {} nodes, in {} ({:.1f}% of the time)'.format(
-            name, found['nodes'], ', '.join(found['links']),
-            100.0 * found['time_share']) for name, found in unknown.items()],
-        file)
+        f"  {name}: {found['nodes']} nodes, in {', '.join(found['links'])} "
+        f"({100.0 * found['time_share']:.1f}% of the time)"
+        for name, found in unknown.items()], file)
 
 
 def _title(mode, iteration, how):
     what = ('seconds per training iteration' if mode == 'train' else
             'seconds per evaluation call of the model')
-    return 'TimedLinks at iteration {}: {}{}'.format(iteration, what, how)
+    return f'TimedLinks at iteration {iteration}: {what}{how}'

@@ -1,5 +1,9 @@
+"""The trainer extension reporting where each training iteration goes
+(docs/timing.md, "`TimedLoop`: where each iteration goes")."""
+
 import collections
 import sys
+import typing
 
 import chainer
 import numpy
@@ -28,68 +32,19 @@ _Start = collections.namedtuple('_Start', ('time', 'totals', 'gc'))
 class TimedLoop(loop_phases.LoopExtension):
     """Trainer extension reporting where each training iteration goes.
 
-    At each trigger it reports, in seconds per training iteration averaged
-    over the iterations since its last report:
-
-    * ``time/loop/iteration``: a whole iteration, from the start of one
-      update to the start of the next (the update and every extension);
-    * ``time/loop/data``: from the update's start to the first function
-      applied (the iterators and the converter, the device transfer
-      included);
-    * ``time/loop/forward``: from there to the first backward step (the
-      model's forward and the loss);
-    * ``time/loop/backward``: from there to the end of the last backward
-      step;
-    * ``time/loop/optimizer``: from there to the next forward or the
-      update's end: the optimizers' update with their hooks (e.g.
-      ``WeightDecay``);
-    * ``time/loop/allreduce``: under ChainerMN, the gradient all-reduce of
-      the multi-node optimizer (from the last backward step to the update);
-    * ``time/loop/extensions``: all extensions' triggers and calls, and
-      ``time/loop/extension/<name>`` each one's, by its name in the trainer
-      (``validation``, ``LogReport`` ...): averaged over every iteration, so
-      that an extension run every 100 iterations shows its true share;
-    * ``time/loop/other``: the rest (the stop trigger), so that the
-      phases add up to the iteration;
-    * ``time/loop/gc``: Python's garbage collector (``gc.callbacks``),
-      inside the phases and not added to them; a collection that starts
-      while an extension runs (its trigger, its call, its own work inside
-      the update) is that extension's time only, never ``gc``.
-
-    And the tail of the iterations completed since its last report (the
-    one running at a report is in the next): ``time/loop/iteration/max``,
-    ``.../p50`` and ``.../p90`` (seconds, nearest rank, over at most
-    :attr:`tail_size` of them: all when the interval has no more, a
-    uniform sample beyond), ``time/loop/slowest`` (the slowest's number,
-    as ``updater.iteration`` counts it) and ``time/loop/slowest/<phase>``
-    (its phases and ``gc``).
-
-    An update that runs several forward and backward passes (a GAN, BPTT)
-    goes from phase to phase as they come: ``docs/timing.md`` defines each
-    mark.  It costs a few clock reads per iteration and a function hook's
-    calls per function applied and per backward step.  Nothing of the
-    user's is replaced: it listens through a function hook in the training
-    thread, a ``pre`` hook of ChainerMN's multi-node optimizer and the
-    trainer's extension entries, all removed on every way out of ``run()``.
-
-    The figures (and the last report's) are saved in snapshots, so a
-    resumed run reports as an uninterrupted one and :meth:`summary` covers
-    the whole run.
+    At each trigger it reports ``time/loop/iteration`` and its phases
+    (``data``, ``forward``, ``backward``, ``optimizer``, ``extensions``,
+    ``extension/<name>``, ``other``, ``gc``) in seconds per iteration since
+    its last report, and the tail of those iterations
+    (``time/loop/iteration/max``, ``p50``, ``p90``, ``time/loop/slowest``);
+    the keys and the marks that start each phase: docs/timing.md.
 
     Args:
-        print_report (bool): Print a table (phase, seconds per iteration,
-            share of the iteration) at each trigger.
+        print_report (bool): Print a table of the phases at each trigger.
         unit (str): Unit of the table: ``'sec'``, ``'ms'``, ``'us'``,
             ``'ns'``, ``'auto'`` or ``'auto_foreach'``.
         comm (chainermn.CommunicatorBase): Under ChainerMN, gather every
-            worker's figures on rank 0, which reports the mean over
-            workers and ``.../max``, ``.../min`` and ``.../slowest_rank``
-            per key, as :class:`~chainer_hookext.TimedLinks` does; the
-            tail's ``p50`` and ``p90`` are means over workers,
-            ``time/loop/iteration/max`` and ``time/loop/slowest...`` the
-            slowest iteration of any worker, ``time/loop/slowest/rank``
-            its worker.  Every rank needs the extension, with the same
-            trigger.
+            worker's figures on rank 0 (docs/timing.md, "ChainerMN").
 
     .. admonition:: Example
 
@@ -106,7 +61,8 @@ class TimedLoop(loop_phases.LoopExtension):
     #: How many iteration times the tail keeps per interval at most.
     tail_size = 10000
 
-    def __init__(self, *, print_report=False, unit='auto', comm=None):
+    def __init__(self, *, print_report: bool = False, unit: str = 'auto',
+                 comm: typing.Any = None) -> None:
         print_report = _checks.check_flag(
             'TimedLoop', 'print_report', print_report)
         units.check_unit('TimedLoop', unit)
@@ -128,7 +84,7 @@ class TimedLoop(loop_phases.LoopExtension):
         self._start = None
 
     # -- lifecycle -----------------------------------------------------------
-    def initialize(self, trainer):
+    def initialize(self, trainer: chainer.training.Trainer) -> None:
         self.release()
         entries = _chainer.extension_entries(trainer)
         self._names = list(entries)
@@ -147,7 +103,7 @@ class TimedLoop(loop_phases.LoopExtension):
             self._times = phases.IterationTimes(self.tail_size)
         super().initialize(trainer)
 
-    def iteration_ended(self, trainer):
+    def iteration_ended(self, trainer: chainer.training.Trainer) -> None:
         # Where figures start is known only now: a snapshot loaded after
         # initialize (``snapshot(autoload=True)``) has moved the iteration.
         if self._last_iteration is None:
@@ -176,7 +132,7 @@ class TimedLoop(loop_phases.LoopExtension):
         self._times.add(number, end - begun.time, figures)
 
     # -- figures -------------------------------------------------------------
-    def release(self):
+    def release(self) -> None:
         clock = self._clock
         if clock is not None:  # this run's figures stay when it ends
             if self._start is not None and clock.phase == phases.OTHER:
@@ -243,7 +199,7 @@ class TimedLoop(loop_phases.LoopExtension):
         tail.update((keys.slowest_figure(f), s) for f, s in slowest.items())
         return tail
 
-    def __call__(self, trainer):
+    def __call__(self, trainer: chainer.training.Trainer) -> None:
         if self._last_iteration is None:  # called before training
             return
         iteration = trainer.updater.iteration
@@ -259,8 +215,8 @@ class TimedLoop(loop_phases.LoopExtension):
             chainer.report({keys.loop_key(f): s for f, s in (
                 list(figures.items()) + list(tail.items()))})
             if self.print_report:
-                self._print(figures, tail, 'averaged over {} '
-                            'iterations'.format(n), iteration)
+                self._print(figures, tail, f'averaged over {n} iterations',
+                            iteration)
 
     def _report_gathered(self, figures, tail, iteration):
         # A collective: every rank calls it at every report, figures or
@@ -281,11 +237,11 @@ class TimedLoop(loop_phases.LoopExtension):
         if self.print_report:
             self._print(collections.OrderedDict(
                 (f, spread.mean) for f, spread in spreads.items()), tail,
-                'mean over {} workers'.format(self.comm.size), iteration)
+                f'mean over {self.comm.size} workers', iteration)
 
     def _print(self, figures, tail, how, iteration):
-        console.write(['TimedLoop at iteration {}: seconds per training '
-                       'iteration, {}'.format(iteration, how)], sys.stdout)
+        console.write([f'TimedLoop at iteration {iteration}: seconds per '
+                       f'training iteration, {how}'], sys.stdout)
         labels = {figure: '  ' + name for figure, name
                   in self._extension_figures().items()}
         present = keys.loop_figures(self._names)
@@ -296,18 +252,16 @@ class TimedLoop(loop_phases.LoopExtension):
         if tail:
             times = [tail[keys.tail_figure(s)] for s in keys.TAIL]
             fmt = units.formatter(self.unit, times)
-            console.write(['slowest iteration {}{}: {}; p50 {}, p90 {}'.format(
-                tail[keys.SLOWEST], ' (rank {})'.format(
-                    tail[keys.SLOWEST_RANK]) if keys.SLOWEST_RANK in tail
-                else '', *(fmt(t) for t in times))], sys.stdout)
+            rank = (f' (rank {tail[keys.SLOWEST_RANK]})'
+                    if keys.SLOWEST_RANK in tail else '')
+            top, p50, p90 = (fmt(t) for t in times)
+            console.write([f'slowest iteration {tail[keys.SLOWEST]}{rank}: '
+                           f'{top}; p50 {p50}, p90 {p90}'], sys.stdout)
 
-    def summary(self):
-        """Returns seconds per iteration of each phase over the whole run.
-
-        Resumed parts included, and the iterations since the last report:
-        ``{'iteration': ..., 'data': ..., ...}`` with the keys of the
-        reports (without ``time/loop/``); ``{}`` before any iteration.
-        """
+    def summary(self) -> typing.Dict[str, float]:
+        """Returns seconds per iteration of each phase over the whole run,
+        resumed parts included, keyed without ``time/loop/`` (``{}`` before
+        any iteration)."""
         if self._first_iteration is None:
             return collections.OrderedDict()
         trainer = self._trainer  # during its run, or after it
@@ -319,14 +273,9 @@ class TimedLoop(loop_phases.LoopExtension):
         return self._figures(self._totals(), {}, n)
 
     # -- snapshots -----------------------------------------------------------
-    def serialize(self, serializer):
+    def serialize(self, serializer: chainer.AbstractSerializer) -> None:
         """Saves or restores the figures, the last report's and the tail of
-        the iterations completed since.
-
-        Loading a snapshot without them (taken before this extension was
-        added) warns, and timing starts afresh; one without the tail (an
-        earlier version's) starts the tail afresh.
-        """
+        the iterations completed since (docs/timing.md, "Resume")."""
         if not _state.is_loading(serializer):
             totals = self._totals()
             for name, values in (('totals', totals),

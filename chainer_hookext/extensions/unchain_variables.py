@@ -1,3 +1,6 @@
+"""The trainer extension releasing reported graphs, last (docs/unchain.md).
+"""
+
 import chainerx
 from chainer import configuration
 from chainer import variable
@@ -19,60 +22,15 @@ from chainer_hookext.run import training_loop
 class UnchainVariables(extension.Extension):
     """Trainer extension that releases the graphs of reported Variables.
 
-    When ``chainer.config.keep_graph_on_report`` is on, ``chainer.report``
-    stores Variables with their whole computational graph: every activation
-    of the forward pass stays alive as long as anything holds a reported
-    value.  This extension calls
+    With ``chainer.config.keep_graph_on_report`` on, it calls
     :meth:`~chainer.Variable.unchain_backward` on every Variable of
-    ``trainer.observation`` at the end of each iteration in which that could
-    have happened, after every other extension has read them.
-
-    Compared with Chainer's
-    :class:`~chainer.training.extensions.unchain_variables`:
-
-    * It runs last: its priority is
-      :data:`~chainer_hookext.PRIORITY_LAST`, below ``snapshot`` (-100) and
-      any extension given a negative priority by hand (Chainer's runs at 0).
-      ``trainer.extend(..., priority=...)`` still overrides it.
-    * It reaches Variables nested in the observation's lists, tuples and
-      dicts (e.g. ``chainer.report({'losses': {'ce': loss}}, self)``), not
-      only top-level values.
-    * ``serialize`` keeps its state, so a resumed run unchains in the same
-      iterations as an uninterrupted one.
-
-    How the flag is followed, step by step:
-
-    1. When ``Trainer.run`` enters its loop (its first call of the stop
-       trigger, after every ``initialize``, e.g. ``DumpGraph``'s, which
-       turns the flag on, and after the extensions called before training),
-       it reads the flag: the value in effect during the first update.  A
-       value restored by ``serialize`` is kept as well.
-    2. At the end of each iteration (its ``trigger``), it unchains when the
-       flag was on during the update (the value carried from the end of the
-       previous iteration) or is on now, during this iteration's extensions
-       (``DumpGraph`` turns it off after its first call: that iteration is
-       still unchained).  It then carries the current value to the next
-       iteration.
-    3. When the flag was off throughout, the trigger returns ``False``: about
-       0.2 us per iteration, nothing else (see ``benchmarks/``).
-
-    The data of the Variables is never touched (``LogReport`` and the like
-    still read the values), and unchaining an already unchained Variable does
-    nothing.  ChainerX Variables, which cannot be unchained, are left as they
-    are.
+    ``trainer.observation``, nested ones included, last of all extensions
+    in each iteration that could have kept graphs; how it differs from
+    Chainer's ``unchain_variables``: docs/unchain.md.
 
     .. note::
        The trigger is the extension's own method: do not pass ``trigger=`` to
        ``trainer.extend``, or the flag would no longer be followed.
-
-    .. note::
-       With the flag off, Chainer's reporter copies *top-level* Variables
-       without their graph but stores lists, tuples and dicts as they are: a
-       Variable nested in them keeps its graph even then.  If the model
-       reports such values, use ``always=True``.  The same holds for an
-       extension that turns the flag on only within a
-       ``chainer.using_config`` block, which no check at the ends of the
-       iteration can see.
 
     Args:
         always (bool): Unchain every iteration, whatever the flag.  Costs a
@@ -131,14 +89,8 @@ class UnchainVariables(extension.Extension):
         self._flag_at_update_start = False
 
     def serialize(self, serializer):
-        """Saves or restores the flag carried into the next update.
-
-        Saving records ``keep_graph_on_report`` as it stands: ``snapshot``
-        runs after every extension but this one, so that is the value carried
-        from the snapshot's iteration into the next update.  Loading a
-        snapshot taken before this extension was added warns and starts
-        afresh: the flag read when the loop starts applies.
-        """
+        """Saves or restores the flag carried into the next update: the flag
+        as it stands, since ``snapshot`` runs before this extension."""
         if not _state.is_loading(serializer):
             serializer('carried_flag',
                        bool(configuration.config.keep_graph_on_report))
