@@ -242,9 +242,10 @@ def main(argv=None):
     # median (after 20), beside the one before it, in
     # outlier_iteration_<N>.json.gz: none in a clean run, the plots drawn
     # at each epoch's end judged against those of the epochs before.
-    # Each function node's forward and backward step is a span too.
+    # Each function node's forward and backward step is a span too, and
+    # the bytes alive (docs/memory.md) are counter tracks, the peak marked.
     trainer.extend(chainer_hookext.Timeline(iterations=3, outliers=5.0,
-                                            functions=True),
+                                            functions=True, memory=True),
                    trigger=end_of_epoch(1))
 
     # DumpGraph turns keep_graph_on_report on for its first iteration: the
