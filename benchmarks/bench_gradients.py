@@ -63,7 +63,7 @@ class Chain(chainer.ChainList):
         return x
 
 
-class ActivationBesideFunctionHook(object):
+class ActivationBesideFunctionHook:
     """``ActivationStatisticsHook()`` with an empty ``chainer.FunctionHook``
     registered beside it: the floor of statistics of a link output's
     gradient, which only a function hook's backward step sees (the same
@@ -105,7 +105,7 @@ def synchronize(device):
 def workload(args, device, n):
     """The chain, its names as a trainer's scope, and the input."""
     model = Chain(args.links)
-    names = {id(link): 'main/{}'.format(i) for i, link in enumerate(model)}
+    names = {id(link): f'main/{i}' for i, link in enumerate(model)}
     x = chainer.Variable(device.send(numpy.random.RandomState(0).randn(
         n).astype(numpy.float32)))
     return model, names, x
@@ -202,31 +202,31 @@ def main():
     if args.instructions:
         if shutil.which('valgrind') is None:
             parser.error('--instructions: valgrind not found')
-        print('Extra instructions over off per link call ({} links, forward '
-              'and backward, NumPy, cachegrind: ({} - {} iterations) / '
-              '{})'.format(args.links, args.iterations[1], args.iterations[0],
-                           args.iterations[1] - args.iterations[0]))
+        n1, n2 = args.iterations
+        print(f'Extra instructions over off per link call ({args.links} '
+              f'links, forward and backward, NumPy, cachegrind: ({n2} - {n1} '
+              f'iterations) / {n2 - n1})')
         table = [measure_instructions(args, n) for n in args.sizes]
-        scale, fmt = 1, '{:>+14,.0f}'
+        scale, fmt = 1, '>+14,.0f'
     else:
         device = chainer.get_device(args.device)
-        print('Extra us over off per link call ({} links, forward and '
-              'backward, best of {} rounds, device {})'.format(
-                  args.links, args.rounds, device))
+        print(f'Extra us over off per link call ({args.links} links, '
+              f'forward and backward, best of {args.rounds} rounds, device '
+              f'{device})')
         table = [measure(args, device, n) for n in args.sizes]
-        scale, fmt = 1e6, '{:>+14.2f}'
-    print('{:<34}'.format('hook') + ''.join(
-        '{:>14}'.format('N={}'.format(n)) for n in args.sizes))
+        scale, fmt = 1e6, '>+14.2f'
+    print(f"{'hook':<34}" + ''.join(f"{f'N={n}':>14}" for n in args.sizes))
     for name, label in (
             ('ActivationStatisticsHook()', 'Activation, per forward output'),
             ('GradientStatisticsHook()', 'Gradient, per backward step'),
             ('floor', 'Floor: activation + FunctionHook')):
-        print('{:<34}'.format(label) + ''.join(
-            fmt.format(row[name] * scale) for row in table))
+        print(f'{label:<34}' + ''.join(
+            format(row[name] * scale, fmt) for row in table))
     for name, label in (('GradientStatisticsHook()', 'gradient'),
                         ('floor', 'floor')):
-        print('{:<34}'.format('ratio {} / activation'.format(label)) + ''.join(
-            '{:>13.2f}x'.format(row[name] / row['ActivationStatisticsHook()'])
+        ratio = f'ratio {label} / activation'
+        print(f'{ratio:<34}' + ''.join(
+            f"{row[name] / row['ActivationStatisticsHook()']:>13.2f}x"
             for row in table))
 
 

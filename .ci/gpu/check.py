@@ -21,7 +21,8 @@
 4. **The peaks** the roofline uses, measured on the device.
 5. **Cost on the device**: the CNN's training iteration (wall time up to
    the device's end, median of rounds run in turn, one model) bare, with
-   this package's hooks, and with Chainer's own
+   this package's hooks (every extension's together too), and with
+   Chainer's own
    ``chainer.link_hooks.TimerHook``, which waits for the device at every
    link call; at batch 32 (the host is the bottleneck) and 1024 (the
    device is).  Printed, not checked.
@@ -258,8 +259,12 @@ class Rounds(object):
         self.iterations = iterations
 
     def seconds(self, hooks):
-        """Mean seconds per iteration under ``hooks`` (context managers)."""
+        """Mean seconds per iteration under ``hooks`` (context managers);
+        a ``NonFiniteHook`` among them is checked at each iteration's end,
+        as ``NonFiniteGuard`` checks it."""
         stream = cuda.cupy.cuda.Stream.null
+        checks = [hook.check for hook in hooks
+                  if isinstance(hook, chainer_hookext.NonFiniteHook)]
         with contextlib.ExitStack() as stack:
             for hook in hooks:
                 stack.enter_context(hook)
@@ -267,8 +272,21 @@ class Rounds(object):
             start = time.perf_counter()
             for _ in range(self.iterations):
                 self.optimizer.update(self.model, self.x, self.t)
+                for check in checks:
+                    check()
             stream.synchronize()
         return (time.perf_counter() - start) / self.iterations
+
+
+def every_hook(guard):
+    """The hooks of every extension that hooks links: TimedLinks(flops=True),
+    ActivationStatistics, GradientStatistics, CaptureOutputs(copy=True),
+    and NonFiniteGuard's (checked once per iteration) with ``guard``."""
+    hooks = (chainer_hookext.TimerHook(backward=True, flops=True),
+             chainer_hookext.ActivationStatisticsHook(),
+             chainer_hookext.GradientStatisticsHook(),
+             chainer_hookext.CaptureOutputsHook(copy=True))
+    return hooks + ((chainer_hookext.NonFiniteHook(),) if guard else ())
 
 
 def report_costs(results, batch, rounds=7, iterations=30):
@@ -281,6 +299,10 @@ def report_costs(results, batch, rounds=7, iterations=30):
          lambda: (TimerHook(backward=True, flops=True),
                   chainer_hookext.ActivationStatisticsHook(),
                   chainer_hookext.CaptureOutputsHook(copy=True))),
+        ('every extension together but NonFiniteGuard',
+         lambda: every_hook(guard=False)),
+        ('every extension together',
+         lambda: every_hook(guard=True)),
         ("Chainer's chainer.link_hooks.TimerHook",
          lambda: (chainer.link_hooks.TimerHook(),)),
     )
@@ -294,9 +316,9 @@ def report_costs(results, batch, rounds=7, iterations=30):
     bare = numpy.median(samples['bare'])
     for name, _ in variants:
         median = numpy.median(samples[name])
-        print('cost, batch {:<5} {:<62} {:8.3f} ms / iteration  {:5.2f}x '
-              'bare'.format(batch, name, median * 1e3, median / bare))
-        results['costs']['{}, batch {}'.format(name, batch)] = median
+        print(f'cost, batch {batch:<5} {name:<62} {median * 1e3:8.3f} ms / '
+              f'iteration  {median / bare:5.2f}x bare')
+        results['costs'][f'{name}, batch {batch}'] = median
 
 
 def report_peaks(results):

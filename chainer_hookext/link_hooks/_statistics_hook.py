@@ -33,7 +33,8 @@ class StatisticsHook(_output_hook.OutputHook):
         super().__init__(train=train, eval=eval)
         # by (link name, where in its output)
         self._table = _running_statistics.Table(
-            self.statistics_names, type(self).report_key, norm=self.norm)
+            self.statistics_names, type(self).report_key,
+            norm=self.norm and 'norm' in self.statistics_names)
 
     @classmethod
     def check_statistics(cls, call, statistics):
