@@ -1,4 +1,8 @@
+"""The base of the extensions that own a link hook for the length of
+training (docs/internals.md, "The lifecycle of `LinkHookExtension`")."""
+
 import itertools
+import typing
 import warnings
 import weakref
 
@@ -25,41 +29,11 @@ _owners = weakref.WeakKeyDictionary()
 class LinkHookExtension(extension.Extension):
     """Trainer extension that owns a link hook for the length of training.
 
-    The hook applies to the trained model (the target of the updater's
-    ``main`` optimizer and all its descendant links), or to the links given
-    as ``links`` and their descendants, and to nothing else called in the
-    same thread.
-
-    Lifecycle: ``initialize(trainer)`` checks the scope; the hook is
-    registered when ``Trainer.run`` enters its training loop (extensions
-    called before training are not hooked) and removed when the loop ends,
-    on every way out (the end, an exception, ``KeyboardInterrupt``, another
-    extension's failure, a hook's own ``deleted`` raising), before any
-    ``finalize``.  How, and the one case left (removed by the next
-    ``initialize`` in the thread, with a ``RuntimeWarning``):
-    ``docs/internals.md``, "The lifecycle of ``LinkHookExtension``".  When
-    the loop ran without the hook (``trainer.stop_trigger`` replaced after
-    ``initialize`` in a way that hides ``Trainer.run``'s call), ``finalize``
-    warns (``RuntimeWarning``) instead of staying silent.
-
-    The hook is registered as a global (thread-local) hook under a key of
-    this package's own (``chainer_hookext.<name>``, then ``_1`` ...), so
-    that two hooks with the same name do not collide and the plain name
-    stays free for the user's own ``with hook:``.  A global hook that
-    filters on the scoped links costs less per link call than ``add_hook``
-    on every link, for which ``Link.__call__`` copies an ``OrderedDict``
-    (``benchmarks/README.md``).  A
-    :class:`~chainer_hookext.link_hooks.ScopedLinkHook` filters by itself
-    and is registered directly; any other :class:`chainer.LinkHook`
-    (Chainer's ``TimerHook`` included) is registered behind a small
-    filtering proxy.  Modes: the hook acts only in the modes that both the
-    extension's ``train`` / ``eval`` and the hook's own allow.
-
-    Chainer calls a global hook's ``added`` and ``deleted`` with ``None``:
-    hooks that need their link there are refused (``TypeError``).  Chainer's
-    ``SpectralNormalization`` and ``WeightStandardization`` change the
-    weights of the one link they are added to: they are part of the model,
-    added with ``link.add_hook(hook)``, not a hook to own for training.
+    The hook is registered in the thread when ``Trainer.run`` enters its
+    loop, acts on the trained model's links (or ``links``) only, and is
+    removed on every way out, before any ``finalize`` (docs/internals.md,
+    "The lifecycle of `LinkHookExtension`").  Hooks that need their link in
+    ``added(link)`` (``SpectralNormalization``) are refused.
 
     Args:
         hook (chainer.LinkHook): The hook to own.
@@ -82,7 +56,9 @@ class LinkHookExtension(extension.Extension):
     trigger = 1, 'iteration'
     priority = extension.PRIORITY_READER
 
-    def __init__(self, hook, links=None, *, train=True, eval=True):
+    def __init__(self, hook: chainer.LinkHook, links: typing.Union[
+                     None, chainer.Link, typing.Sequence[chainer.Link]] = None,
+                 *, train: bool = True, eval: bool = True) -> None:
         call = type(self).__name__
         if not isinstance(hook, chainer.LinkHook):
             raise TypeError(
@@ -108,15 +84,15 @@ class LinkHookExtension(extension.Extension):
         self._iteration = None  # the updater's, at initialize
 
     @property
-    def default_name(self):
+    def default_name(self) -> str:
         return f'LinkHookExtension_{self.hook.name}'
 
     @property
-    def registered_name(self):
+    def registered_name(self) -> typing.Optional[str]:
         """The key of the hook in the thread's registry while registered."""
         return None if self._registered is None else self._registered[0][1]
 
-    def initialize(self, trainer):
+    def initialize(self, trainer: chainer.training.Trainer) -> None:
         training_loop.end_loops_left_running()
         self.release()
         call = type(self).__name__
@@ -144,11 +120,10 @@ class LinkHookExtension(extension.Extension):
         self._entry = training_loop.TrainingLoop.install(
             trainer, self._register, self.release)
 
-    def scope_link_names(self, trainer):
-        """Returns ``{id(link): name}`` of the links this extension hooks.
-
-        See :func:`scope_link_names`.
-        """
+    def scope_link_names(self, trainer: chainer.training.Trainer
+                         ) -> typing.Dict[int, str]:
+        """Returns ``{id(link): name}`` of the links this extension hooks
+        (:func:`scope_link_names`)."""
         return scope_link_names(type(self).__name__, self.links, trainer)
 
     def _holds(self, trainer):
@@ -168,13 +143,13 @@ class LinkHookExtension(extension.Extension):
             raise
         self._registered = handle, hook
 
-    def registered_hook(self):
+    def registered_hook(self) -> typing.Optional[chainer.LinkHook]:
         """Returns the hook while it is registered (the loop runs), else
         ``None``."""
         registered = self._registered
         return None if registered is None else registered[1]
 
-    def release(self):
+    def release(self) -> None:
         """Unregisters the hook, forgets the loop; safe to call many times."""
         entry, self._entry = self._entry, None
         self._pending = None
@@ -186,13 +161,14 @@ class LinkHookExtension(extension.Extension):
         if registered is not None:
             _registry.remove(*registered)
 
-    def __call__(self, trainer):
+    def __call__(self, trainer: chainer.training.Trainer) -> None:
         pass
 
-    def on_error(self, trainer, exc, tb):
+    def on_error(self, trainer: chainer.training.Trainer,
+                 exc: BaseException, tb: typing.Any) -> None:
         self.release()
 
-    def finalize(self):
+    def finalize(self) -> None:
         entry = self._entry
         try:
             if entry is not None:
@@ -215,13 +191,9 @@ class LinkHookExtension(extension.Extension):
             "extension's initialize?).",
             RuntimeWarning)
 
-    def serialize(self, serializer):
-        """Saves or restores the hook's state under the key ``hook``.
-
-        Delegates to ``hook.serialize`` when the hook has one.  Loading a
-        snapshot taken before this extension was added warns and keeps the
-        hook's fresh state.
-        """
+    def serialize(self, serializer: chainer.AbstractSerializer) -> None:
+        """Saves or restores the hook's state (``hook.serialize``, when it
+        has one) under the key ``hook``; a snapshot without it warns."""
         serialize = getattr(self.hook, 'serialize', None)
         if serialize is None:
             return

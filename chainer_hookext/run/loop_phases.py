@@ -1,17 +1,10 @@
-"""One phase clock per trainer's loop, shared by the extensions that read it.
-
-:class:`LoopPhases` owns a trainer's :class:`~.phases.PhaseClock` and its
-:class:`~.marks.Marks`: they are added when ``Trainer.run`` enters its loop
-and removed when it ends, every way out
-(:class:`~chainer_hookext.run.training_loop.TrainingLoop`), or when the
-last extension reading them releases them.  ``TimedLoop`` and ``Timeline``
-in one trainer read one clock: the marks are never stacked.  The clock's
-:meth:`~.phases.PhaseClock.count_gc` is in ``gc.callbacks`` over the same
-span (a ``Timeline`` recording adds a list to the clock's ``gc_lists`` to have
-each collection's span).
+"""One phase clock and one set of marks per trainer's loop, shared by
+``TimedLoop`` and ``Timeline`` (docs/internals.md, "Layout"; docs/timing.md,
+"`TimedLoop`", Lifecycle).
 """
 
 import gc
+import typing
 import weakref
 
 import chainer
@@ -28,7 +21,7 @@ from chainer_hookext.timing import phases
 _shared = weakref.WeakKeyDictionary()
 
 
-class LoopPhases(object):
+class LoopPhases:
     """The phase clock of one trainer's loop and the marks that drive it.
 
     Use :meth:`subscribe`.
@@ -200,36 +193,38 @@ class LoopExtension(extension.Extension):
         loop = self._loop
         return None if loop is None else loop.clock
 
-    def initialize(self, trainer):
+    def initialize(self, trainer: chainer.training.Trainer) -> None:
         self.release()
         self._trainer = trainer
         self._loop = LoopPhases.subscribe(trainer, self)
 
-    def iteration_ended(self, trainer):
+    def iteration_ended(self, trainer: chainer.training.Trainer) -> None:
         """Called at each iteration's start, once the clock has started it,
         before any reader's :meth:`iteration_started`: the clock's totals
         are those of :attr:`LoopPhases.iteration_start`.
         """
 
-    def iteration_started(self, trainer):
+    def iteration_started(self, trainer: chainer.training.Trainer
+                          ) -> None:
         """Called at each iteration's start, once the clock has started it.
         """
 
-    def iteration_ending(self, trainer):
+    def iteration_ending(self, trainer: chainer.training.Trainer) -> None:
         """Called before each call of the stop trigger (the iteration's
         extensions done, the clock in ``other``), and before the first:
         work done here is in no phase that a trace draws, and before the
         next iteration starts.
         """
 
-    def release(self):
+    def release(self) -> None:
         """Stops reading the loop's phases; safe to call many times."""
         loop, self._loop = self._loop, None
         if loop is not None:
             loop.unsubscribe(self)
 
-    def on_error(self, trainer, exc, tb):
+    def on_error(self, trainer: chainer.training.Trainer,
+                 exc: BaseException, tb: typing.Any) -> None:
         self.release()
 
-    def finalize(self):
+    def finalize(self) -> None:
         self.release()

@@ -74,9 +74,8 @@ class TrainingLoop:
 
     @classmethod
     def install(cls, trainer, enter, end=None, iteration=None, check=None):
-        """Arranges for ``enter()`` and ``end()`` at the loop's two ends.
-
-        Ends loops left running of the thread first (see the module).
+        """Arranges for ``enter()`` and ``end()`` at the loop's two ends,
+        after :func:`end_loops_left_running`.
 
         Args:
             trainer (~chainer.training.Trainer): The trainer to watch.
@@ -327,8 +326,9 @@ def _running():
 def end_loops_left_running():
     """Ends the thread's loops whose ``Trainer.run`` has returned.
 
-    Such a loop ended without anything of this module seeing it (see the
-    module); its end callbacks run now, with a ``RuntimeWarning``.
+    Such a loop ended unseen (docs/internals.md, "The lifecycle of
+    `LinkHookExtension`", its last way out); its end callbacks run now, with
+    a ``RuntimeWarning``.
     """
     running = _running()
     if not running:
