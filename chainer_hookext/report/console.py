@@ -1,14 +1,5 @@
-"""Our console output: whole lines, written the way ``PrintReport`` writes.
-
-Chainer's ``ProgressBar`` prints its status lines and moves the cursor back
-up to the first of them, so that its next status overwrites them; Chainer's
-``PrintReport`` erases from the cursor down before each row.  Every table
-and line of ours goes through :func:`write`, which does the same on a
-terminal, so no status line is left in or between our lines; a line
-wider than :data:`WIDTH` is wrapped at its spaces.  A stream
-that is no terminal (a file, a pipe) gets the lines alone; and
-:func:`for_print_report` gives ``PrintReport`` (which writes its erase
-whatever the stream) a stream that does the same.
+"""Our console output: whole lines, written as ``PrintReport`` writes them,
+below ``ProgressBar``'s status lines (docs/profile.md, "Console").
 """
 
 import sys

@@ -1,12 +1,5 @@
-"""Names of the links of a trainer's models, in Chainer's reporter shape.
-
-Chainer's :class:`~chainer.training.Trainer` registers every link of every
-optimizer's target as a reporter observer named ``<optimizer name><path>``,
-where ``<path>`` is the link's path as :meth:`chainer.Link.namedlinks` spells
-it and the root path ``'/'`` is dropped: ``main``, ``main/predictor``,
-``main/predictor/l1``.  The extensions of this package key their reports and
-hook scopes by the same names, so ``LogReport`` and ``PrintReport`` need
-no glue.
+"""Names of the links of a trainer's models as Chainer's reporter spells
+them (``main``, ``main/predictor/l1``): the names of every key and scope.
 """
 
 import warnings
@@ -26,12 +19,9 @@ def link_name(prefix, path):
 
 
 def model_link_names(trainer):
-    """Maps ``id(link)`` to its name for every link of the trainer's models.
-
-    Names are the ones ``Trainer`` gives the reporter's observers: for each
-    optimizer in the updater's order, each link of its target in
-    :meth:`~chainer.Link.namedlinks` order, and a link reachable under two
-    names keeps the last, as in the reporter.
+    """Maps ``id(link)`` to its name for every link of the trainer's models,
+    as ``Trainer`` names the reporter's observers (a link reachable under two
+    names keeps the last).
 
     Args:
         trainer (~chainer.training.Trainer): Trainer whose updater's
@@ -64,11 +54,8 @@ def insert_added(names, name, parent):
 
 
 def warn_unhooked(call, named_links):
-    """Warns about links whose calls Chainer runs no link hooks for.
-
-    ``Link.__call__`` runs the link hooks around ``forward``; a link class
-    that overrides ``__call__`` itself (Chainer 1 style) bypasses it, so
-    every hook, ours included, sees nothing of the link.
+    """Warns about links that override ``__call__`` (Chainer 1 style):
+    ``Link.__call__`` runs the link hooks, so no hook sees them.
 
     Args:
         call (str): The class to name in the warning.
@@ -78,8 +65,7 @@ def warn_unhooked(call, named_links):
              if type(link).__call__ is not chainer.Link.__call__]
     if names:
         warnings.warn(
-            '{}: {} define __call__ instead of forward, so Chainer runs no '
-            'link hook for their calls and they report nothing of their '
-            'own (their child links are still seen); rename their __call__ '
-            'to forward.'.format(call, ', '.join(map(repr, names))),
-            RuntimeWarning)
+            f"{call}: {', '.join(map(repr, names))} define __call__ instead "
+            'of forward, so Chainer runs no link hook for their calls and '
+            'they report nothing of their own (their child links are still '
+            'seen); rename their __call__ to forward.', RuntimeWarning)

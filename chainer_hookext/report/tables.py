@@ -1,27 +1,6 @@
-"""Text tables of timing figures, printed from structured rows.
-
-Chainer's ``TimerHook.print_report`` table (class names); a tree of
-:class:`~.records.Entry` rows, each indented under its parent and
-shortened to its part below it, one column per figure of
-:data:`.keys.FIGURES`::
-
-    LinkPath   ElapsedTime  SelfTime  Occurrence
-    /             120.00us   20.00us           4
-      predictor   100.00us   40.00us           4
-        l1         30.00us   30.00us           4
-
-with backward columns when backward is timed and a last ``(outside)`` row
-with backward times only, and with FLOPs counted each link's place under
-the roofline (FLOPs, FLOP/s, percent of the peak, bound), forward and
-backward; the same tree of figures gathered over
-ChainerMN workers (mean, min, max, slowest rank); and the phases of
-:class:`~chainer_hookext.TimedLoop` with their shares of an iteration.
-Each table is written whole through :func:`.console.write`, laid out
-for the console: its :data:`TOP` links taking the most (a row's ancestors
-with it), then how many more; its key column at most :data:`KEY_WIDTH`
-characters; its columns, a group at a time, in as many blocks (each with
-the key column) as fit :data:`.console.WIDTH`.  ``top=None`` prints every
-row.
+"""Every printed text table, from structured rows: Chainer's ``TimerHook``
+table, the link tree, function types, ChainerMN spreads, shares, memory;
+laid out for the console (docs/profile.md, "Console").
 """
 
 from chainer_hookext.report import console
@@ -99,7 +78,7 @@ def _roofline_cells(link_points, backward):
             cells += ['', '', '', '']
         else:
             cells += [units.count(point.flops), units.count(point.rate),
-                      '{:.1f}%'.format(point.percent), point.bound]
+                      f'{point.percent:.1f}%', point.bound]
     return cells
 
 
@@ -188,10 +167,8 @@ def _links_within(self_times, by_link, top):
 
 def print_spread_table(entries, unit, file, header='LinkName',
                        backward=False, top=TOP):
-    """Prints figures gathered over workers as an indented tree.
-
-    The first figure has its mean, min, max and slowest rank; the others
-    their mean.
+    """Prints figures gathered over workers as an indented tree: the first
+    figure's mean, min, max and slowest rank, the others' mean.
 
     Args:
         entries (list of ~.gather.GatheredEntry): Parents before their
@@ -241,17 +218,14 @@ def print_share_table(seconds, whole, unit, file,
     fmt = units.formatter(unit, list(seconds.values()))
     rows = [list(titles)]
     for label, value in seconds.items():
-        share = '{:.1f}%'.format(100.0 * value / whole) if whole else ''
+        share = f'{100.0 * value / whole:.1f}%' if whole else ''
         rows.append([label, fmt(value), share])
     _write(rows, '<>>', file)
 
 
 def tree_labels(rows):
-    """Returns the indented label of each row (``key`` and ``parent``).
-
-    A row is indented one step below its parent's row and shows its key
-    (a link's name or path) without the parent's key in front.
-    """
+    """Returns the label of each row (``key`` and ``parent``): indented
+    one step below its parent's, without the parent's key in front."""
     depths = {}
     labels = []
     for row in rows:
@@ -345,9 +319,8 @@ def _write(rows, aligns, file, groups=None, more=()):
     lines = []
     for block in blocks:
         columns = [0] + block
-        template = '  '.join(f'{{:{aligns[i]}{widths[i]}}}' for i in columns)
-        lines += [template.format(*(row[i] for i in columns)).rstrip()
-                  for row in rows]
+        lines += ['  '.join(f'{row[i]:{aligns[i]}{widths[i]}}'
+                            for i in columns).rstrip() for row in rows]
     console.write(lines + list(more), file)
 
 

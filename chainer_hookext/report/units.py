@@ -1,9 +1,6 @@
-"""Units of timing reports: times as Chainer's ``TimerHook`` spells them,
-and counts (FLOPs, FLOP/s) with SI prefixes.
-
-``unit`` is one of ``'sec'``, ``'ms'``, ``'us'``, ``'ns'``, ``'auto'`` (one
-unit for the whole table, chosen from its largest time) or ``'auto_foreach'``
-(a unit chosen for each time).
+"""Units of the printed tables: times as Chainer's ``TimerHook`` spells them
+(``unit``: ``'sec'``, ``'ms'``, ``'us'``, ``'ns'``, ``'auto'``, one for the
+table, or ``'auto_foreach'``), counts with SI prefixes, bytes with binary ones.
 """
 
 from chainer_hookext import _checks
@@ -17,9 +14,6 @@ UNITS = tuple(FACTORS) + ('auto', 'auto_foreach')
 
 def check_unit(call, unit):
     """Returns ``unit``; raises naming ``call`` unless it is known.
-
-    ``TypeError`` for a value that is not a string, ``ValueError`` for an
-    unknown unit (:func:`~chainer_hookext._checks.check_choice`).
 
     >>> check_unit('TimerHook.print_report', 'min')
     Traceback (most recent call last):
@@ -61,13 +55,13 @@ def formatter(unit, seconds):
     if unit == 'auto_foreach':
         def fmt(value):
             factor, name = choose_unit(value)
-            return '%3.2f%s' % (value * factor, name)
+            return f'{value * factor:3.2f}{name}'
         return fmt
     if unit == 'auto':
         factor, unit = choose_unit(max(seconds, default=0))
     else:
         factor = FACTORS[unit]
-    return lambda value: '%3.2f%s' % (value * factor, unit)
+    return lambda value: f'{value * factor:3.2f}{unit}'
 
 
 _PREFIXES = ((10 ** 12, 'T'), (10 ** 9, 'G'), (10 ** 6, 'M'), (10 ** 3, 'k'))
@@ -90,8 +84,8 @@ def count(value):
     """
     for factor, prefix in _PREFIXES:
         if abs(value) >= factor:
-            return '%.2f%s' % (value / factor, prefix)
-    return '%d' % round(value)
+            return f'{value / factor:.2f}{prefix}'
+    return f'{int(round(value))}'
 
 
 _BINARY = ((2 ** 30, 'GiB'), (2 ** 20, 'MiB'), (2 ** 10, 'KiB'))
@@ -105,5 +99,5 @@ def nbytes(value):
     """
     for factor, prefix in _BINARY:
         if abs(value) >= factor:
-            return '%.2f%s' % (value / factor, prefix)
-    return '%dB' % round(value)
+            return f'{value / factor:.2f}{prefix}'
+    return f'{int(round(value))}B'
