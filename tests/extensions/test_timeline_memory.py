@@ -4,8 +4,6 @@ import glob
 import os
 
 import chainer
-import chainer.functions as F
-import chainer.links as L
 import pytest
 
 import chainer_hookext
@@ -87,3 +85,38 @@ def test_link_memory_reports_the_peak(tmp_path, capsys):
     assert len(peak['holders']) == 5
     assert sum(n for _, _, n in peak['holders']) <= peak['bytes']
     assert 'Peak ' in capsys.readouterr().out
+
+
+@pytest.mark.gpu
+def test_gpu_peak_is_the_pools(tmp_path):
+    # The peak against the pool's own used bytes, read at every malloc by
+    # a hook of the test's.
+    import cupy
+    from cupy.cuda import memory_hook
+
+    pool = cupy.get_default_memory_pool()
+    highest = [pool.used_bytes()]
+
+    class Used(memory_hook.MemoryHook):
+        name = 'Used'
+
+        def malloc_postprocess(self, device_id, size, mem_size, mem_ptr,
+                               pmem_id):
+            highest[0] = max(highest[0], pool.used_bytes())
+
+    trainer = make_trainer(str(tmp_path), stop=(2, 'iteration'), device=0)
+    memory = chainer_hookext.LinkMemory(peak=True)
+    trainer.extend(memory, trigger=(2, 'iteration'))
+    with Used():
+        trainer.run()
+    assert memory.peak_summary()['bytes'] == pytest.approx(
+        highest[0], rel=0.01)
+
+
+@pytest.mark.gpu
+def test_gpu_pool_counters_in_the_trace(tmp_path):
+    _, events = traced(tmp_path, device=0)
+    pool = [e for e in events if e.get('ph') == 'C'
+            and e['name'] == trace_events.POOL_COUNTER]
+    assert pool and all(
+        0 < e['args']['used'] <= e['args']['held'] for e in pool)
