@@ -1,31 +1,6 @@
-"""FLOPs and bytes per link: the backward timer that also counts each node.
-
-:class:`FlopCounter` is the :class:`~.timing.backward.BackwardTimer` of a
-``TimerHook(flops=True)``.  Its ``forward_preprocess`` tags each new
-function node as the timer's does, and charges the node's cost
-(:func:`.flops.count`, from the inputs Chainer passes: no function runs
-twice) to a call record of the timer:
-
-* a node created in a timed link's forward: to the link's record, as its
-  self cost (``flops``, ``bytes``);
-* a node applied inside a backward step: a gradient node
-  (``LinearGradWeight`` ...), or a node ``F.forget`` recomputes: to the
-  record charged for that step's time, as backward self cost
-  (``backward_flops``, ``backward_bytes``); a step of a node created
-  outside every timed link, to the stack's ``outside`` record;
-* a node created outside every timed link's forward: nothing (no forward
-  time is reported for it either);
-* under a trainer's loop, a node applied in a backward step outside the
-  update (an extension's backward): nothing, as for the step's time.
-
-A node class without a formula is counted in the record's ``unknown``
-(``{class name: nodes}``), never as zero FLOPs.  Everything is added to
-records, one per call path: nothing is kept per call.
-
-Inside a backward step ``enable_backprop`` is off (unless double
-backpropagation is asked for); otherwise the frames tell a step still
-running from one that raised (:func:`.._frames.running_step`), which is
-then forgotten.
+"""FLOPs and bytes per link: the backward timer that also counts each node
+when Chainer applies it, charged as its time is (docs/flops.md; the stages:
+docs/internals.md, "Adding a per-link figure").
 """
 
 from chainer_hookext import _chainer

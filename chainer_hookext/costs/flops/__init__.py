@@ -1,29 +1,6 @@
-"""FLOPs and bytes of one function node, from its inputs.
-
-:func:`count` looks a node's class up in a table of formulas (one dict
-lookup) and computes, from the shapes of the inputs Chainer passes to a
-function hook's ``forward_preprocess`` and the node's own attributes:
-
-* ``flops``: 2 per multiply-add (as ``torch.utils.flop_counter`` and
-  DeepSpeed count), 1 per output element for elementwise work, 0 for
-  reshapes, views, transposes and copies;
-* ``bytes``: the inputs (parameters included: they are inputs of the
-  node) read once and the outputs written once.
-
-A backward is counted from the nodes Chainer applies in it
-(``LinearGradData``, ``LinearGradWeight``, ``Convolution2DGradW``, the
-``Deconvolution2DFunction`` that computes a convolution's input
-gradient, the ``Mean``, ``Sub``, ``Mul``... that ``LayerNormalization``'s
-backward is written with), never as a factor of the forward.  A class
-without a formula, or whose formula fails on a node (a warning, once per
-class), gives ``None``: the caller counts it as unknown, never as zero.
-``docs/flops.md`` has the table.
-
-The formulas are registered in one table, :data:`FORMULAS`, beside their
-code (``_connection.py``, ``_elementwise.py``, ``_array.py``...) with
-:func:`register`, which a user calls for their own node classes;
-:data:`NOT_COUNTED` lists the node classes of Chainer left without one,
-and why.
+"""FLOPs and bytes of one function node, from its inputs: :func:`count`
+looks the node's class up in :data:`FORMULAS`, registered beside each
+formula with :func:`register` (docs/flops.md, "Convention", "The registry").
 """
 
 import warnings

@@ -13,7 +13,7 @@ def elementwise(per_element, outputs=1):
     def formula(node, in_data):
         n = broadcast_size([x.shape for x in in_data if x is not None])
         return Work(per_element * n, outputs * n)
-    formula.__qualname__ = 'elementwise({}, {})'.format(per_element, outputs)
+    formula.__qualname__ = f'elementwise({per_element}, {outputs})'
     return formula
 
 
@@ -64,7 +64,7 @@ def broadcast_grad(per_element):
         n = gy.size
         reduced = (n if x0.size < n else 0) + (n if x1.size < n else 0)
         return Work(per_element * n + reduced, x0.size + x1.size)
-    formula.__qualname__ = 'broadcast_grad({})'.format(per_element)
+    formula.__qualname__ = f'broadcast_grad({per_element})'
     return formula
 
 
@@ -78,5 +78,5 @@ def copy_with(per_element):
     def formula(node, in_data):
         x = in_data[0]
         return Work(per_element * x.size, x.size)
-    formula.__qualname__ = 'copy_with({})'.format(per_element)
+    formula.__qualname__ = f'copy_with({per_element})'
     return formula

@@ -36,7 +36,7 @@ def _to_one(per_element):
     its first input and one division."""
     def formula(node, in_data):
         return Work(per_element * in_data[0].size + 1, 1)
-    formula.__qualname__ = '_to_one({})'.format(per_element)
+    formula.__qualname__ = f'_to_one({per_element})'
     return formula
 
 

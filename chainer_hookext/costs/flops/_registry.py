@@ -1,10 +1,6 @@
-"""The one table of formulas: {node class: (formula, memo key)}.
-
-A formula is ``formula(node, in_data) -> Work(flops, outputs)``; the
-bytes follow from the inputs' sizes (:func:`.flops.count`).  Each formula
-module registers its formulas beside them, as
-``torch.utils.flop_counter.register_flop_formula`` does; a user adds one
-for their own node class the same way.
+"""The one table of formulas, ``{node class: Formula}``, and
+:func:`register`, as ``torch.utils.flop_counter.register_flop_formula``
+(docs/flops.md, "The registry").
 """
 
 import collections
@@ -59,14 +55,14 @@ def register(*classes, keyed_by=None):
     """
     for cls in classes:
         if cls in FORMULAS:
+            name = cls.__name__
             raise ValueError(
-                'register({}): {} has a formula already ({}); delete '
-                'FORMULAS[{}] first to replace it'.format(
-                    cls.__name__, cls.__name__,
-                    FORMULAS[cls].function.__qualname__, cls.__name__))
+                f'register({name}): {name} has a formula already '
+                f'({FORMULAS[cls].function.__qualname__}); delete '
+                f'FORMULAS[{name}] first to replace it')
     if keyed_by is not None and not isinstance(keyed_by, tuple):
-        raise TypeError('register(keyed_by={!r}): give a tuple of attribute '
-                        'names, or None'.format(keyed_by))
+        raise TypeError(f'register(keyed_by={keyed_by!r}): give a tuple of '
+                        'attribute names, or None')
 
     def decorator(function):
         for cls in classes:
@@ -80,6 +76,6 @@ def not_counted(reason, *classes):
     """Lists ``classes`` as known and not counted, for ``reason``."""
     for cls in classes:
         if cls in FORMULAS or cls in NOT_COUNTED:
-            raise ValueError('not_counted({!r}, {}): listed already'.format(
-                reason, cls.__name__))
+            raise ValueError(
+                f'not_counted({reason!r}, {cls.__name__}): listed already')
         NOT_COUNTED[cls] = reason
