@@ -1,10 +1,5 @@
-"""Each link's memory figures, from a measured iteration and the model.
-
-:func:`link_figures` turns what a :class:`~.tracer.MemoryTracer` measured
-(self bytes and peaks per link name) and the links themselves (parameters,
-gradients, the update rules' state) into one :class:`LinkFigures` per
-link, inclusive of child links where a figure adds up, plus the
-:data:`~chainer_hookext.report.keys.OUTSIDE` row.
+"""Each link's memory figures (:class:`LinkFigures`), from a measured
+iteration and the model (docs/memory.md).
 """
 
 import collections

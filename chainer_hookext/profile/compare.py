@@ -1,15 +1,6 @@
-"""What changed between two runs: per link, phase and function type.
-
-Each run's latest value of every key of this package in its log (time,
-FLOPs, memory: ``time/main/predictor/l1``, ``time/loop/data``,
-``time/function/LinearFunction``, ``memory/main/activations`` ...) is
-set beside the other's; the changes are grouped by family (time, FLOPs,
-memory), each family's largest change first: seconds, FLOPs and bytes
-compare within a family, and a small figure doubling matters less than a
-large one growing by a tenth.  When the runs' batch sizes differ, time and
-FLOPs are set beside each other per example too, and ranked by that; a
-change no larger than the runs' own spread of the key is marked
-(docs/profile.md says how).
+"""What changed between two runs, per link, phase and function type, each
+family's largest change first (docs/profile.md, "`python -m
+chainer_hookext`").
 """
 
 import base64

@@ -1,13 +1,6 @@
-"""What a run's figures say to do, each with its number and its saving.
-
-:func:`findings` reads a :class:`~.run.Run` (``LogReport``'s log and
-``profile.json``) through a few rules, each a function of this module
-with its threshold beside it (docs/profile.md has them in a table): an
-extension's share of the training and the trigger that would shrink it; a
-slow ``data`` phase and the iterator that would hide it; the garbage
-collector's share and ``gc.freeze()``; ``F.forget`` where it frees much;
-overhead-bound links and a larger batch.  Keys are built with
-:mod:`~chainer_hookext.report.keys`, never parsed.
+"""What a run's figures say to do, each with its number and its saving:
+one function per rule, its threshold beside it (docs/profile.md, the
+rules' table).  Keys are built with :mod:`~chainer_hookext.report.keys`.
 """
 
 import collections
