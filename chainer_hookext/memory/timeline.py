@@ -58,9 +58,23 @@ Sample = collections.namedtuple('Sample', (
 Point = collections.namedtuple(
     'Point', ('sample', 'total', 'categories', 'tops'))
 
-#: The highest point: its ``point``, ``holders`` ``[(category, holder,
-#: bytes)]`` largest first, ``pool`` the pool's peak of used bytes (GPU).
-Peak = collections.namedtuple('Peak', ('point', 'holders', 'pool'))
+#: The highest point: its ``point``, ``holders`` (:class:`Holder`) largest
+#: first, ``pool`` the pool's peak of used bytes (GPU), ``forget``
+#: (:class:`ForgetSaving`) the links whose ``F.forget`` lowers it, most
+#: first.
+Peak = collections.namedtuple(
+    'Peak', ('point', 'holders', 'pool', 'forget'), defaults=((),))
+
+#: A holder at the peak: a ``category``'s bytes charged to ``link``.
+Holder = collections.namedtuple('Holder', ('category', 'link', 'nbytes'))
+
+#: ``F.forget`` around ``link`` lowers the peak by ``nbytes`` (to ``peak``)
+#: (docs/memory.md, "The peak").
+ForgetSaving = collections.namedtuple(
+    'ForgetSaving', ('link', 'nbytes', 'peak'))
+
+#: The most links a :class:`Peak`'s ``forget`` names.
+FORGET_TOP = 5
 
 
 class MemoryTimeline:
@@ -80,10 +94,18 @@ class MemoryTimeline:
         self.spans = spans
         self.changes = []
         self.samples = []
+        #: ``{index of a freeing Change: index of the Change finding it}``.
+        self.freed = {}
+        #: ``{index of a found Change: [links whose call returned it]}``.
+        self.outputs = {}
+        #: ``{(index, link)}``: an output of ``link`` a node created
+        #: outside it keeps (``F.forget`` around it keeps it alive).
+        self.kept_outside = set()
         self.pool_peak = None
         self._alive = {}  # {buffer key: weakref with the Change found}
         self._found = {}  # {id(weakref): (buffer key, Change)}
         self._excluded = {}  # {buffer key: weakref to its owner}
+        self._outputs = {}  # {buffer key: [links]} of live link outputs
         self._owners = {}  # {id(param): link name}
         self._stack = []  # [(name, top)] of the running calls
         self._pending = []  # weakrefs of nodes not read yet
@@ -130,6 +152,7 @@ class MemoryTimeline:
         self._found.clear()  # the callbacks die with their references
         self._alive.clear()
         self._excluded.clear()
+        self._outputs.clear()
         self._stack, self._pending, self._grads = [], [], []
         for handle, hook in handles or ():
             _registry.remove(handle, hook)
@@ -143,7 +166,11 @@ class MemoryTimeline:
     # -- bookkeeping -----------------------------------------------------
     def _find(self, array, category, holder, top):
         buffer = buffers.buffer_of(array)
-        if buffer is None or buffer.key in self._alive:
+        if buffer is None:
+            return
+        if buffer.key in self._alive:
+            if buffer.key in self._outputs:  # a link's output kept again
+                self._kept_again(buffer.key, holder)
             return
         excluded = self._excluded.get(buffer.key)
         if excluded is not None and excluded() is not None:
@@ -154,8 +181,28 @@ class MemoryTimeline:
             return
         change = Change(category, holder, top, buffer.nbytes)
         self._alive[buffer.key] = ref
-        self._found[id(ref)] = buffer.key, change
+        self._found[id(ref)] = buffer.key, change, len(self.changes)
         self.changes.append(change)
+
+    def _kept_again(self, key, holder):
+        # A node of ``holder`` keeps an output of the links listed: those
+        # not holding ``holder`` have it kept outside them.
+        ref = self._alive[key]
+        index = self._found[id(ref)][2]
+        for link in self._outputs[key]:
+            if not _within(holder, link):
+                self.kept_outside.add((index, link))
+
+    def _output(self, array, link):
+        # ``array`` is returned by a call of ``link``.
+        buffer = buffers.buffer_of(array)
+        if buffer is None or buffer.key not in self._alive:
+            return
+        index = self._found[id(self._alive[buffer.key])][2]
+        links = self._outputs.setdefault(buffer.key, [])
+        if link not in links:
+            links.append(link)
+            self.outputs.setdefault(index, []).append(link)
 
     def _exclude(self, array):
         # Not counted while it lives (an id is reused after).
@@ -169,8 +216,10 @@ class MemoryTimeline:
     def _freed(self, ref):
         found = self._found.pop(id(ref), None)
         if found is not None:
-            key, change = found
+            key, change, index = found
             self._alive.pop(key, None)
+            self._outputs.pop(key, None)
+            self.freed[len(self.changes)] = index
             self.changes.append(change._replace(nbytes=-change.nbytes))
 
     def _find_model(self):
@@ -236,6 +285,10 @@ class MemoryTimeline:
         self._read_pending()
         stack = self._stack
         name = stack.pop()[0] if stack else type(args.link).__name__
+        out = args.out
+        for variable in out if isinstance(out, (tuple, list)) else (out,):
+            if isinstance(variable, chainer.Variable):
+                self._output(variable.raw_array, name)
         spans = self.spans() if self.spans is not None else None
         self.sample('forward', name, None if spans is None or not (
             spans.forward) else (spans, len(spans.forward) - 1))
@@ -396,9 +449,64 @@ def peak_of(timeline, top=5, found=None):
     for change in timeline.changes[:point.sample.changes]:
         key = change.category, change.holder
         held[key] = held.get(key, 0) + change.nbytes
-    holders = sorted(((c, h, n) for (c, h), n in held.items() if n > 0),
-                     key=lambda x: -x[2])[:top]
-    return Peak(point, holders, timeline.pool_peak)
+    holders = sorted((Holder(c, h, n) for (c, h), n in held.items() if n > 0),
+                     key=lambda x: -x.nbytes)[:top]
+    return Peak(point, holders, timeline.pool_peak,
+                forget_savings(timeline, found, gpu))
+
+
+def _within(holder, link):
+    # Whether ``holder`` is ``link`` or one of its child links.
+    return holder == link or holder.startswith(link + '/')
+
+
+def forget_savings(timeline, found, gpu=False):
+    """Returns the :class:`ForgetSaving` of each link whose ``F.forget``
+    lowers the peak, most first (at most :data:`FORGET_TOP`).
+
+    At every sample, the activations charged to the link or its child
+    links are taken out, less its outputs a node created outside it keeps
+    (the ``Forget`` node's output is the same array): the new peak is the
+    highest total left (docs/memory.md, "The peak").
+
+    Args:
+        timeline (MemoryTimeline): A recorded timeline.
+        found (list): Its :func:`points`.
+        gpu (bool): The totals are the pool's used bytes.
+    """
+    above = {}  # {holder: [it and the links holding it]}
+    for change in timeline.changes:
+        if change.category == 'activations' and change.holder != (
+                keys.OUTSIDE) and change.holder not in above:
+            parts = change.holder.split('/')
+            above[change.holder] = [
+                '/'.join(parts[:i + 1]) for i in range(len(parts))]
+    links = {link for chain in above.values() for link in chain}
+    if not found or not links:
+        return []
+    removable = {link: 0 for link in links}  # bytes alive now
+    highest = dict.fromkeys(links, 0)  # the highest total left
+    done = 0
+    changes = timeline.changes
+    for point in found:
+        sample = point.sample
+        for index in range(done, sample.changes):
+            change = changes[index]
+            if change.category != 'activations':
+                continue
+            found_at = timeline.freed.get(index, index)
+            for link in above.get(change.holder, ()):
+                if (found_at, link) not in timeline.kept_outside:
+                    removable[link] += change.nbytes
+        done = sample.changes
+        total = sample.pool_used if gpu else point.total
+        for link in links:
+            highest[link] = max(highest[link], total - removable[link])
+    peak = max(p.sample.pool_used if gpu else p.total for p in found)
+    savings = [ForgetSaving(link, peak - left, left)
+               for link, left in highest.items() if left < peak]
+    savings.sort(key=lambda s: (-s.nbytes, s.link))
+    return savings[:FORGET_TOP]
 
 
 #: A point at its moment: ``seconds`` on the clock of the spans.

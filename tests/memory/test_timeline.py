@@ -196,3 +196,39 @@ def test_gan():
     assert_model_only_at_the_end(timeline, gen, dis)
     points = memory_timeline.points(timeline)
     assert max(p.categories['activations'] for p in points) > 0
+
+
+class TanhMLP(chainer.Chain):
+    """``b(tanh(a(x)))``: ``tanh`` keeps its output, ``a``'s is freed."""
+
+    def __init__(self):
+        super().__init__()
+        with self.init_scope():
+            self.a = L.Linear(4, 16)
+            self.b = L.Linear(16, 3)
+
+    def forward(self, x):
+        return self.b(F.tanh(self.a(x)))
+
+
+def test_forget_lowers_the_peak_by_a_known_amount():
+    # Adam, batches of 16 float32: the peak is the end of main's forward
+    # (the gradients of the iteration before still alive).  At that
+    # moment predictor keeps tanh's output (16 x 16 x 4 = 1024 bytes,
+    # charged to predictor itself) and b's output (16 x 3 x 4 = 192),
+    # which the loss outside predictor keeps too: F.forget around
+    # predictor frees the first only.  a's output is freed before the
+    # peak (tanh keeps its own output, not its input) and b's output is
+    # kept by the loss: F.forget around a or b lowers nothing.
+    model = Loss(TanhMLP())
+    timeline = record(classifier_updater(model, (4,)), model)
+    peak = memory_timeline.peak_of(timeline)
+    assert (peak.point.sample.kind, peak.point.sample.where) == (
+        'forward', 'main')
+    saving = {s.link: s for s in peak.forget}
+    assert saving['main/predictor'].nbytes == 1024
+    assert saving['main/predictor'].peak == peak.point.total - 1024
+    assert 'main/predictor/a' not in saving
+    assert 'main/predictor/b' not in saving
+    assert [h.nbytes for h in peak.holders] == sorted(
+        (h.nbytes for h in peak.holders), reverse=True)
