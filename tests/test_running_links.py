@@ -139,4 +139,7 @@ def test_every_listener_together_gives_the_figures_of_each_alone(
     # While LinkMemory listens, the one tagger is first in the function
     # hooks (before the timer's); none of its own.
     assert seen[0][0] == 'chainer_hookext.OutputGrads'
-    assert len(seen[0]) == 2  # the tagger and the timer's
+    # The tagger, the timer's, and LinkMemory's memory timeline (the
+    # peak, on by default: array sizes, no clock read).
+    assert sorted(seen[0][1:]) == ['chainer_hookext.MemoryTimeline',
+                                   'chainer_hookext.TimedLinks_backward']

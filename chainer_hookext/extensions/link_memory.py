@@ -82,13 +82,14 @@ class LinkMemory(extension.Extension):
             :class:`~chainer_hookext.TimedLinks` does.
         local_report (bool): With ``comm``, ranks other than 0 report their
             own figures too.
-        peak (bool): Also ``memory/peak``, the measured iteration's highest
-            bytes alive (on a GPU the CuPy pool's used bytes), and
+        peak (bool): Also report ``memory/peak``, the measured iteration's
+            highest bytes alive (on a GPU the CuPy pool's used bytes), and
             ``memory/peak/<category>`` (``params``, ``grads``,
-            ``optimizer_state``, ``activations``) at that moment;
-            :meth:`peak_summary` names where it happened and its five
-            largest holders (``docs/memory.md``, "Memory over the
-            iteration").
+            ``optimizer_state``, ``activations``) at that moment
+            (default); :meth:`peak_summary` names where it happened, its
+            five largest holders and the links whose ``F.forget`` would
+            lower it (``docs/memory.md``, "The peak").  ``False``: no
+            memory timeline is recorded.
 
     Attributes:
         last_ (list): The :class:`~chainer_hookext.memory.figures.LinkFigures`
@@ -106,7 +107,7 @@ class LinkMemory(extension.Extension):
     default_name = 'LinkMemory'
 
     def __init__(self, links=None, *, print_report=False, comm=None,
-                 local_report=False, peak: bool = False):
+                 local_report=False, peak: bool = True):
         print_report, local_report = (
             _checks.check_flag('LinkMemory', arg, value) for arg, value in (
                 ('print_report', print_report),
@@ -152,6 +153,14 @@ class LinkMemory(extension.Extension):
         link_names.warn_unhooked('LinkMemory', [model[i] for i in ids])
         keys.check_link_names('LinkMemory', ids.values(), False,
                               self.comm is not None, memory=True)
+        if self.peak and keys.memory_peak_key()[len(keys.MEMORY) + 1:] in (
+                ids.values()):
+            raise ValueError(
+                'LinkMemory: the link \'peak\' would report '
+                f'`{keys.memory_peak_key("activations")}`, the memory '
+                'peak\'s activations; rename the optimizer (its name in '
+                'the updater), leave the link out with `links=`, or pass '
+                '`peak=False`.')
         self.tracer.set_scope(ids, train=True, eval=False)
         self.tracer.owner = self.name or self.default_name
         self._links = [model[i] for i in ids]
@@ -279,12 +288,7 @@ class LinkMemory(extension.Extension):
                                for c in candidates)], sys.stdout)
         peak = self.peak_summary()
         if peak is not None:
-            console.write([
-                f"Peak {units.nbytes(peak['bytes'])} at the {peak['phase']} "
-                f"of {peak['where']}; held by " + ', '.join(
-                    f'{holder} {category} {units.nbytes(n)}'
-                    for category, holder, n in peak['holders'])],
-                sys.stdout)
+            console.write(peak_lines(peak), sys.stdout)
 
     def summary(self):
         """Returns the last report's rows as ``{key: {field: bytes}}``."""
@@ -292,17 +296,28 @@ class LinkMemory(extension.Extension):
                           if getattr(row, f) is not None}
                 for row in self.last_ or ()}
 
-    def peak_summary(self):
-        """Returns the last report's memory peak: ``{'bytes', 'phase',
-        'where', 'categories', 'holders'}`` (the five largest, as
-        ``(category, link, bytes)``), or ``None``."""
+    def peak_summary(self) -> dict:
+        """Returns the last report's memory peak, or ``None``.
+
+        Returns:
+            dict: ``bytes``; ``phase`` (``'forward'``, ``'backward'`` or
+            ``'end'``) and ``where`` (the link whose call ended, the
+            backward step's function type, or the iteration's number);
+            ``categories`` ``{category: bytes}``; ``holders``, the five
+            largest ``[category, link, bytes]``; ``forget``, the links
+            whose ``F.forget`` lowers the peak, ``[link, bytes]`` most
+            first (``docs/memory.md``, "The peak").  Lists, not tuples:
+            the dict is what ``profile.json`` holds.
+        """
         peak = self.peak_
         if peak is None:
             return None
         sample = peak.point.sample
         return {'bytes': _peak_bytes(peak), 'phase': sample.kind,
-                'where': sample.where, 'categories': dict(
-                    peak.point.categories), 'holders': list(peak.holders)}
+                'where': str(sample.where),
+                'categories': dict(peak.point.categories),
+                'holders': [list(h) for h in peak.holders],
+                'forget': [[s.link, s.nbytes] for s in peak.forget]}
 
     def release(self):
         """Unregisters the hooks, forgets the loop; safe to call many times.
@@ -343,6 +358,20 @@ class LinkMemory(extension.Extension):
         self.last_ = [figures.LinkFigures(key=key, parent=parent, **{
             f: _value(v, f) for f, v in values.items()})
             for (key, parent), values in rows] or None
+
+
+def peak_lines(summary):
+    """Returns the printed lines of a :meth:`LinkMemory.peak_summary`."""
+    lines = [
+        f"Peak {units.nbytes(summary['bytes'])} at the {summary['phase']} "
+        f"of {summary['where']}; held by " + ', '.join(
+            f'{link} {category} {units.nbytes(n)}'
+            for category, link, n in summary['holders'])]
+    if summary['forget']:
+        lines.append('F.forget lowers the peak: ' + ', '.join(
+            f'around {link} by {units.nbytes(n)}'
+            for link, n in summary['forget']))
+    return lines
 
 
 def _peak_bytes(peak):

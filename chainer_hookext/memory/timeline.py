@@ -114,6 +114,12 @@ class MemoryTimeline:
         self._handles = None
         self._pool = None
 
+    def __reduce__(self):
+        # A copy (a pickled or deep-copied trainer) is a new timeline that
+        # records nothing: the weak references, the hooks and the model's
+        # ids are this process's, this object's.
+        return MemoryTimeline, ({},)
+
     @property
     def recording(self):
         """Whether its hooks are registered."""

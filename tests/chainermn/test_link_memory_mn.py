@@ -7,6 +7,9 @@ LINKS = ['main', 'main/predictor', 'main/predictor/l1', 'main/predictor/l2']
 FIGURES = ['/activations', '/activations/self', '/forgettable', '/params',
            '/grads', '/optimizer_state']
 SPREAD = ['', '/max', '/min', '/slowest_rank']
+# The memory peak, reported by default, gathered as the links' figures.
+PEAK = ['memory/peak'] + ['memory/peak/' + category for category in (
+    'params', 'grads', 'optimizer_state', 'activations')]
 
 
 @pytest.mark.parametrize('local_report', [False, True])
@@ -17,7 +20,8 @@ def test_rank0_reports_the_spread_and_the_largest_rank(mpirun, local_report):
         assert sorted(entry) == sorted(
             ['memory/' + link + figure + spread for link in LINKS
              for figure in FIGURES for spread in SPREAD] +
-            ['memory/(outside)/activations' + spread for spread in SPREAD])
+            ['memory/(outside)/activations' + spread for spread in SPREAD] +
+            [key + spread for key in PEAK for spread in SPREAD])
         # Batches of 8 on rank 1, of 4 on rank 0: twice the activations of
         # each example, and the same scalars (the loss, the accuracy).
         key = 'memory/main/predictor/activations'

@@ -25,11 +25,16 @@ NAMES = ['main', 'main/predictor', 'main/predictor/l1', 'main/predictor/l2']
 OUTSIDE = 'memory/(outside)/activations'
 SUFFIXES = ['/activations', '/activations/self', '/forgettable', '/params',
             '/grads', '/optimizer_state']
+PEAK_KEYS = ['memory/peak', 'memory/peak/params', 'memory/peak/grads',
+             'memory/peak/optimizer_state', 'memory/peak/activations']
 KEYS = sorted(['memory/' + n + s for n in NAMES for s in SUFFIXES]
-              + [OUTSIDE])
+              + [OUTSIDE] + PEAK_KEYS)
 LINK_HOOK = 'chainer_hookext.LinkMemory'
 # The thread's one node tagger, LinkMemory listening to it.
 FUNCTION_HOOK = 'chainer_hookext.OutputGrads'
+# The measured iteration's memory timeline (the peak, on by default).
+TIMELINE_HOOK = 'chainer_hookext.MemoryTimeline'
+HOOKED = ([LINK_HOOK, TIMELINE_HOOK], [TIMELINE_HOOK, FUNCTION_HOOK])
 
 # L.Classifier(MLP(4, 8, 3)) on batches of 8 float32 examples, by hand.
 # Activations (inclusive, self):
@@ -55,8 +60,18 @@ PARAMS = {'main': 268, 'main/predictor': 268, 'main/predictor/l1': 160,
 
 def expected(states=0):
     """The reported figures of the MLP classifier; ``states``: arrays of
-    optimizer state per parameter (SGD 0, Adam 2)."""
-    out = {OUTSIDE: 0}
+    optimizer state per parameter (SGD 0, Adam 2).
+
+    The peak (reported by default): the end of main's call, or the
+    iteration's end, the same bytes alive: the parameters, their gradients
+    (of the iteration before, or the new ones), the state and everything
+    main keeps for backward (``L.Classifier`` keeps its graph)."""
+    model = PARAMS['main']
+    out = {OUTSIDE: 0, 'memory/peak/params': model,
+           'memory/peak/grads': model,
+           'memory/peak/optimizer_state': states * model,
+           'memory/peak/activations': ACTIVATIONS['main'][0]}
+    out['memory/peak'] = (2 + states) * model + ACTIVATIONS['main'][0]
     for name in NAMES:
         out.update({
             'memory/' + name + '/activations': ACTIVATIONS[name][0],
@@ -134,7 +149,7 @@ def test_keys_and_bytes_at_the_trigger_only(trainer_factory):
     trainer.run()
     assert sorted(records) == [1, 2, 3, 4]
     assert records[1] == records[3] == {}
-    # SGD keeps no state; no peak keys on a CPU.
+    # SGD keeps no state; no GPU peak keys per link on a CPU.
     assert records[2] == records[4] == expected(states=0)
     assert sorted(records[2]) == KEYS
     log = trainer.get_extension('LogReport').log
@@ -275,6 +290,12 @@ def test_tiny_model_bytes(trainer_factory, scope):
     links = {'memory/main/l1/' + s.lstrip('/'): v for s, v in [
         ('/activations', 0), ('/activations/self', 0), ('/forgettable', 0),
         ('/params', 160), ('/grads', 160), ('/optimizer_state', 0)]}
+    # The peak is the whole model's, whatever the scope: at the iteration's
+    # end, the gradients made, the graph of the loss still alive.
+    links.update({'memory/peak': 580, 'memory/peak/params': 160,
+                  'memory/peak/grads': 160,
+                  'memory/peak/optimizer_state': 0,
+                  'memory/peak/activations': 260})
     if scope == 'l1':
         assert records[1] == dict(links, **{OUTSIDE: 260})
         assert [row.key for row in memory.last_] == ['main/l1', '(outside)']
@@ -292,9 +313,8 @@ def test_hooks_registered_during_measured_iterations_only(trainer_factory):
                               stop=(4, 'iteration'))
     trainer.extend(LinkMemory(), trigger=(2, 'iteration'))
     trainer.run()
-    hooked = ([LINK_HOOK], [FUNCTION_HOOK])
     # The first iteration and the first after each report (2).
-    assert model.seen == [hooked, ([], []), hooked, ([], [])]
+    assert model.seen == [HOOKED, ([], []), HOOKED, ([], [])]
     assert_released(trainer)
 
 
@@ -331,9 +351,9 @@ def test_nothing_left_registered(trainer_factory, way_out):
         with pytest.raises(expected_error):
             trainer.run(show_loop_exception_msg=False)
     if 'extension' in way_out:  # raised while the hooks were registered
-        assert seen == [[LINK_HOOK]]
+        assert seen == [HOOKED[0]]
     else:
-        assert model.seen[0] == ([LINK_HOOK], [FUNCTION_HOOK])
+        assert model.seen[0] == HOOKED
     assert_released(trainer)
 
 
@@ -377,8 +397,14 @@ def test_print_report(trainer_factory, still, capsys, with_timed_links):
     # 2 ** -10 s (the measured iteration) or per 2 ** -9 s (TimedLinks'
     # mean over both iterations).
     per_ms = '131B/ms' if with_timed_links else '262B/ms'
-    assert lines[7:] == ['F.forget candidates (bytes it frees per ms of '
-                         'forward time): main/predictor ' + per_ms]
+    assert lines[7] == ('F.forget candidates (bytes it frees per ms of '
+                        'forward time): main/predictor ' + per_ms)
+    # The peak (reported by default), where, its holders, and what
+    # F.forget would take off it: as much as it frees at that moment.
+    assert lines[8].startswith('Peak 992B at the forward of main; held by '
+                               'main/predictor activations 256B, ')
+    assert lines[-1] == ('F.forget lowers the peak: around main by 456B, '
+                         'around main/predictor by 256B')
 
 
 def test_no_candidates_line_without_forward_time(trainer_factory, still,
@@ -388,7 +414,7 @@ def test_no_candidates_line_without_forward_time(trainer_factory, still,
     trainer.run()
     out = capsys.readouterr().out
     assert 'LinkMemory at iteration 1' in out
-    assert 'F.forget' not in out
+    assert 'F.forget candidates' not in out
 
 
 def test_summary_and_last_rows(trainer_factory):
@@ -688,3 +714,26 @@ def test_every_rank_gathers_even_when_nothing_was_measured(trainer_factory):
         trainer.run()
     assert comm.gathered == [{}, {}]
     assert all(r == {} for r in records.values())
+
+
+def test_peak_reported_by_default_and_off_with_peak_false(trainer_factory):
+    trainer = trainer_factory(stop=(1, 'iteration'))
+    trainer.extend(LinkMemory(peak=False), trigger=(1, 'iteration'))
+    records = {}
+    trainer.extend(recorder(records))
+    trainer.run()
+    assert sorted(records[1]) == sorted(set(KEYS) - set(PEAK_KEYS))
+    assert trainer.get_extension('LinkMemory').peak_summary() is None
+
+
+def test_a_link_named_peak_is_refused(tmp_path):
+    model = L.Classifier(MLP())
+    optimizer = chainer.optimizers.SGD()
+    optimizer.setup(model)
+    it = chainer.iterators.SerialIterator(make_dataset(), 8)
+    updater = training.updaters.StandardUpdater(it, {'peak': optimizer})
+    trainer = training.Trainer(updater, (1, 'iteration'), out=str(tmp_path))
+    trainer.extend(LinkMemory(model))
+    with pytest.raises(ValueError, match=r"LinkMemory: the link 'peak' "
+                       r"would report `memory/peak/activations`.*peak=False"):
+        trainer.run(show_loop_exception_msg=False)
