@@ -44,7 +44,7 @@ def render(run):
                 ('epoch', 'epoch'))
             if config.get(key) is not None]))
     for section in (_summary, _links, _functions, _roofline, _memory,
-                    _activations, _gradients, _loop, _traces):
+                    _memory_over_time, _activations, _gradients, _loop, _traces):
         parts.extend(section(run))
     parts.append('<p class="note">Written by chainer_hookext.</p>')
     parts.append('</body></html>')
@@ -139,6 +139,42 @@ def _memory(run):
         n for n in run.profile.get('memory', {}) if n != keys.OUTSIDE]
     return ['<h2 id="memory">Memory per link</h2>'] + _figure(
         plots.memory, run.log, names)
+
+
+def _memory_over_time(run):
+    # The traced iteration holding the memory peak, from the last window
+    # trace with memory counters (Timeline(memory=True)); LinkMemory's
+    # peak and what F.forget takes off it.
+    from chainer_hookext.plots import _memory_timeline
+    from chainer_hookext.profile import run as run_module
+    memory = None
+    for path in reversed(run.traces):
+        if not os.path.basename(path).startswith('outlier_'):
+            memory = run_module.memory_trace(path)
+            if memory is not None:
+                break
+    if memory is None:
+        return []
+    out = ['<h2 id="memory_timeline">Memory over the iteration</h2>']
+    out += _figure(_memory_timeline.memory_timeline, memory)
+    peak = memory.peak
+    if peak is not None:
+        out.append(f'<p>Peak {_text(units.nbytes(peak.total))} at the '
+                   f'{_text(peak.phase)} of <code>{_text(peak.where)}</code>'
+                   f' ({peak.ms:.3f} ms into {_text(memory.iteration)}); '
+                   'the largest holders then:</p>')
+        out.append(_table(['link', 'category', 'bytes'], [
+            [h.get('holder'), h.get('category'),
+             units.nbytes(h.get('bytes', 0))] for h in peak.holders]))
+    measured = run.profile.get('memory_peak')
+    if isinstance(measured, dict) and measured.get('forget'):
+        out.append('<p>In the iteration <code>LinkMemory</code> measured, '
+                   '<code>F.forget</code> lowers the peak of '
+                   f"{_text(units.nbytes(measured.get('bytes', 0)))}: " +
+                   ', '.join(f'around <code>{_text(link)}</code> by '
+                             f'{_text(units.nbytes(n))}'
+                             for link, n in measured['forget']) + '.</p>')
+    return out
 
 
 #: A section of a statistics extension: its ``field`` in ``profile.json``

@@ -106,6 +106,9 @@ def collect(trainer):
             n for n in timed.summary(by='name') if n != keys.OUTSIDE]
     if link_memory.LinkMemory in found:
         profile['memory'] = found[link_memory.LinkMemory][1].summary()
+        peak = found[link_memory.LinkMemory][1].peak_summary()
+        if peak is not None:
+            profile['memory_peak'] = peak
     if timed_loop.TimedLoop in found:
         profile['loop'] = True
     if timeline.Timeline in found:
@@ -255,6 +258,58 @@ def traces_in(out):
             found[(bool(match.group(1)), int(match.group(2)),
                    os.path.basename(path))] = path
     return [found[key] for key in sorted(found)]
+
+
+#: A traced iteration's memory (:func:`memory_trace`): ``name`` the
+#: file's, ``iteration`` the slice's name, ``end_ms`` its length, ``points``
+#: (:class:`MemoryPoint`), ``peak`` (:class:`TracePeak`, or ``None``).
+MemoryTrace = collections.namedtuple(
+    'MemoryTrace', ('name', 'iteration', 'end_ms', 'points', 'peak'))
+#: The bytes alive from ``ms`` on: ``total``, ``categories``
+#: ``{category: bytes}``, ``pool_used`` (``None`` on a CPU).
+MemoryPoint = collections.namedtuple(
+    'MemoryPoint', ('ms', 'total', 'categories', 'pool_used'))
+#: The trace's ``memory peak`` event: ``ms``, ``total``, ``phase``,
+#: ``where``, ``holders`` ``[{'category', 'holder', 'bytes'}]``.
+TracePeak = collections.namedtuple(
+    'TracePeak', ('ms', 'total', 'phase', 'where', 'holders'))
+
+
+def memory_trace(path):
+    """Returns the :class:`MemoryTrace` of the iteration holding the memory
+    peak of a Timeline file (the first one without a peak event), or
+    ``None`` when the file has no memory counter (``memory=False``)."""
+    from chainer_hookext.timing import trace
+    from chainer_hookext.timing import trace_events
+    events = trace.read(path)
+    counters = sorted((e for e in events if e.get('ph') == 'C' and (
+        e.get('name') == trace_events.MEMORY_COUNTER)), key=lambda e: e['ts'])
+    iterations = sorted((e for e in events if e.get('ph') == 'X' and (
+        e.get('cat') == 'iteration')), key=lambda e: e['ts'])
+    if not counters or not iterations:
+        return None
+    peaks = [e for e in events if e.get('ph') == 'i' and (
+        e.get('name') == trace_events.MEMORY_PEAK)]
+    shown = iterations[0]
+    if peaks:  # the iteration holding it, its end included
+        at = peaks[0]['ts']
+        shown = next((e for e in iterations
+                      if e['ts'] <= at <= e['ts'] + e['dur']), shown)
+    start, end = shown['ts'], shown['ts'] + shown['dur']
+    pool = {e['ts']: e['args'].get('used') for e in events
+            if e.get('ph') == 'C' and e.get('name') == (
+                trace_events.POOL_COUNTER)}
+    points = [MemoryPoint((e['ts'] - start) / 1e3, sum(e['args'].values()),
+                          dict(e['args']), pool.get(e['ts']))
+              for e in counters if start <= e['ts'] <= end]
+    peak = None
+    if peaks and start <= peaks[0]['ts'] <= end:
+        args = peaks[0].get('args', {})
+        peak = TracePeak((peaks[0]['ts'] - start) / 1e3, args.get('total'),
+                         args.get('phase'), args.get('where'),
+                         list(args.get('holders', [])))
+    return MemoryTrace(os.path.basename(path), shown.get('name', ''),
+                       (end - start) / 1e3, points, peak)
 
 
 def _log_of(trainer):

@@ -117,3 +117,24 @@ def test_statistics_of_a_trainer(tmp_path):
         html = f.read()
     assert sections(html) == ['summary', 'activations', 'gradients', 'loop']
     assert len(re.findall(r'<img ', html)) == 3
+
+
+@pytest.mark.parametrize('memory', [False, True])
+def test_memory_over_the_iteration_with_timeline_memory(tmp_path, memory):
+    # Timeline(memory=True) traces: the section, its picture and the
+    # holders at the peak; without memory counters, no section.
+    trainer = make_trainer(str(tmp_path), stop=(4, 'iteration'))
+    trainer.extend(chainer_hookext.Timeline(iterations=2, memory=memory),
+                   trigger=(2, 'iteration'))
+    trainer.extend(chainer_hookext.LinkMemory(), trigger=(4, 'iteration'))
+    trainer.run()
+    html = page.render(run_module.from_trainer(trainer, log=[]))
+    assert ('memory_timeline' in sections(html)) == memory
+    if memory:
+        section = html[html.index('id="memory_timeline"'):]
+        section = section[:section.index('<h2', 1)]
+        assert 'alt="memory_timeline"' in section
+        assert re.search(r'Peak [\d.]+\w*B at the (forward|backward|end) '
+                         r'of <code>', section)
+        assert section.count('<tr>') == 6  # a header, five holders
+        assert 'lowers the peak' in section  # LinkMemory's F.forget
