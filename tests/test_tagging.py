@@ -44,7 +44,7 @@ def test_taggers_registered_at_once_keep_their_own_tags():
     first = _tagging.new_tagger(Recorder, 'one')
     second = _tagging.new_tagger(Recorder, 'two', name='Other')
     try:
-        assert (first.tag_number, second.tag_number) == (0, 1)
+        assert (first.slot, second.slot) == (0, 1)
         y = F.sum(x())
         y.backward()
     finally:
@@ -52,11 +52,12 @@ def test_taggers_registered_at_once_keep_their_own_tags():
         first.unregister()
     assert first.seen == ['one'] and second.seen == ['two']
     assert vars(y.creator)[_tagging.TAG] == 'one'
-    assert vars(y.creator)[_tagging.TAG + '_1'] == 'two'
-    # Tag numbers are free again: the next tagger takes tag number 0.
+    assert vars(y.creator)[second.extra_name] == {1: 'two'}
+    # Slots are free again: the next tagger takes slot 0.
     third = _tagging.new_tagger(Recorder, 'three')
+    assert third.slot == 0
     third.unregister()
-    assert third.tag_number is None
+    assert third.slot is None
 
 
 def test_tags_keep_no_node_alive():
@@ -102,7 +103,7 @@ def test_an_override_wins_in_every_slot():
     first = _tagging.new_tagger(Recorder, 'one')
     second = _tagging.new_tagger(Overriding, 'two', name='Other')
     try:
-        assert second.tag_number == 1
+        assert second.slot == 1
         y = F.sum(x())
     finally:
         second.unregister()
@@ -129,3 +130,31 @@ def test_a_timer_beside_the_links_tagger_runs_its_class_as_written():
     tags = {name for name in vars(y.creator) if name.startswith(_tagging.TAG)}
     assert tags == {_tagging.TAG}
     assert timer.summary(by='path')['/l2']['backward_time'] >= 0
+
+
+def test_timers_at_once_run_their_classes_as_written():
+    # Four timers in one thread (a TimerHook inside three more, as copies
+    # of a hooked link make them): none runs a copy of its class, and each
+    # charges the backward steps of its own links.
+    from chainer_hookext import TimerHook
+    from chainer_hookext.costs import counter
+    from chainer_hookext.timing import backward
+    from tests.conftest import MLP
+    model = MLP()
+    timers = [TimerHook(backward=True), TimerHook(backward=True, flops=True),
+              TimerHook(backward=True, functions=True),
+              TimerHook(backward=True, flops=True, functions=True)]
+    classes = [backward.BackwardTimer, counter.FlopCounter,
+               backward.FunctionTimer, counter.FunctionFlopCounter]
+    with timers[0], timers[1], timers[2], timers[3]:
+        assert [type(timer._backward_timer) for timer in timers] == classes
+        assert [timer._backward_timer.slot for timer in timers] == [
+            0, 1, 2, 3]
+        y = model(numpy.ones((2, 4), numpy.float32))
+        F.sum(y).backward()
+    for timer in timers:
+        summary = timer.summary(by='path')
+        assert summary['/l2']['backward_time'] >= 0
+        assert summary['/l1']['backward_time'] >= 0
+    for timer in timers[1::2]:
+        assert timer.summary(by='path')['/l2']['flops'] > 0

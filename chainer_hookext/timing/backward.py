@@ -56,7 +56,6 @@ Its forward methods are the class's, not instance attributes over a
 from chainer.function import FunctionAdapter
 
 from chainer_hookext import _chainer
-from chainer_hookext import _observer
 from chainer_hookext import _frames
 from chainer_hookext import _tagging
 from chainer_hookext.timing import clock
@@ -98,9 +97,8 @@ class BackwardTimer(_tagging.NodeTagger):
         self._mark = 0.0  # start of the running step: a time or an event
         self._running = None  # the node whose step runs, between pre / post
         self.steps = None  # spans of the steps, while recorded
-        # Nodes whose forward runs, with functions: [node, its type's
-        # FunctionRecord, start, the call record charged, seconds of the
-        # nodes applied in its forward], innermost last.
+        # Nodes whose forward runs, with functions (OpenForward), innermost
+        # last.
         self._open = []
         self.function_spans = None  # spans of the nodes, while recorded
         #: ``calls.outside_update()``, kept up to date by the loop's
@@ -158,7 +156,15 @@ class BackwardTimer(_tagging.NodeTagger):
         if not self.calls.gpu:
             self._mark += end - start
             for opened in self._open:
-                opened[2] += end - start
+                opened.start += end - start
+
+    def nodes_read(self, function):
+        """The nodes whose tags a method reads: ``function``, and the node
+        whose step runs (at slots 1 and above, :mod:`.._tagging`)."""
+        running = self._running
+        if running is None or running is function:
+            return (function,)
+        return (function, running)
 
     # -- F.forget ----------------------------------------------------------
     def _recomputed(self):
@@ -230,7 +236,7 @@ class BackwardTimer(_tagging.NodeTagger):
             one = function_record(rec, function)
         if self.counts_flops:
             one.flops += flops
-        self._open.append([function, one, clock.now(), rec, 0.0])
+        self._open.append(OpenForward(function, one, clock.now(), rec))
 
     def _function_outside_links(self, function, in_data):
         self._tag_node(function, in_data)
@@ -246,7 +252,7 @@ class BackwardTimer(_tagging.NodeTagger):
         marks = self.marks
         if marks is not None and not self._open:  # a forward may start
             marks.link_call_started(t)
-        self._open.append([function, one, t, rec, 0.0])
+        self._open.append(OpenForward(function, one, t, rec))
 
     def _function_forward_postprocess(self, function, in_data):
         t = clock.now()
@@ -254,24 +260,24 @@ class BackwardTimer(_tagging.NodeTagger):
         if not opened:
             return
         entry = opened[-1]
-        if entry[0] is function:
+        if entry.node is function:
             del opened[-1]
         else:  # not timed, or forwards that raised above it
             index = next((i for i in range(len(opened) - 1, -1, -1)
-                          if opened[i][0] is function), None)
+                          if opened[i].node is function), None)
             if index is None:
                 return
             entry = opened[index]
             del opened[index:]
-        one = entry[1]
-        start = entry[2]
-        one.forward += t - start - entry[4]
+        one = entry.one
+        start = entry.start
+        one.forward += t - start - entry.inner
         one.count += 1
         if opened:  # a node applied in another's forward: not the other's
-            opened[-1][4] += t - start
+            opened[-1].inner += t - start
         if self.function_spans is not None:
             self.function_spans.append(
-                spans.FunctionSpan(entry[3], one.name, start, t, False))
+                spans.FunctionSpan(entry.charged, one.name, start, t, False))
 
     def node_flops(self, function, in_data):
         """The FLOPs of a node (:class:`~.costs.counter.FlopCounter`
@@ -302,16 +308,16 @@ class BackwardTimer(_tagging.NodeTagger):
         self.calls.events.resolve()
         self._mark = 0.0
         self._running = None
-        _observer.use_method(self, 'backward_preprocess',
-                             self.gpu_backward_preprocess if gpu else None)
-        _observer.use_method(self, 'backward_postprocess',
-                             self.gpu_backward_postprocess if gpu else None)
+        self.use_method('backward_preprocess',
+                        self.gpu_backward_preprocess if gpu else None)
+        self.use_method('backward_postprocess',
+                        self.gpu_backward_postprocess if gpu else None)
         if self.functions:  # no node's forward timed on a GPU
             del self._open[:]
-            _observer.use_method(self, 'forward_preprocess',
-                                 self._tag_node if gpu else None)
-            _observer.use_method(self, 'forward_postprocess',
-                                 self._untimed_forward if gpu else None)
+            self.use_method('forward_preprocess',
+                            self._tag_node if gpu else None)
+            self.use_method('forward_postprocess',
+                            self._untimed_forward if gpu else None)
         if self.steps is not None:
             self._use_span_methods(gpu)
 
@@ -351,10 +357,10 @@ class BackwardTimer(_tagging.NodeTagger):
                       else self._span_backward_postprocess)
         else:
             method = self.gpu_backward_postprocess if gpu else None
-        _observer.use_method(self, 'backward_postprocess', method)
+        self.use_method('backward_postprocess', method)
 
     def _span_backward_postprocess(self, function, in_data, out_grad):
-        # The class's postprocess (its tag number's copy), then the step's span
+        # The class's postprocess, then the step's span
         # from the mark it started at to the mark it left.
         if self.paused:
             return
@@ -377,6 +383,27 @@ class BackwardTimer(_tagging.NodeTagger):
         rec = self.tag_of(function) or self._outside()
         if rec is not None:
             self.steps.append(spans.Span(rec.charged, start, self._mark))
+
+
+class OpenForward:
+    """A node whose forward runs, timed by function type.
+
+    Attributes:
+        node (~chainer.FunctionNode): The node.
+        one (~.records.FunctionRecord): Its type's record.
+        start (float): When its forward started.
+        charged (~.records.CallRecord): The call record charged.
+        inner (float): Seconds of the nodes applied in its forward.
+    """
+
+    __slots__ = ('node', 'one', 'start', 'charged', 'inner')
+
+    def __init__(self, node, one, start, charged):
+        self.node = node
+        self.one = one
+        self.start = start
+        self.charged = charged
+        self.inner = 0.0
 
 
 class FunctionTimer(BackwardTimer):
