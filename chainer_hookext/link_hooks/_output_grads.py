@@ -188,7 +188,7 @@ class OutputGrads(_tagging.NodeTagger):
     """
 
     name = 'OutputGrads'
-    #: One per thread: its own attribute, beside the timers' numbered one.
+    #: One per thread (slot 0): its own attribute, beside the timers'.
     tag_name = '_chainer_hookext_links'
 
     def __init__(self):
