@@ -44,7 +44,8 @@ def render(run):
                 ('epoch', 'epoch'))
             if config.get(key) is not None]))
     for section in (_summary, _links, _functions, _roofline, _memory,
-                    _memory_over_time, _activations, _gradients, _loop, _traces):
+                    _memory_over_time, _activations, _gradients, _loop,
+                    _traces):
         parts.extend(section(run))
     parts.append('<p class="note">Written by chainer_hookext.</p>')
     parts.append('</body></html>')

@@ -66,7 +66,8 @@ def test_stacked_and_the_peak_marked_at_its_time(tmp_path, pool):
     figure = _memory_timeline.memory_timeline(memory)
     assert_png(figure)
     ax, = figure.axes
-    line, = [l for l in ax.lines if l.get_gid() == _memory_timeline.PEAK_GID]
+    line, = [one for one in ax.lines
+             if one.get_gid() == _memory_timeline.PEAK_GID]
     assert list(line.get_xdata()) == [4, 4]
     labels = [t.get_text() for t in ax.get_legend().get_texts()]
     assert labels[:4] == ['parameters', 'gradients', 'optimizer state',
