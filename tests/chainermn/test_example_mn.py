@@ -22,11 +22,16 @@ def _tables(output):
         iteration = int(lines[0].split(':')[0])
         assert lines[0].endswith('seconds per training iteration over 2 '
                                  'workers')
-        assert lines[1].split() == [
-            'LinkName', 'Mean', 'Min', 'Max', 'SlowestRank', 'SelfMean',
-            'BackwardMean', 'BackwardSelfMean']
-        tables[iteration] = {line.split()[0]: line.split()[1:]
-                             for line in lines[2:7]}
+        # Five rows in as many column blocks as fit 100 columns.
+        header, rows, start = [], {}, 1
+        while start < len(lines) and lines[start].startswith('LinkName'):
+            header += lines[start].split()[1:]
+            for line in lines[start + 1:start + 6]:
+                rows.setdefault(line.split()[0], []).extend(line.split()[1:])
+            start += 6
+        assert header == ['Mean', 'Min', 'Max', 'SlowestRank', 'SelfMean',
+                          'BackwardMean', 'BackwardSelfMean']
+        tables[iteration] = rows
     return tables
 
 
