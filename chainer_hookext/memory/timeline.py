@@ -171,6 +171,15 @@ class MemoryTimeline:
 
     # -- bookkeeping -----------------------------------------------------
     def _find(self, array, category, holder, top):
+        if array is None:
+            return
+        # An id is unique while its object lives: an array whose id is a
+        # followed buffer's key is that buffer's owner (the model's arrays
+        # at each iteration's end; benchmarks/README.md, "Memory timeline").
+        if id(array) in self._alive:
+            if id(array) in self._outputs:
+                self._kept_again(id(array), holder)
+            return
         buffer = buffers.buffer_of(array)
         if buffer is None:
             return
@@ -226,7 +235,8 @@ class MemoryTimeline:
             self._alive.pop(key, None)
             self._outputs.pop(key, None)
             self.freed[len(self.changes)] = index
-            self.changes.append(change._replace(nbytes=-change.nbytes))
+            self.changes.append(Change(change.category, change.holder,
+                                       change.top, -change.nbytes))
 
     def _find_model(self):
         for name, link in self.model.values():
@@ -507,7 +517,9 @@ def forget_savings(timeline, found, gpu=False):
         done = sample.changes
         total = sample.pool_used if gpu else point.total
         for link in links:
-            highest[link] = max(highest[link], total - removable[link])
+            left = total - removable[link]
+            if left > highest[link]:
+                highest[link] = left
     peak = max(p.sample.pool_used if gpu else p.total for p in found)
     savings = [ForgetSaving(link, peak - left, left)
                for link, left in highest.items() if left < peak]

@@ -232,3 +232,27 @@ def test_forget_lowers_the_peak_by_a_known_amount():
     assert 'main/predictor/b' not in saving
     assert [h.nbytes for h in peak.holders] == sorted(
         (h.nbytes for h in peak.holders), reverse=True)
+
+
+def test_arrays_followed_already_are_not_looked_up_again(monkeypatch):
+    """Cost (benchmarks/README.md, "Memory timeline"): at an iteration's
+    end the model's arrays it follows are known by their id; only what is
+    new is looked up, and the bytes are the same."""
+    model = Loss(MLP(10))
+    updater = classifier_updater(model, (784,))
+    updater.update()  # the gradients and Adam's state made
+    timeline = memory_timeline.MemoryTimeline(link_names.model_link_names(
+        training.Trainer(updater, (1, 'iteration'))))
+    timeline.start()
+    looked_up = []
+    buffer_of = memory_timeline.buffers.buffer_of
+    monkeypatch.setattr(memory_timeline.buffers, 'buffer_of',
+                        lambda array: looked_up.append(array) or buffer_of(
+                            array))
+    try:
+        timeline.iteration_ended(1)
+        timeline.iteration_ended(2)
+    finally:
+        timeline.stop()
+    assert looked_up == []
+    assert_model_only_at_the_end(timeline, model)
