@@ -375,9 +375,12 @@ def peak_lines(summary):
 
 
 def _peak_bytes(peak):
-    # The pool's used bytes on a GPU, else the sum of the categories.
-    pool = peak.point.sample.pool_used
-    return peak.point.total if pool is None else pool
+    # On a GPU the pool's highest used bytes, counted at every malloc (a
+    # function's temporaries too, between two samples); else the sum of
+    # the categories.
+    if peak.point.sample.pool_used is None:
+        return peak.point.total
+    return max(peak.pool or 0, peak.point.sample.pool_used)
 
 
 def _peak_observation(peak):
