@@ -113,6 +113,7 @@ class MemoryTimeline:
         self._steps = 0  # backward steps running
         self._handles = None
         self._pool = None
+        self._roots = []  # [(name, link)] holding every other link
 
     def __reduce__(self):
         # A copy (a pickled or deep-copied trainer) is a new timeline that
@@ -133,6 +134,12 @@ class MemoryTimeline:
         for name, link in reversed(list(self.model.values())):
             for param in link.params(include_uninit=False):
                 self._owners.setdefault(id(param), name)
+        # Each parameter once, from the links no other link holds (a walk
+        # of every link's params visits a parameter once per link above it).
+        names = [name for name, _ in self.model.values()]
+        self._roots = [(name, link) for name, link in self.model.values()
+                       if not any(name.startswith(other + '/')
+                                  for other in names if other != name)]
         self._find_model()
         for link in links:  # persistent values, constants
             for name in _chainer.persistent_names(link):
@@ -239,16 +246,15 @@ class MemoryTimeline:
                                        change.top, -change.nbytes))
 
     def _find_model(self):
-        for name, link in self.model.values():
-            for param in link.params(include_uninit=False):
-                owner = self._owners.get(id(param), name)
-                self._find(param.array, 'params', owner, owner)
-                self._find(param.grad, 'grads', owner, owner)
-        for _, link in self.model.values():
-            for param in link.params(include_uninit=False):
-                owner = self._owners.get(id(param), '')
-                for array in _state_arrays(param):
-                    self._find(array, 'optimizer_state', owner, owner)
+        params = [(param, self._owners.get(id(param), name))
+                  for name, link in self._roots
+                  for param in link.params(include_uninit=False)]
+        for param, owner in params:
+            self._find(param.array, 'params', owner, owner)
+            self._find(param.grad, 'grads', owner, owner)
+        for param, owner in params:
+            for array in _state_arrays(param):
+                self._find(array, 'optimizer_state', owner, owner)
 
     def _read_pending(self):
         pending, self._pending = self._pending, []
