@@ -45,12 +45,7 @@ def model_bytes(link):
     seen = set()
     totals = [0, 0, 0]
     for param in link.params(include_uninit=False):
-        rule = param.update_rule
-        state = [] if rule is None or rule.state is None else list(
-            rule.state.values())
-        master = _chainer.fp32_master(rule)
-        if master is not None:
-            state.append(master.array)
+        state = state_arrays(param)
         for i, arrays in enumerate(((param.array,), (param.grad,), state)):
             for array in arrays:
                 buffer = buffers.buffer_of(array)
@@ -138,3 +133,15 @@ def forget_candidates(rows, times=None, top=3):
                                row.forgettable / (seconds * 1e3)))
     found.sort(key=lambda c: -c.bytes_per_ms)
     return found[:top]
+
+
+def state_arrays(param):
+    """Returns the optimizer state arrays of ``param``: its update rule's
+    ``state`` and, for ``use_fp32_update``, its float32 copy."""
+    rule = param.update_rule
+    arrays = [] if rule is None or rule.state is None else list(
+        rule.state.values())
+    master = _chainer.fp32_master(rule)
+    if master is not None:
+        arrays.append(master.array)
+    return arrays

@@ -32,6 +32,7 @@ from chainer.backends import cuda
 from chainer_hookext import _chainer
 from chainer_hookext import _registry
 from chainer_hookext.memory import buffers
+from chainer_hookext.memory import figures
 from chainer_hookext.memory import graph
 from chainer_hookext.report import keys
 
@@ -253,7 +254,7 @@ class MemoryTimeline:
             self._find(param.array, 'params', owner, owner)
             self._find(param.grad, 'grads', owner, owner)
         for param, owner in params:
-            for array in _state_arrays(param):
+            for array in figures.state_arrays(param):
                 self._find(array, 'optimizer_state', owner, owner)
 
     def _read_pending(self):
@@ -336,17 +337,6 @@ class MemoryTimeline:
         self.sample('backward', type(node).__name__, None if spans is None
                     or not spans.backward else (
                         spans, len(spans.backward) - 1))
-
-
-def _state_arrays(param):
-    # The update rule's state and float32 copy (as figures.model_bytes).
-    rule = param.update_rule
-    arrays = [] if rule is None or rule.state is None else list(
-        rule.state.values())
-    master = _chainer.fp32_master(rule)
-    if master is not None:
-        arrays.append(master.array)
-    return arrays
 
 
 def _root(array):
