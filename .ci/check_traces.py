@@ -352,6 +352,7 @@ class Checker:
         self.context = context
         self.server = server
         self.load_ms = int(load_timeout * 1000)
+        self.screenshot_height = 420  # pixels, 1600 wide
         self.opener = context.new_page()
         self.opener.goto(server.origin + '/__check/opener.html',
                          timeout=self.load_ms)
@@ -400,7 +401,8 @@ class Checker:
             ui.wait_for_function('window.app !== undefined',
                                  timeout=self.load_ms)
             if screenshot:
-                ui.set_viewport_size({'width': 1600, 'height': 420})
+                ui.set_viewport_size({'width': 1600,
+                                      'height': self.screenshot_height})
             step = 'the UI did not take the trace'
             self.opener.evaluate(POST_JS, [
                 '/__check/trace/{}'.format(index), title, self.load_ms])
@@ -501,6 +503,7 @@ def run(args, scratch, browsers):
                           lambda route: route.abort())
             checker = Checker(context, server, args.load_timeout,
                               playwright_api)
+            checker.screenshot_height = args.screenshot_height
             failed = 0
             for index, path in enumerate(args.traces):
                 ok, line, details = checker.check(
@@ -531,6 +534,8 @@ def parse_args(argv=None):
     parser.add_argument('traces', nargs='+', help='Trace files to check')
     parser.add_argument('--screenshot', metavar='PNG',
                         help="Save the UI showing the first trace, whole")
+    parser.add_argument('--screenshot-height', type=int, default=420,
+                        help='Its height in pixels (default: %(default)s)')
     parser.add_argument('--chromium',
                         default=shutil.which('chromium') or 'chromium',
                         help='The Chromium to run (default: %(default)s)')
