@@ -59,16 +59,12 @@ Run: ``python benchmarks/bench_loop.py [--model mlp|deep] [--rounds 15]
 """
 
 import argparse
-import concurrent.futures
 import gc
 import datetime
 import os
 import random
-import re
 import shutil
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 import warnings
@@ -84,7 +80,8 @@ import numpy  # NOQA: E402
 from chainer import training  # NOQA: E402
 from chainer.training import extensions  # NOQA: E402
 
-import bench_timer  # NOQA: E402 (benchmarks/, beside this script)
+import _cachegrind  # NOQA: E402 (benchmarks/, beside this script)
+import bench_timer  # NOQA: E402
 import chainer_hookext  # NOQA: E402
 from chainer_hookext import _chainer  # NOQA: E402
 
@@ -379,28 +376,16 @@ def function_calls(model):
 def count_instructions(model, variant, iterations):
     """Instructions of a whole ``--run VARIANT ITERATIONS`` process under
     cachegrind (``PYTHONHASHSEED=0``)."""
-    done = subprocess.run(
-        [shutil.which('valgrind'), '--tool=cachegrind', '--cache-sim=no',
-         '--cachegrind-out-file=/dev/null', sys.executable,
-         os.path.abspath(__file__), '--model', model,
-         '--run', variant, str(iterations)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        universal_newlines=True, check=True,
-        env=dict(os.environ, PYTHONHASHSEED='0'))
-    match = re.search(r'I\s+refs:\s+([\d,]+)', done.stderr)
-    return int(match.group(1).replace(',', ''))
+    return _cachegrind.instructions(
+        __file__, ['--model', model, '--run', variant, iterations])
 
 
 def instructions_per_iteration(model, variants, counts, jobs=1):
     """``{variant: (I(N2) - I(N1)) / (N2 - N1)}``, ``jobs`` processes at
-    a time (instruction counts do not depend on the machine's load)."""
-    n1, n2 = counts
-    runs = [(variant, n) for variant in variants for n in (n1, n2)]
-    with concurrent.futures.ThreadPoolExecutor(jobs) as pool:
-        refs = dict(zip(runs, pool.map(
-            lambda run: count_instructions(model, *run), runs)))
-    return {variant: (refs[variant, n2] - refs[variant, n1]) / (n2 - n1)
-            for variant in variants}
+    a time."""
+    return _cachegrind.per_iteration(
+        lambda variant, n: count_instructions(model, variant, n),
+        variants, counts, jobs)
 
 
 def instructions_table(model, counts, variants=COUNTED, jobs=1):

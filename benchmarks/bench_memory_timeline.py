@@ -35,13 +35,10 @@ Run: ``python benchmarks/bench_memory_timeline.py [--instructions]
 """
 
 import argparse
-import concurrent.futures
 import gc
 import os
-import re
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -56,6 +53,7 @@ import numpy  # NOQA: E402
 from chainer import training  # NOQA: E402
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..'))
+import _cachegrind  # NOQA: E402 (benchmarks/, beside this script)
 import chainer_hookext  # NOQA: E402
 from tests.memory.test_agreement import CNN  # NOQA: E402
 from tests.memory.test_agreement import MLP  # NOQA: E402
@@ -142,29 +140,15 @@ def run(model, variant, iterations):
 def count_instructions(model, variant, iterations):
     """Instructions of a whole ``--run MODEL VARIANT ITERATIONS`` process
     under cachegrind."""
-    done = subprocess.run(
-        [shutil.which('valgrind'), '--tool=cachegrind', '--cache-sim=no',
-         '--cachegrind-out-file=/dev/null', sys.executable,
-         os.path.abspath(__file__), '--run', model, variant,
-         str(iterations)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        universal_newlines=True, env=dict(os.environ, PYTHONHASHSEED='0'))
-    if done.returncode:
-        raise RuntimeError(f'{model}, {variant!r}, {iterations} iterations '
-                           f'failed:\n{done.stderr[-3000:]}')
-    match = re.search(r'I\s+refs:\s+([\d,]+)', done.stderr)
-    return int(match.group(1).replace(',', ''))
+    return _cachegrind.instructions(
+        __file__, ['--run', model, variant, iterations])
 
 
 def instructions_per_iteration(model, variants, counts, jobs):
     """``{variant: (I(N2) - I(N1)) / (N2 - N1)}``."""
-    n1, n2 = counts
-    runs = [(variant, n) for variant in variants for n in (n1, n2)]
-    with concurrent.futures.ThreadPoolExecutor(jobs) as pool:
-        refs = dict(zip(runs, pool.map(
-            lambda one: count_instructions(model, *one), runs)))
-    return {variant: (refs[variant, n2] - refs[variant, n1]) / (n2 - n1)
-            for variant in variants}
+    return _cachegrind.per_iteration(
+        lambda variant, n: count_instructions(model, variant, n),
+        variants, counts, jobs)
 
 
 #: The rows printed as ratios: ``(row, variant, baseline)``.
