@@ -30,7 +30,7 @@ EXTENSIONS = {
         flops=True, functions=True, peak_flops=1e15, peak_bandwidth=1e15),
     'TimedLoop': lambda: chainer_hookext.TimedLoop(),
     'Timeline': lambda: chainer_hookext.Timeline(iterations=1, outliers=True,
-                                                 functions=True),
+                                                 functions=True, memory=True),
     'NonFiniteGuard': lambda: chainer_hookext.NonFiniteGuard(),
     'ActivationStatistics': lambda: chainer_hookext.ActivationStatistics(),
     'GradientStatistics': lambda: chainer_hookext.GradientStatistics(),
