@@ -7,10 +7,8 @@ from chainer_hookext.run import link_hook_extension
 
 
 class StatisticsExtension(link_hook_extension.LinkHookExtension):
-    """Base of :class:`~chainer_hookext.ActivationStatistics` and
-    :class:`~chainer_hookext.GradientStatistics`: at each trigger, reports
-    what its hook accumulated (``hook.statistics()``) and starts again
-    (``hook.reset()``), as it does when training starts and ends."""
+    """Reports ``hook.statistics()`` at each trigger, then ``hook.reset()``
+    (also when training starts and ends)."""
 
     trigger = 1, 'epoch'
     priority = extension.PRIORITY_WRITER

@@ -1,5 +1,5 @@
 """ActivationStatistics: statistics of the links' outputs, in a trainer
-(docs/debugging.md)."""
+(docs/debugging.md, "`ActivationStatistics`")."""
 
 from chainer_hookext import _checks
 from chainer_hookext.extensions import _statistics
@@ -10,15 +10,10 @@ class ActivationStatistics(_statistics.StatisticsExtension):
     """Trainer extension that reports statistics of the links' outputs.
 
     Owns an :class:`~chainer_hookext.link_hooks.ActivationStatisticsHook`
-    for the length of training: every forward output of the hooked links
-    adds to running sums on its device (nothing is kept alive, nothing is
-    copied to the host per call).  At the trigger (each epoch by default)
-    the mean, standard deviation, minimum, maximum and fraction of zeros of
-    everything since the last report are reported, like
-    :class:`~chainer.training.extensions.ParameterStatistics`, under
-    ``<link>/out/<statistic>``, e.g. ``main/predictor/l1/out/mean`` and
-    ``main/predictor/l1/out/zero_fraction`` (dead ReLUs show there), then
-    the sums start again.  By default only training-mode calls count.
+    for the length of training and reports, at the trigger, the statistics
+    of every output since the last report as ``<link>/out/<statistic>``
+    (``main/predictor/l1/out/zero_fraction``; docs/debugging.md,
+    "`ActivationStatistics`").
 
     Args:
         links (~chainer.Link or list of ~chainer.Link): Sub-trees to watch;

@@ -1,5 +1,5 @@
 """CaptureOutputs: the latest outputs of chosen links, in a trainer
-(docs/debugging.md)."""
+(docs/debugging.md, "`CaptureOutputs`")."""
 
 import sys
 
@@ -17,21 +17,10 @@ class CaptureOutputs(link_hook_extension.LinkHookExtension):
     """Trainer extension that keeps the latest output of chosen links.
 
     Owns a :class:`~chainer_hookext.link_hooks.CaptureOutputsHook` for the
-    length of training.  :attr:`outputs` maps each chosen link's name
-    (``main/predictor/l1``) to its latest forward output, detached from the
-    graph (arrays, on their device).  At the trigger (each epoch by default)
-    ``callback(trainer, outputs)`` is called with a shallow copy of that
-    dictionary, e.g. to save or plot activations.
-
-    Memory is bounded by one output per chosen link.  When training ends the
-    outputs are dropped, unless ``keep`` says otherwise.
-
-    ``keep='on_error'`` keeps them when ``trainer.run()`` ends by any
-    exception, ``KeyboardInterrupt`` (Ctrl-C) included: Chainer calls
-    ``on_error`` only for an ``Exception``, so :meth:`finalize`, which
-    ``Trainer.run`` calls from its ``finally``, also looks at the exception
-    in flight (``sys.exc_info()``), not counting one the caller of
-    ``trainer.run()`` was already handling.
+    length of training; :attr:`outputs` maps each chosen link's name
+    (``main/predictor/l1``) to its latest detached output, and
+    ``callback(trainer, outputs)`` runs at the trigger with a shallow copy
+    (docs/debugging.md, "`CaptureOutputs`").
 
     Args:
         links (~chainer.Link or list of ~chainer.Link): The links whose
@@ -41,8 +30,8 @@ class CaptureOutputs(link_hook_extension.LinkHookExtension):
         callback (callable): ``callback(trainer, outputs)`` at the trigger,
             or ``None``.
         keep (bool or str): After training: ``False`` drops the outputs,
-            ``True`` keeps them, ``'on_error'`` keeps them only when training
-            raised, Ctrl-C included (to look at what led to the error).
+            ``True`` keeps them, ``'on_error'`` only when training raised,
+            Ctrl-C included.
         copy (bool): Keep copies of the arrays.
         train (bool): Capture in training mode.
         eval (bool): Capture in evaluation mode.
@@ -79,7 +68,7 @@ class CaptureOutputs(link_hook_extension.LinkHookExtension):
         self.callback = callback
         self.keep = keep
         self._failed = False
-        self._outer_error = None  # id of the exception handled around run()
+        self._outer_error = None
 
     @property
     def outputs(self):
@@ -97,9 +86,8 @@ class CaptureOutputs(link_hook_extension.LinkHookExtension):
         super().initialize(trainer)
         self.hook.clear()
         self._failed = False
-        # An exception the caller of trainer.run() is handling is visible in
-        # sys.exc_info() during the whole run: remember it so as not to take
-        # it for the run's own in finalize.  Its id only: it outlives the run.
+        # The caller's exception in hand shows in sys.exc_info() all run:
+        # not the run's own (finalize).  Its id only: it outlives the run.
         self._outer_error = id(sys.exc_info()[1])
 
     def __call__(self, trainer):
@@ -113,8 +101,8 @@ class CaptureOutputs(link_hook_extension.LinkHookExtension):
     def finalize(self):
         super().finalize()
         if self.keep == 'on_error' and not self._failed:
-            # Trainer.run calls finalize from its finally: an exception in
-            # flight ended the run, KeyboardInterrupt included (no on_error).
+            # Called from Trainer.run's finally: an exception in flight
+            # ended the run (KeyboardInterrupt gets no on_error).
             error = sys.exc_info()[1]
             self._failed = (error is not None
                             and id(error) != self._outer_error)

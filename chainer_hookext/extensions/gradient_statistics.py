@@ -1,5 +1,5 @@
 """GradientStatistics: statistics of the gradients w.r.t. the links'
-outputs, in a trainer (docs/debugging.md)."""
+outputs, in a trainer (docs/debugging.md, "Gradients per link")."""
 
 from chainer_hookext.extensions import _statistics
 from chainer_hookext.link_hooks import gradient_statistics
@@ -10,17 +10,10 @@ class GradientStatistics(_statistics.StatisticsExtension):
     the links' outputs.
 
     Owns a :class:`~chainer_hookext.link_hooks.GradientStatisticsHook` for
-    the length of training: in each training iteration's backward, the
-    gradient w.r.t. each output of each call of the hooked links adds to
-    running sums on its device (nothing is kept alive, nothing is copied to
-    the host per call).  At the trigger (each epoch by default) the mean,
-    standard deviation, minimum, maximum and fraction of zeros of the
-    gradients' elements, and ``norm``, the L2 norm of one call's gradient
-    averaged over the calls, are reported under
-    ``<link>/grad/<statistic>`` (``main/predictor/l1/grad/norm``), then the
-    sums start again.  The keys are apart from
-    :class:`~chainer_hookext.NonFiniteGuard`'s ``<link>/grad/non_finite``.
-    Training iterations only: evaluation runs no backward.
+    the length of training and reports, at the trigger, the statistics of
+    the training iterations' gradients as ``<link>/grad/<statistic>``
+    (``main/predictor/l1/grad/norm``; docs/debugging.md, "Gradients per
+    link").
 
     Args:
         links (~chainer.Link or list of ~chainer.Link): Sub-trees to watch;

@@ -18,12 +18,10 @@ from chainer_hookext.run import training_loop
 class NonFiniteGuard(link_hook_extension.LinkHookExtension):
     """Trainer extension that stops at the first link to produce NaN or Inf.
 
-    Owns a :class:`~chainer_hookext.link_hooks.NonFiniteHook` for the length
-    of training, checks the forward outputs, the gradients in backward and
-    the parameters' gradients before the update, and raises
-    :class:`~chainer_hookext.NonFiniteError` at the first non-finite value;
-    with ``action='warn'`` or ``'report'`` it reports
-    ``<link>/out/non_finite`` and ``<link>/grad/non_finite`` instead
+    Checks the forward outputs, the gradients in backward and the
+    parameters' gradients before the update, and raises
+    :class:`~chainer_hookext.NonFiniteError` at the first non-finite value,
+    or reports ``<link>/out/non_finite`` and ``<link>/grad/non_finite``
     (docs/debugging.md, "`NonFiniteGuard`").
 
     Args:
@@ -55,8 +53,7 @@ class NonFiniteGuard(link_hook_extension.LinkHookExtension):
         hook = non_finite.NonFiniteHook(
             backward=backward, action=action, train=train, eval=eval)
         super().__init__(hook, links, train=train, eval=eval)
-        # The optimizer hooks checking parameters' gradients: the TrainingLoop
-        # that adds them, the optimizers to hook, and [(optimizer, key)].
+        # The optimizer hooks checking parameters' gradients.
         self._grads_entry = None
         self._grads_optimizers = []
         self._grads_added = []
@@ -82,7 +79,6 @@ class NonFiniteGuard(link_hook_extension.LinkHookExtension):
             trainer, self._add_grad_checks, self._remove_grad_checks)
 
     def _add_grad_checks(self):
-        # The loop's start: an optimizer hook on each optimizer.
         optimizers, self._grads_optimizers = self._grads_optimizers, []
         for optimizer in optimizers:
             self._grads_added.append(_registry.add_optimizer_hook(
@@ -90,7 +86,6 @@ class NonFiniteGuard(link_hook_extension.LinkHookExtension):
                 'pre'))
 
     def _remove_grad_checks(self):
-        # The loop's end: removes what _add_grad_checks added.
         added, self._grads_added = self._grads_added, []
         for handle in added:
             handle[-1].hook = None
@@ -124,7 +119,7 @@ class NonFiniteGuard(link_hook_extension.LinkHookExtension):
 
 
 class _GradientCheck(_registry.OptimizerHook):
-    # The optimizer hook: after backward, before the update.
+    # After backward, before the update.
 
     def __init__(self, hook):
         self.hook = hook

@@ -13,20 +13,13 @@ from chainer_hookext.run import priorities
 from chainer_hookext.run import training_loop
 
 
-# ``chainer.config.keep_graph_on_report`` costs about 500 ns through
-# ``LocalConfig.__getattr__``; the trigger reads the thread's value (set by
-# ``chainer.using_config`` or by assignment) and falls back to the global one,
-# as ``_chainer.is_train`` does.
-
-
 class UnchainVariables(extension.Extension):
     """Trainer extension that releases the graphs of reported Variables.
 
     With ``chainer.config.keep_graph_on_report`` on, it calls
     :meth:`~chainer.Variable.unchain_backward` on every Variable of
-    ``trainer.observation``, nested ones included, last of all extensions
-    in each iteration that could have kept graphs; how it differs from
-    Chainer's ``unchain_variables``: docs/unchain.md.
+    ``trainer.observation``, nested ones included, after every other
+    extension (docs/unchain.md).
 
     .. note::
        The trigger is the extension's own method: do not pass ``trigger=`` to
@@ -72,6 +65,7 @@ class UnchainVariables(extension.Extension):
             bool: ``True`` when ``keep_graph_on_report`` was on during the
             update or is on now, or when ``always`` is set.
         """
+        # Not chainer.config's LocalConfig.__getattr__ (about 500 ns).
         flag = _chainer.keeps_graph_on_report()
         due = self._flag_at_update_start or flag or self.always
         self._flag_at_update_start = flag
