@@ -1,10 +1,5 @@
-"""Arrays inside a value, and copying device arrays to the host at once.
-
-:func:`walk` finds the arrays in a link's output or arguments (a
-:class:`~chainer.Variable`, an array, or tuples, lists and dicts of them);
-:func:`to_host` brings values computed on a device back to NumPy with one
-synchronisation per device.  Used by the hooks that look at outputs and by
-the finiteness checks.
+"""The arrays inside a link's output or arguments (:func:`walk`), and device
+arrays copied to NumPy with one synchronisation per device (:func:`to_host`).
 """
 
 import chainer
@@ -13,13 +8,11 @@ from chainer import backend
 
 
 def walk(out, keys=(), variables=False):
-    """Yields ``(keys, array)`` for each array in a link's output.
+    """Yields ``(keys, array)`` for each array in ``out``.
 
-    ``out`` may be a :class:`~chainer.Variable`, an array, or tuples, lists
-    and dicts of them; ``keys`` is the path of indices and dict keys to the
-    array, ``()`` for a single output.  Anything else is skipped.  With
-    ``variables=True`` a :class:`~chainer.Variable` is yielded as it is,
-    not its array.
+    ``out`` is a Variable, an array, or tuples, lists and dicts of them
+    (anything else is skipped); ``keys`` the indices and dict keys down to
+    the array.  With ``variables``, a Variable is yielded as it is.
     """
     if isinstance(out, chainer.Variable):
         yield keys, out if variables else out.array
@@ -37,8 +30,7 @@ def to_host(values):
     """Returns ``values`` with device arrays copied to NumPy.
 
     Device arrays of one device must share a shape: they are stacked and
-    copied at once (one synchronisation per device).  Other values are
-    returned as they are.
+    copied at once.  Other values are returned as they are.
     """
     out = list(values)
     groups = {}

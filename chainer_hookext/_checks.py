@@ -10,8 +10,7 @@ import numpy
 from chainer_hookext import _chainer
 
 
-#: The modes a hook or an extension acts in: ``train`` (bool) while
-#: ``chainer.config.train`` is true, ``eval`` (bool) while it is false.
+#: Whether a hook acts while ``chainer.config.train`` is true, and false.
 Modes = collections.namedtuple('Modes', 'train eval')
 
 
@@ -106,8 +105,8 @@ def check_name(call, name, value):
 
 
 def check_choice(call, name, value, choices, what):
-    """Returns the one of ``choices`` that ``value`` is (``what`` says what a
-    choice is); a value of no choice's type raises ``TypeError``.
+    """Returns the one of ``choices`` that ``value`` is (``what`` names a
+    choice); a value of no choice's type raises ``TypeError``.
 
     >>> check_choice('TimerHook.print_report', 'unit', 'min', ('sec', 'ms'),
     ...              'a known unit')
@@ -140,8 +139,7 @@ use one of 'sec', 'ms'.
 
 
 def check_modes(call, train, eval):
-    """Returns the flags ``(train, eval)`` as :class:`Modes`, not both
-    false."""
+    """Returns ``(train, eval)`` as :class:`Modes`, not both false."""
     train = check_flag(call, 'train', train)
     eval = check_flag(call, 'eval', eval)
     if not (train or eval):
@@ -153,8 +151,8 @@ def check_modes(call, train, eval):
 
 def check_one_per_trainer(trainer, extension, why, instead):
     """Raises ``ValueError`` if ``trainer`` has another extension of
-    ``extension``'s class, saying ``why`` two are wrong and what to do
-    ``instead``."""
+    ``extension``'s class (``why`` two are wrong; what to do ``instead``).
+    """
     cls = type(extension)
     others = [name for name, entry in
               _chainer.extension_entries(trainer).items()

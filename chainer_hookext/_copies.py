@@ -1,17 +1,14 @@
 """What a pickle or a deep copy holds in place of the package's stand-ins
-(docs/internals.md, "What the package sets").
+(docs/internals.md, "What the package sets, and where it is put back").
 
-A stand-in's ``__reduce__`` gives the original (:func:`same`).  An entry of
-a dict or an attribute cannot be taken out that way: :func:`put_back` gives
-the owner's copy a one-call ``__setstate__`` that puts the originals back
-(or takes the entries out) in the state before it is set.
+:func:`put_back` is for an entry with no original object to give: the
+owner's copy gets a one-call ``__setstate__`` that fixes its state first.
 """
 
 
 class LEAVE_OUT:
-    """:func:`put_back`'s ``original`` when the stand-in has none: the
-    entry or attribute is taken out.  A class: pickled by reference, it
-    stays itself."""
+    """:func:`put_back`'s ``original`` when there is none: the entry is
+    taken out.  A class, so that a pickle keeps it itself."""
 
 
 class Placeholder:
@@ -23,22 +20,15 @@ def put_back(owner, original, placeholder):
     """For a stand-in's ``__reduce__``: ``(put_back, (owner, original,
     placeholder))``.
 
-    Args:
-        owner: The object whose state (or a dict in it) holds the stand-in.
-        original: What the owner's copy holds in the stand-in's place, or
-            :data:`LEAVE_OUT`.
-        placeholder: What is unpickled in the stand-in's place: in the
-            owner's state until it is set, and wherever else the stand-in
-            was (a reference of the package's own).
-
-    Returns:
-        ``placeholder``.
+    ``owner``'s copy holds ``original`` (or nothing, :data:`LEAVE_OUT`) in
+    its state, or a dict in it, where ``placeholder`` was unpickled; the
+    package's own references keep ``placeholder``, which is returned.
     """
     attributes = vars(owner)
     setstate = attributes.get('__setstate__')
     if not isinstance(setstate, _PutBack):
-        if attributes:  # its state is set: the stand-in was reached first
-            return placeholder  # another way; it stays
+        if attributes:  # state set: reached another way first; it stays
+            return placeholder
         setstate = attributes['__setstate__'] = _PutBack(owner)
     setstate.originals[id(placeholder)] = placeholder, original
     return placeholder
@@ -83,6 +73,6 @@ class _PutBack:
 
 
 def same(value):
-    """Returns ``value``: ``(same, (original,))`` is a stand-in's
-    ``__reduce__`` that unpickles as its original."""
+    """Returns ``value``: ``(same, (original,))`` unpickles a stand-in as
+    its original."""
     return value

@@ -1,28 +1,19 @@
 """Files written whole or not at all, never through a planted link
-(:func:`write_atomic`; docs/profile.md).
+(docs/profile.md, "Shared result folders").
 """
 
 import os
 import secrets
 
-#: Exclusive creation of a new file to write (binary on Windows).
 _FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, 'O_BINARY', 0)
-#: A new file's mode before the umask, as ``open(path, 'wb')`` gives.
-_MODE = 0o666
-#: Names tried before giving up, as :func:`tempfile.mkstemp` does.
+_MODE = 0o666  # as open(path, 'wb'): 0o644 under the usual umask
 _TRIES = 100
 
 
 def write_atomic(path: str, data: bytes) -> None:
-    """Writes ``data`` to ``path``: beside it first, then renamed over it,
-    so that a reader never sees part of the file.
-
-    The file beside is hidden (``.<name>.<random>.tmp``) and created
-    exclusively, with the mode of a new file under the process's umask
-    (``0o644`` under the usual ``022``), as Chainer's snapshot writers
-    leave theirs.  The folder is made when missing.  When writing or
-    renaming fails, the file beside is removed and ``path`` is left as it
-    was.
+    """Writes ``data`` to a new hidden file beside ``path``, then renames
+    it over ``path``; the folder is made when missing.  On failure the file
+    beside is removed and ``path`` is left as it was.
 
     Args:
         path (str): The file to write.
@@ -47,7 +38,6 @@ def write_atomic(path: str, data: bytes) -> None:
 
 
 def _create_beside(folder, name):
-    # Returns (fd, path) of a new file in ``folder``, made by this call.
     for _ in range(_TRIES):
         aside = os.path.join(folder, f'.{name}.{secrets.token_hex(6)}.tmp')
         try:

@@ -1,16 +1,9 @@
-"""Adding a hook to one of Chainer's registries, and removing it.
+"""Adding a hook to a thread's link or function hook registry, or to an
+optimizer, and removing exactly it (docs/internals.md, "What the package
+sets, and where it is put back").
 
-Chainer keeps the global link hooks (``chainer._get_link_hooks()``) and
-function hooks (``chainer.get_function_hooks()``) of each thread in an
-``OrderedDict`` keyed by hook name.  :func:`add` makes a hook a listener
-of the registry's one entry of this package (:mod:`._observer`), under a
-free key of its own (``chainer_hookext.<name>``), so that the plain names
-stay free for the user's hooks (``with chainer.link_hooks.TimerHook():``
-inside training) and two hooks with the same ``name`` never collide;
-:func:`remove` takes out exactly what :func:`add` put in, and nothing the
-user registered.
-:func:`add_optimizer_hook` and :func:`remove_optimizer_hook` do the same
-for an optimizer's hooks.
+Keys are ``chainer_hookext.<name>`` (``_1``, ``_2`` ... when taken): the
+plain names stay free for the user's hooks, and two of ours never collide.
 """
 
 import collections
@@ -25,14 +18,8 @@ PREFIX = 'chainer_hookext.'
 
 
 def add(registry, hook, first=False):
-    """Makes ``hook`` a listener of the registry's observer, under a free
-    key, then calls its ``added(None)``.
-
-    The registry then holds one entry of the package's, whatever the number
-    of its hooks there (:mod:`._observer`).  The key is
-    ``'chainer_hookext.' + hook.name``, followed by ``'_1'``, ``'_2'`` ...
-    when taken.  If ``hook.added(None)`` raises, the hook is taken out
-    again.
+    """Makes ``hook`` a listener of the registry's observer
+    (:mod:`._observer`) under a free key; calls its ``added(None)``.
 
     Args:
         registry (dict): A registry returned by ``chainer._get_link_hooks()``
@@ -58,9 +45,8 @@ def registered(registry):
 
 class Registration(collections.namedtuple(
         'Registration', ('registry', 'key'))):
-    """What :func:`add` returns.  A pickle or a copy of it (of an
-    extension during training) is ``None``: the copy's hook is registered
-    nowhere, and a thread's registry is never copied."""
+    """What :func:`add` returns; a pickle or copy of it is ``None`` (the
+    copy's hook is registered nowhere)."""
 
     __slots__ = ()
 
@@ -75,45 +61,35 @@ def free_key(taken, name):
     n = 0
     while key in taken:
         n += 1
-        key = '{}_{}'.format(base, n)
+        key = f'{base}_{n}'
     return key
 
 
 def move(handle, hook, first):
-    """Moves ``hook``, added with :func:`add`, before the package's other
-    hooks in its registry (``first``), or after them."""
+    """Moves ``hook`` before the package's other hooks in its registry
+    (``first``), or after them."""
     if handle is not None:
         _observer.move(handle.registry, handle.key, hook, first)
 
 
 def remove(handle, hook):
-    """Takes out ``hook`` added with :func:`add`, then calls deleted.
-
-    Does nothing when the key no longer holds ``hook``, or when ``handle``
-    is ``None`` (a copy's).
-
-    Args:
-        handle (Registration): What :func:`add` returned.
-        hook: The hook given to :func:`add`.
-    """
+    """Takes out ``hook`` (``handle`` from :func:`add`) and calls its
+    ``deleted``; nothing when the key no longer holds it or ``handle`` is
+    ``None`` (a copy's)."""
     if handle is None:
         return
     registry, key = handle
     _observer.leave(registry, key, hook)
 
 
-class OptimizerHook(object):
+class OptimizerHook:
     """Base of this package's optimizer hooks: called once per update.
 
-    A pickle or a deep copy of an optimizer holding one holds nothing of
-    this package: the copy has the user's hooks only, in their order
-    (:mod:`chainer_hookext._copies`), and feeds none of the figures.
+    A pickle or deep copy of its optimizer has the user's hooks only.
     """
 
     call_for_each_param = False
-    #: The optimizer's hook container (Chainer's ``_OptimizerHookable``)
-    #: while :func:`add_optimizer_hook` has added it.
-    registered_in = None
+    registered_in = None  # the optimizer's _hookable while added
 
     def __reduce__(self):
         if self.registered_in is None:
@@ -122,10 +98,9 @@ class OptimizerHook(object):
             self.registered_in, _copies.LEAVE_OUT, INERT)
 
 
-class InertOptimizerHook(object):
-    """A hook doing nothing: what a hook of this package pickled alone
-    becomes (and what earlier versions pickled every one as);
-    :func:`add_optimizer_hook` removes those it finds."""
+class InertOptimizerHook:
+    """What a hook of ours pickled alone becomes (earlier versions pickled
+    every one so); :func:`add_optimizer_hook` removes those it finds."""
 
     call_for_each_param = False
 
@@ -136,7 +111,6 @@ class InertOptimizerHook(object):
         return _inert, ()
 
 
-#: The one :class:`InertOptimizerHook`.
 INERT = InertOptimizerHook()
 
 
@@ -145,10 +119,8 @@ def _inert():
 
 
 def add_optimizer_hook(optimizer, hook, name, timing, first=False):
-    """Adds ``hook`` to ``optimizer`` under a free key of this package's.
-
-    Hooks of this package that do nothing (:class:`InertOptimizerHook`,
-    left by an older pickle) are removed first.
+    """Adds ``hook`` to ``optimizer`` under a free key of this package's,
+    first removing any :class:`InertOptimizerHook`.
 
     Args:
         optimizer (~chainer.Optimizer): A set-up optimizer.
@@ -172,7 +144,6 @@ def add_optimizer_hook(optimizer, hook, name, timing, first=False):
     optimizer.add_hook(hook, name=key, timing=timing)
     if first:
         hooks.move_to_end(key, last=False)
-    # The container _chainer.optimizer_hooks reads the dicts of.
     hook.registered_in = _chainer.optimizer_hook_container(optimizer)
     return optimizer, timing, key, hook
 

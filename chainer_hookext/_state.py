@@ -1,8 +1,6 @@
-"""Timing state saved through any Chainer serializer (npz, hdf5).
-
-A table of rows: labels as UTF-8 JSON in a ``uint8`` array, one ``float64``
-array per numeric field.  A missing entry raises :class:`MissingState`;
-``serialize`` warns (:func:`warn_missing`) and starts afresh.
+"""State saved through any Chainer serializer (npz, hdf5) as tables: labels
+as UTF-8 JSON in a ``uint8`` array, one ``float64`` array per field.  A
+missing entry raises :class:`MissingState` (docs/timing.md, "Resume").
 """
 
 import json
@@ -23,10 +21,8 @@ def is_loading(serializer):
 
 
 def _lacks_group(deserializer):
-    # Chainer's HDF5Deserializer.__getitem__ gives a missing group as
-    # ``group=None``: its __call__ then raises ValueError('Inexistent group
-    # is specified') (strict) and its __getitem__ AttributeError (reading
-    # ``None.name``), strict or not.
+    # HDF5Deserializer.__getitem__ gives a missing group as group=None: its
+    # __call__ then raises ValueError (strict), __getitem__ AttributeError.
     return (isinstance(deserializer, hdf5.HDF5Deserializer)
             and deserializer.group is None)
 
@@ -39,10 +35,8 @@ def read(deserializer, key):
     """Returns the array saved as ``key``.
 
     Raises:
-        MissingState: The snapshot has no ``key``: a strict deserializer
-            raised ``KeyError`` (npz; hdf5 in a group that exists), or hdf5
-            has no group for it, or a non-strict deserializer gave the
-            default back.
+        MissingState: The snapshot has no ``key`` (whether the
+            deserializer is strict or not, npz or hdf5).
     """
     if _lacks_group(deserializer):
         raise _missing(deserializer, key)
@@ -80,14 +74,12 @@ def save_rows(serializer, labels, columns):
         serializer(field, numpy.asarray(values, numpy.float64))
 
 
-def load_rows(serializer, fields, optional=()):
+def load_rows(serializer, fields):
     """Reads what :func:`save_rows` wrote.
 
     Args:
         serializer: A Chainer deserializer.
         fields (tuple of str): The numeric fields to read.
-        optional (tuple of str): Those of ``fields`` that a table saved by
-            an earlier version may lack: they read as zeros.
 
     Returns:
         list: ``(labels, {field: value})`` per row.
@@ -101,13 +93,7 @@ def load_rows(serializer, fields, optional=()):
         numpy.asarray(labels, numpy.uint8).tobytes().decode('utf-8'))
     columns = {}
     for field in fields:
-        try:
-            values = read(serializer, field)
-        except MissingState:
-            if field not in optional:
-                raise
-            values = numpy.zeros(len(labels))
-        values = numpy.asarray(values, numpy.float64)
+        values = numpy.asarray(read(serializer, field), numpy.float64)
         columns[field] = values.ravel()
         if len(columns[field]) != len(labels):
             raise ValueError(
@@ -119,11 +105,8 @@ def load_rows(serializer, fields, optional=()):
 
 
 def warn_missing(name, error, consequence):
-    """Warns that a snapshot holds no state for the extension ``name``.
-
-    A snapshot taken before the extension was added: the run goes on, with
-    ``consequence`` (e.g. ``'Timing starts afresh.'``).
-    """
+    """Warns that a snapshot holds no state for the extension ``name``; the
+    run goes on with ``consequence`` (``'Timing starts afresh.'``)."""
     warnings.warn(
         f'{name}: the snapshot has no state for it ({error}); it was '
         f'probably taken before this extension was added.  {consequence}',
