@@ -1,26 +1,16 @@
-"""Pictures of a run's figures, drawn with matplotlib (the ``plot`` extra).
+"""Pictures of a run's files, drawn with matplotlib (the ``plot`` extra).
 
-Each function takes plain data, so a finished run's files are enough to
-draw them again: ``LogReport``'s entries (the ``log`` file), the dict of
-``link_times.json`` (:func:`link_times`), a
-:class:`~chainer_hookext.TimedLinks` function summary, a
-:class:`~chainer_hookext.Timeline` file.  Each returns a
-``matplotlib.figure.Figure`` on an Agg canvas (no ``pyplot``, no global
-state, no display needed), or ``None`` when the data has nothing to draw
-(the extension was not used); :func:`png` and :func:`save` write it.
-matplotlib is imported when a picture is drawn: without it, an
-``ImportError`` says how to install it.
+Each function takes plain data (``LogReport``'s entries, ``link_times.json``,
+a Timeline file) and returns a ``Figure`` on an Agg canvas, or ``None`` with
+nothing to draw (docs/profile.md, "Pictures without the page").
 
-.. admonition:: Example
-
-    >>> from chainer_hookext import plots
-    >>> log = [{'epoch': 1, 'iteration': 10, 'time/loop/iteration': 0.02,
-    ...         'time/loop/data': 0.005, 'time/loop/forward': 0.015}]
-    >>> figure = plots.loop_time(log)
-    >>> plots.png(figure)[:8]
-    b'\\x89PNG\\r\\n\\x1a\\n'
-    >>> plots.loop_time([{'epoch': 1, 'main/loss': 0.5}]) is None
-    True
+>>> from chainer_hookext import plots
+>>> log = [{'epoch': 1, 'iteration': 10, 'time/loop/iteration': 0.02,
+...         'time/loop/data': 0.005, 'time/loop/forward': 0.015}]
+>>> plots.png(plots.loop_time(log))[:8]
+b'\\x89PNG\\r\\n\\x1a\\n'
+>>> plots.loop_time([{'epoch': 1, 'main/loss': 0.5}]) is None
+True
 """
 
 from chainer_hookext.plots._changes import changes  # NOQA

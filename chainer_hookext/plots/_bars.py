@@ -1,5 +1,5 @@
 """Bars stacked per log entry, shared by the pictures of ``LogReport``'s
-entries: the series drawn, the x axis, a link's colour, the legend."""
+entries: the series, the x axis, a link's colour, the legend."""
 
 import collections
 import itertools
@@ -11,14 +11,13 @@ from chainer_hookext.plots import _top
 from chainer_hookext.report import keys
 
 
-#: Colours of the links in the order they are given, ``(outside)`` after
-#: them, repeated past the tenth: a link has one colour in every picture.
+#: Colours of the links in order, ``(outside)`` last, cycled: a link has
+#: one colour in every picture.
 LINK_COLOURS = ('tab:blue', 'tab:orange', 'tab:green', 'tab:red',
                 'tab:purple', 'tab:brown', 'tab:pink', 'tab:olive',
                 'tab:cyan', 'tab:gray')
 
-#: One layer of stacked bars: its ``label``, the reported ``key`` it draws
-#: and its ``colour``.
+#: One layer of stacked bars: the reported ``key`` it draws.
 Series = collections.namedtuple('Series', ('label', 'key', 'colour'))
 
 #: A :class:`Series` read from the log: one value per bar.
@@ -26,8 +25,7 @@ Layer = collections.namedtuple('Layer', ('label', 'values', 'colour'))
 
 
 def link_colours(names):
-    """Returns ``{name: colour}`` of the links ``names`` and ``(outside)``.
-    """
+    """Returns ``{name: colour}`` of ``names`` and ``(outside)``."""
     names = [n for n in names if n != keys.OUTSIDE] + [keys.OUTSIDE]
     return dict(zip(names, itertools.cycle(LINK_COLOURS)))
 
@@ -39,18 +37,16 @@ def reported(log, series):
 
 
 def layers(log, series, scale=1.0):
-    """Returns the :class:`Layer` of each ``series`` in some entry of
-    ``log``: its values (0 where an entry lacks the key) times ``scale``.
-    """
+    """Returns a :class:`Layer` per ``series`` found in ``log`` (0 where an
+    entry lacks it), times ``scale``."""
     return [Layer(s.label, numpy.array(
         [e.get(s.key, 0) for e in log], float) * scale, s.colour)
         for s in series if any(s.key in e for e in log)]
 
 
 def named(panels, top=_top.TOP):
-    """Returns ``panels`` (lists of :class:`Layer`) with at most ``top``
-    labels named: the largest over every panel (:func:`~._top.largest`),
-    the rest summed in one layer on top of each panel."""
+    """Returns ``panels`` (lists of :class:`Layer`) with the ``top`` largest
+    labels over all panels kept, the rest summed in one layer on top."""
     sizes = collections.OrderedDict()
     for layers in panels:
         for layer in layers:
@@ -70,8 +66,8 @@ def named(panels, top=_top.TOP):
 
 
 def steps(log):
-    """Returns ``(labels, name)`` of the bars of ``log``'s entries: their
-    epochs, or their iterations when an epoch has several entries."""
+    """Returns ``(labels, name)`` of the bars: the entries' epochs, or
+    their iterations when an epoch has several entries."""
     epochs = [e.get('epoch') for e in log]
     if None not in epochs and len(set(epochs)) == len(epochs):
         return epochs, 'epoch'
@@ -79,7 +75,7 @@ def steps(log):
 
 
 def set_steps(ax, labels, name):
-    """Labels the bars at ``0 .. len(labels) - 1``, at most 15 of them."""
+    """Labels the bars ``0 .. len(labels) - 1``, at most 15 of them."""
     every = -(-len(labels) // 15)
     ticks = list(range(len(labels)))[::every]
     ax.set_xticks(ticks)
@@ -88,8 +84,7 @@ def set_steps(ax, labels, name):
 
 
 def stack(ax, layers, scale=1.0):
-    """Draws a bar per value of the :class:`Layer` s, bottom to top, each
-    divided by ``scale``."""
+    """Draws the layers' bars bottom to top, divided by ``scale``."""
     bottom = 0
     for layer in layers:
         values = layer.values / scale
@@ -98,22 +93,24 @@ def stack(ax, layers, scale=1.0):
         bottom = bottom + values
 
 
-def stack_bytes(ax, layers):
-    """:func:`stack` of bytes, in the unit that suits the highest bar;
-    returns the unit's name."""
-    largest = max(sum(layer.values for layer in layers))
-    scale, unit = 1, 'bytes'
-    for power, name in ((3, 'GiB'), (2, 'MiB'), (1, 'KiB')):
+def byte_unit(largest):
+    """Returns ``(scale, unit)``: the largest unit ``largest`` bytes fill."""
+    for power, unit in ((3, 'GiB'), (2, 'MiB'), (1, 'KiB')):
         if largest >= 1024 ** power:
-            scale, unit = 1024 ** power, name
-            break
+            return 1024 ** power, unit
+    return 1, 'bytes'
+
+
+def stack_bytes(ax, layers):
+    """:func:`stack` of bytes in the unit of the highest bar; returns it."""
+    scale, unit = byte_unit(max(sum(layer.values for layer in layers)))
     stack(ax, layers, scale)
     return unit
 
 
 def legend_beside(ax, sources):
     """Puts the legend of the axes ``sources`` right of ``ax``: each label
-    once, the top layer first, as stacked."""
+    once, the top layer first."""
     found = collections.OrderedDict()
     for source in sources:
         for handle, label in zip(*source.get_legend_handles_labels()):

@@ -10,18 +10,12 @@ DPI = 100
 
 
 def png(figure):
-    """Returns the PNG bytes of ``figure`` (a ``matplotlib.figure.Figure``)
-    at :data:`DPI` dots per inch."""
+    """Returns the PNG bytes of a ``matplotlib.figure.Figure``."""
     buffer = io.BytesIO()
     figure.savefig(buffer, format='png', dpi=DPI)
     return buffer.getvalue()
 
 
 def save(figure, path):
-    """Writes :func:`png` of ``figure`` to ``path``, whole or not at all.
-
-    The image is drawn first, written beside ``path`` (same folder), then
-    renamed over it: on any error ``path`` is left as it was and nothing
-    else is left behind.
-    """
+    """Writes :func:`png` of ``figure`` to ``path``, whole or not at all."""
     _files.write_atomic(path, png(figure))

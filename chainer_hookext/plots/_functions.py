@@ -9,9 +9,7 @@ TOP = 15
 
 
 def functions(function_summary):
-    """Draws the time of each function type, forward and backward, stacked.
-
-    A horizontal bar per type, the :data:`TOP` largest, largest first.
+    """Draws the :data:`TOP` function types' time, forward and backward.
 
     Args:
         function_summary (dict): ``{type: {'time': seconds,

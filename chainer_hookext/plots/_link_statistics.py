@@ -1,5 +1,5 @@
-"""ActivationStatistics' and GradientStatistics' figure of each link per
-log entry, as a heat map: a row per link, a column per entry."""
+"""ActivationStatistics' and GradientStatistics' figures as heat maps: a
+row per link, a column per log entry."""
 
 import math
 
@@ -19,9 +19,8 @@ def gradients(log, names, statistic='norm'):
     Args:
         log (list of dict): ``LogReport``'s entries.
         names (list of str): The links, by the reporter's names, top to
-            bottom; past 20, the 19 with the largest values are drawn.
-        statistic (str): ``'norm'`` (the L2 norm of one call's gradient,
-            averaged over the calls), ``'std'`` ...
+            bottom; past 20, the 19 with the largest values.
+        statistic (str): ``'norm'``, ``'std'`` ...
 
     Returns:
         matplotlib.figure.Figure: The picture, or ``None`` when no entry
@@ -39,9 +38,7 @@ def activations(log, names, statistic='std'):
 
 
 def heat_map(log, names, key_of, statistic, title):
-    """Draws ``key_of(name, (), statistic)`` of each of ``names`` per entry
-    of ``log``: a colour per value, on a log scale when all are positive.
-    """
+    """Draws ``key_of(name, (), statistic)`` of ``names`` per entry."""
     _matplotlib.require()
     found = {name: key_of(name, (), statistic) for name in names}
     log = [e for e in log if any(key in e for key in found.values())]

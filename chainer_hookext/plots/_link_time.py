@@ -8,11 +8,8 @@ from chainer_hookext.report import keys
 def link_time(log, names):
     """Draws :class:`~chainer_hookext.TimedLinks`' self times, stacked.
 
-    Forward on the left, backward (with ``(outside)``) on the right when
-    timed: a bar per log entry, a training iteration's milliseconds split
-    by link.  Self times add up to the whole model's time.  Past
-    20 links, the 19 largest (forward and backward together) are named
-    and the rest drawn as one ``N others``.
+    Forward on the left, backward (with ``(outside)``) on the right: a bar
+    per log entry; past 20 links, the 19 largest and ``N others``.
 
     Args:
         log (list of dict): ``LogReport``'s entries.

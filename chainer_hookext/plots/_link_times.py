@@ -3,8 +3,7 @@
 
 def link_times(timed):
     """Returns a :class:`~chainer_hookext.TimedLinks`' whole-run figures
-    by link name (``main/predictor/l1``, as its reported keys), as plain
-    JSON values (the example's ``link_times.json``).
+    by link name as JSON values (the example's ``link_times.json``).
 
     Returns:
         dict: ``'links'``: :meth:`~chainer_hookext.TimedLinks.summary`;

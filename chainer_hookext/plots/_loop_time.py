@@ -6,8 +6,8 @@ from chainer_hookext.report import keys
 from chainer_hookext.timing import phases
 
 
-#: TimedLoop's figures drawn, bottom to top, and their colours; they add
-#: up to the iteration.
+#: TimedLoop's phases, bottom to top, and colours: they add up to the
+#: iteration.
 PHASES = ((phases.DATA, 'tab:blue'), (phases.FORWARD, 'tab:orange'),
           (phases.BACKWARD, 'tab:green'), (phases.OPTIMIZER, 'tab:red'),
           (phases.ALLREDUCE, 'tab:purple'), (keys.EXTENSIONS, 'silver'),
@@ -15,11 +15,7 @@ PHASES = ((phases.DATA, 'tab:blue'), (phases.FORWARD, 'tab:orange'),
 
 
 def loop_time(log):
-    """Draws :class:`~chainer_hookext.TimedLoop`'s phases, stacked.
-
-    A bar per log entry: a training iteration's milliseconds split into
-    data, forward, backward, optimizer, allreduce (ChainerMN), the
-    extensions and the rest.
+    """Draws :class:`~chainer_hookext.TimedLoop`'s phases, a bar per entry.
 
     Args:
         log (list of dict): ``LogReport``'s entries.

@@ -1,8 +1,5 @@
-"""matplotlib, imported when a picture is drawn: it is an optional extra.
-
-Only its object API is used (``matplotlib.figure.Figure`` on an Agg
-canvas), never ``pyplot``: no global state, no GUI backend.
-"""
+"""matplotlib, an optional extra, imported when a picture is drawn; only
+its object API (a ``Figure`` on an Agg canvas), never ``pyplot``."""
 
 import collections
 
@@ -11,27 +8,24 @@ import collections
 MESSAGE = ('chainer_hookext.plots needs matplotlib: '
            'pip install chainer-hookext[plot]')
 
-#: The matplotlib modules the pictures use.
 Modules = collections.namedtuple(
-    'Modules', ('figure', 'patches', 'ticker', 'backend_agg'))
+    'Modules', ('figure', 'patches', 'backend_agg'))
 
 
 def require():
-    """Returns the :class:`Modules`; raises ``ImportError`` (with
-    :data:`MESSAGE`) without matplotlib."""
+    """Returns the :class:`Modules` used; raises ``ImportError`` with
+    :data:`MESSAGE` without matplotlib."""
     try:
         from matplotlib import figure
         from matplotlib import patches
-        from matplotlib import ticker
         from matplotlib.backends import backend_agg
     except ImportError as e:
         raise ImportError(MESSAGE) from e
-    return Modules(figure, patches, ticker, backend_agg)
+    return Modules(figure, patches, backend_agg)
 
 
 def new_figure(figsize):
-    """Returns an empty ``Figure`` of ``figsize`` inches on an Agg canvas.
-    """
+    """Returns an empty ``Figure`` of ``figsize`` inches on an Agg canvas."""
     modules = require()
     fig = modules.figure.Figure(figsize=figsize)
     modules.backend_agg.FigureCanvasAgg(fig)

@@ -1,5 +1,5 @@
 """LinkMemory's bytes of each link: activations per log entry, stacked,
-and the model's state."""
+and the model's state (docs/memory.md)."""
 
 import numpy
 
@@ -19,11 +19,9 @@ def memory(log, names):
     """Draws :class:`~chainer_hookext.LinkMemory`'s bytes of each link.
 
     On the left, a bar per log entry: the activations each link's own
-    function nodes keep for backward, and those of ``(outside)`` (they add
-    up to the whole model's).  On the right, the last entry's parameters,
-    gradients and optimizer state of each link, less its child links'.
-    Past 20 links, the 19 largest (both sides together) are named and the
-    rest drawn as one ``N others``.
+    nodes keep, and ``(outside)``'s.  On the right, the last entry's model
+    state of each link, less its child links'.  Past 20 links, the 19
+    largest and ``N others``.
 
     Args:
         log (list of dict): ``LogReport``'s entries.
@@ -83,8 +81,8 @@ def children(names):
 
 
 def own_bytes(entry, names, name, field):
-    """Returns a link's figure in a log entry less its child links' (0
-    where the entry lacks it)."""
+    """Returns a link's figure in ``entry`` less its child links' (0 if
+    absent)."""
     children = [n for n in names if n.startswith(name + '/')
                 and '/' not in n[len(name) + 1:]]
     return entry.get(_key(name, field), 0) - sum(

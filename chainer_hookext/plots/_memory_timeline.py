@@ -1,12 +1,12 @@
 """One traced iteration's memory over time, stacked by category, the peak
 marked (docs/memory.md, "Memory over the iteration")."""
 
+from chainer_hookext.plots import _bars
 from chainer_hookext.plots import _matplotlib
 from chainer_hookext.plots import _text
 from chainer_hookext.plots import _top
 
-#: The categories as stacked, bottom to top: the counter's field, its
-#: label and colour.
+#: The categories stacked bottom to top: the counter's field, label, colour.
 CATEGORIES = (('params', 'parameters', 'tab:blue'),
               ('grads', 'gradients', 'tab:orange'),
               ('optimizer_state', 'optimizer state', 'tab:green'),
@@ -24,10 +24,9 @@ def memory_timeline(memory):
             :class:`~chainer_hookext.Timeline` file.
 
     Returns:
-        matplotlib.figure.Figure: The categories stacked (the counters are
-        steps: a value holds until the next), on a GPU the CuPy pool's
-        used bytes as a line, the peak a vertical line; ``None`` when
-        there is no point.
+        matplotlib.figure.Figure: The categories stacked as steps, on a GPU
+        the CuPy pool's used bytes, the peak a vertical line; ``None``
+        without a point.
     """
     _matplotlib.require()
     points = memory.points
@@ -39,7 +38,7 @@ def memory_timeline(memory):
     sizes = {field: max(p.categories.get(field, 0) for p in points)
              for field, _, _ in CATEGORIES}
     shown = _top.largest(sizes)
-    scale, unit = _unit(max(p.total for p in points) or 1)
+    scale, unit = _bars.byte_unit(max(p.total for p in points) or 1)
     stacks = []
     for field, label, colour in CATEGORIES:
         if field not in shown:
@@ -73,11 +72,3 @@ def memory_timeline(memory):
     ax.legend(loc='upper left', bbox_to_anchor=(1.0, 1.0))
     fig.tight_layout()
     return fig
-
-
-def _unit(largest):
-    # The unit drawn: the largest that keeps the highest value >= 1.
-    for scale, unit in ((1 << 30, 'GiB'), (1 << 20, 'MiB'), (1 << 10, 'KiB')):
-        if largest >= scale:
-            return scale, unit
-    return 1, 'bytes'

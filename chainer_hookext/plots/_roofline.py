@@ -1,4 +1,5 @@
-"""Each link of a run under the machine's roofline."""
+"""Each link of a run under the machine's roofline (docs/flops.md, "The
+roofline")."""
 
 import collections
 import itertools
@@ -17,19 +18,12 @@ MARKERS = (('forward', 'o'), ('backward', '^'))
 
 
 def roofline(link_times):
-    """Draws each link under the machine's roofline, log-log.
-
-    Arithmetic intensity (FLOPs per byte moved) against achieved FLOP/s,
-    forward and backward, over the whole run; the ceilings are the peaks.
-    Past 10 links, the 9 with the most FLOPs are named (a legend entry per
-    way) and the rest drawn in grey as one ``N others``.
+    """Draws each link's intensity against its FLOP/s, log-log, under the
+    peaks; past 10 links, the 9 with the most FLOPs and ``N others``.
 
     Args:
         link_times (dict): As :func:`~chainer_hookext.plots.link_times`
-            returns it (``link_times.json``): its ``'peaks'``
-            (``{'flops', 'bandwidth'}``) and ``'roofline'`` (``{path:
-            {'forward': point or None, 'backward': ...}}``, a point a dict
-            with ``'flops'``, ``'rate'`` and ``'intensity'``).
+            returns it: its ``'peaks'`` and ``'roofline'``.
 
     Returns:
         matplotlib.figure.Figure: The picture, or ``None`` without a
@@ -70,8 +64,8 @@ def roofline(link_times):
 
 
 def draw_points(ax, points, found):
-    """Draws the points ``found`` (``(path, way, marker, point)``): each
-    of the largest links in its colour, the rest as one grey entry."""
+    """Draws ``found`` (``(path, way, marker, point)``): the largest links
+    in their colours, the rest as one grey entry."""
     flops = collections.OrderedDict()
     for path, _, _, point in found:
         flops[path] = flops.get(path, 0) + point['flops']
@@ -93,6 +87,6 @@ def draw_points(ax, points, found):
 
 
 def _drawn(point):
-    """Whether a point has FLOPs, bytes and time: a place on the axes."""
+    # FLOPs, bytes and time: a place on the log axes.
     return bool(point) and point.get('flops', 0) > 0 and bool(
         point.get('intensity')) and point.get('rate', 0) > 0

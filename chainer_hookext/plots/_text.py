@@ -1,8 +1,7 @@
 """A user's text (a link's name, a key, a file name) as matplotlib draws
 it: as typed, never read as mathematics or TeX, never hidden."""
 
-#: What TeX reads as a command, and what writes each as typed (with
-#: ``text.usetex``).
+#: TeX's special characters, as typed (with ``text.usetex``).
 TEX = {'\\': r'\textbackslash{}', '{': r'\{', '}': r'\}', '$': r'\$',
        '&': r'\&', '#': r'\#', '%': r'\%', '_': r'\_', '^': r'\^{}',
        '~': r'\~{}'}
@@ -12,12 +11,8 @@ SHOWN = '\u200b'  # zero-width space
 
 
 def escape(text):
-    """Returns ``text`` (any value, as ``str``) escaped for matplotlib.
-
-    Every ``$`` is escaped (a pair would be drawn as mathematics,
-    ``cost$x_$``), or with ``rcParams['text.usetex']`` every character TeX
-    reads; a leading ``_`` gets a zero-width space before it.  Each string
-    a picture draws from the user's data goes through it.
+    """Returns ``str(text)`` drawn as typed: ``$`` (or with ``text.usetex``
+    every TeX special) escaped, a leading ``_`` shown in a legend.
 
     >>> escape('cost$x_$')
     'cost\\\\$x_\\\\$'

@@ -1,4 +1,5 @@
-"""A Timeline file's first iteration as a flame chart."""
+"""A Timeline file's first iteration as a flame chart (docs/timing.md,
+"`Timeline`: a trace of chosen iterations")."""
 
 import collections
 import glob
@@ -11,7 +12,7 @@ from chainer_hookext.timing import trace
 
 
 #: Timeline's categories, top to bottom where spans start together, and
-#: their colours; a category not listed is drawn in :data:`OTHER_COLOUR`.
+#: their colours.
 CATEGORIES = (('iteration', 'lightgray'), ('phase', 'tab:blue'),
               ('extension', 'tab:purple'), ('link_forward', 'tab:orange'),
               ('link_backward', 'tab:green'), ('function_forward', 'gold'),
@@ -24,10 +25,9 @@ _WINDOW = re.compile(r'iteration_(\d+)(?:_rank(\d+))?\.json(?:\.gz)?$')
 
 
 def first_trace(out):
-    """Returns the path of the first window trace a
-    :class:`~chainer_hookext.Timeline` wrote under ``out`` (the trainer's
-    output folder, ``<out>/timeline/iteration_<N>.json.gz``; rank 0's
-    under ChainerMN), or ``None``; outlier traces are left out."""
+    """Returns the path of the first window trace (not an outlier's; rank
+    0's) a :class:`~chainer_hookext.Timeline` wrote under ``out``, or
+    ``None``."""
     found = []
     for path in glob.glob(os.path.join(out, 'timeline', 'iteration_*')):
         match = _WINDOW.match(os.path.basename(path))
@@ -38,17 +38,12 @@ def first_trace(out):
 
 
 def first_iteration(events):
-    """Returns the spans of a Timeline file's first iteration, with their
-    depth.
+    """Returns ``(depth, event)`` of the spans of the first iteration
+    (depth 0) in its thread, each one deeper than the span holding it.
 
-    Returns:
-        list: ``(depth, event)``, depth 0 the iteration, in its process's
-        training loop; a span is one deeper than the innermost span holding
-        it in time.  Of spans with the same start and length (a piece of a
-        cut link span and its parent's), the one holding the others comes
-        first, whatever their order in the file: by category
-        (:data:`CATEGORIES`), then a link above its child links
-        (:func:`link_depth`).  Empty without an iteration.
+    Of spans with the same start and length (a piece of a cut link span
+    and its parent's), the holder comes first: by :data:`CATEGORIES`, then
+    :func:`link_depth`.
     """
     order = {c: i for i, (c, _) in enumerate(CATEGORIES)}
     spans = [e for e in events if e.get('ph') == 'X']
@@ -71,8 +66,8 @@ def first_iteration(events):
 
 
 def link_depth(event):
-    """Returns how deep a span's link is in the model (``main`` 0,
-    ``main/predictor`` 1), from its ``args``' ``link``; 0 without."""
+    """Returns the depth of a span's ``args['link']`` (``main`` 0); 0
+    without."""
     link = (event.get('args') or {}).get('link')
     return link.count('/') if isinstance(link, str) else 0
 
@@ -82,8 +77,7 @@ def _end(event):
 
 
 def timeline(trace_path):
-    """Draws the first iteration of a :class:`~chainer_hookext.Timeline`
-    file as a flame chart, each span below the one holding it.
+    """Draws a :class:`~chainer_hookext.Timeline` file's first iteration.
 
     Args:
         trace_path (str): A ``.json.gz`` (or ``.json``) Timeline file.
@@ -127,9 +121,8 @@ def timeline(trace_path):
 
 
 def draw_boxes(ax, spans, origin):
-    """Draws the spans (``(depth, event)``, from ``origin``
-    microseconds), one collection of boxes per category and depth: a
-    thousand links' spans take a few collections, not a patch each."""
+    # One collection per category and depth, not a patch per span: a
+    # thousand links' spans take a few.
     colours = dict(CATEGORIES)
     rows = collections.OrderedDict()
     for depth, e in spans:
@@ -142,8 +135,7 @@ def draw_boxes(ax, spans, origin):
 
 
 def label_span(ax, renderer, name, start, width, y, pixels):
-    """Writes the longest of a span's names that fits in its ``pixels``,
-    if any."""
+    # The longest of the span's names that fits in its pixels, if any.
     if pixels < MIN_LABEL_WIDTH:
         return
     for label in (name, name.rsplit('/', 1)[-1]):

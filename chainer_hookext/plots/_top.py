@@ -1,17 +1,15 @@
-"""The links a picture names: the largest, at most :data:`TOP`, the rest
-drawn together as one ``N others``."""
+"""The links a picture names: at most :data:`TOP`, the rest drawn as one
+``N others``."""
 
-#: The most entries a picture's legend names: past it, the ``TOP - 1``
-#: largest and one :func:`others` entry.
+#: The most entries a legend names: past it, ``TOP - 1`` and one others.
 TOP = 20
 #: The colour of the :func:`others` entry.
 OTHERS_COLOUR = 'lightgray'
 
 
 def largest(sizes, top=TOP):
-    """Returns the names of ``sizes`` (``{name: size}``) a picture names,
-    in their order: all of them up to ``top``, else the ``top - 1``
-    largest."""
+    """Returns the names of ``sizes`` shown, in order: all up to ``top``,
+    else the ``top - 1`` largest."""
     if len(sizes) <= top:
         return list(sizes)
     kept = set(sorted(sizes, key=lambda name: -sizes[name])[:top - 1])
