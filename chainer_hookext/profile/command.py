@@ -1,6 +1,5 @@
-"""``python -m chainer_hookext report|compare|peaks`` (docs/profile.md).
-
-A bad folder or file gives one line and exit status 2, never a traceback.
+"""``python -m chainer_hookext report|compare|peaks`` (docs/profile.md,
+"`python -m chainer_hookext`").
 """
 
 import argparse

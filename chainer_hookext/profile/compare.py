@@ -1,6 +1,5 @@
-"""What changed between two runs, per link, phase and function type, each
-family's largest change first (docs/profile.md, "`python -m
-chainer_hookext`").
+"""What changed between two runs, each family's largest change first
+(docs/profile.md, "`python -m chainer_hookext`").
 """
 
 import base64
@@ -13,33 +12,26 @@ from chainer_hookext.profile import run as run_module
 from chainer_hookext.report import keys
 from chainer_hookext.report import units
 
-#: A key's latest value in run ``a`` and run ``b`` (``None``: not
-#: reported); ``a_per_example`` and ``b_per_example``: those divided by
-#: each run's batch size (time and FLOPs, when the batch sizes differ;
-#: else ``None``); ``within_spread``: the change is no larger than either
-#: run's own spread of the key (:func:`spreads`).
+#: A key's latest value in runs ``a`` and ``b`` (``None``: not reported),
+#: per example where the batch sizes differ, and whether the change is
+#: within either run's own spread (:func:`spreads`).
 Change = collections.namedtuple('Change', (
     'key', 'a', 'b', 'a_per_example', 'b_per_example', 'within_spread'),
     defaults=(None, None, False))
 
-#: How values of each family are printed.
 _FORMATS = ((keys.prefix('train', keys.TIME), units.seconds),
             (keys.prefix('train', keys.FLOPS), units.count),
             (keys.prefix('train', keys.MEMORY), units.nbytes))
-#: The families whose figures are per iteration, so per example too.
+#: Per-iteration families, shown per example too.
 PER_EXAMPLE = (keys.prefix('train', keys.TIME),
                keys.prefix('train', keys.FLOPS))
-#: TimedLoop's keys that are not seconds: an iteration's number, a rank.
+#: TimedLoop's keys that are not seconds.
 _NOT_FIGURES = (keys.loop_key(keys.SLOWEST), keys.loop_key(keys.SLOWEST_RANK))
-#: What ``--out`` may end with, and what each writes.
 OUT_SUFFIXES = {'.html': 'a page', '.png': 'a picture'}
 
 
 def figures(entry):
-    """Returns ``{key: value}`` of a log entry's figures of this package:
-    numbers, without the spreads over ChainerMN workers
-    (:func:`.keys.spread_keys`: a link named ``max`` keeps
-    ``time/main/max``)."""
+    """``{key: number}`` of a log entry's keys of ours, spreads left out."""
     spread = keys.spread_keys(entry)
     return {key: value for key, value in entry.items()
             if key.startswith(run_module.FAMILIES) and key not in spread
@@ -47,8 +39,7 @@ def figures(entry):
 
 
 def latest_values(run):
-    """Returns ``{key: value}``: the latest value of each key of this
-    package in ``run``'s log (spreads over workers left out)."""
+    """The latest value of each of ``run``'s keys of ours."""
     out = {}
     for entry in run.log:
         out.update(figures(entry))
@@ -56,9 +47,7 @@ def latest_values(run):
 
 
 def spreads(run):
-    """Returns ``{key: spread}``: each key's own spread in ``run``, the
-    range of its values over the reports (the first, a warm-up, left out)
-    relative to its latest value; only keys with three reports or more."""
+    """``{key: spread}`` in ``run`` (docs/profile.md, "Within spread")."""
     values = collections.defaultdict(list)
     for entry in run.log:
         for key, value in figures(entry).items():
@@ -68,8 +57,7 @@ def spreads(run):
 
 
 def batch_sizes(a, b):
-    """Returns the batch sizes of runs ``a`` and ``b`` when both are known
-    and they differ, else ``None``."""
+    """Both runs' batch sizes when known and different, else ``None``."""
     sizes = [run.profile.get('config', {}).get('batch_size') for run in (
         a, b)]
     if None in sizes or 0 in sizes or sizes[0] == sizes[1]:
@@ -78,8 +66,8 @@ def batch_sizes(a, b):
 
 
 def check_comparable(a, b):
-    """Raises :class:`~.run.RunError` when two runs train different
-    models (their configurations, or no key in common, say so)."""
+    """Raises :class:`~.run.RunError` when the runs train different
+    models."""
     models = [run.profile.get('config', {}).get('model') for run in (a, b)]
     if None not in models and models[0] != models[1]:
         raise run_module.RunError(
@@ -92,9 +80,7 @@ def check_comparable(a, b):
 
 
 def changes(a, b):
-    """Returns the :class:`Change` of every key of either run: time, FLOPs,
-    then memory, each family's largest change first (per example when the
-    batch sizes differ; a key only one run has: its value)."""
+    """The :class:`Change` of every key of either run, in print order."""
     values_a, values_b = latest_values(a), latest_values(b)
     spread_a, spread_b = spreads(a), spreads(b)
     sizes = batch_sizes(a, b)
@@ -113,7 +99,7 @@ def changes(a, b):
 
 
 def family(key):
-    """The rank of a key's family: 0 time, 1 FLOPs, 2 memory."""
+    """0 time, 1 FLOPs, 2 memory."""
     for rank, (prefix, _) in enumerate(_FORMATS):
         if key.startswith(prefix):
             return rank
@@ -121,23 +107,20 @@ def family(key):
 
 
 def compared(change):
-    """Returns the pair of values a change is judged by: per example
-    where known, else the runs' values."""
+    """The two values a change is judged by: per example where known."""
     if change.a_per_example is not None or change.b_per_example is not None:
         return change.a_per_example, change.b_per_example
     return change.a, change.b
 
 
 def size(change):
-    """The size of a change in its family's unit (per example where
-    known)."""
+    """A change's size in its family's unit."""
     a, b = compared(change)
     return abs((b or 0) - (a or 0))
 
 
 def relative_to_a(change):
-    """Returns ``(B - A) / |A|`` (per example where known), or ``None``
-    when a run lacks the key or ``A`` is zero."""
+    """``(B - A) / |A|``, or ``None`` without both or when ``A`` is 0."""
     a, b = compared(change)
     if a is None or b is None or not a:
         return None
@@ -153,8 +136,7 @@ def describe(run):
 
 
 def rows(found, top=10):
-    """Returns the table of each family's first ``top`` changes: a header,
-    then one row of strings per change."""
+    """A header and a row of strings per change, ``top`` per family."""
     per_example = any(c.a_per_example is not None or c.b_per_example
                       is not None for c in found)
     out = [['Key', 'A', 'B', 'Change'] + (
@@ -185,9 +167,7 @@ def print_changes(found, file, top=10):
 
 
 def draw(found, top=20):
-    """Returns a figure of the ``top`` largest changes relative to ``A``
-    (per example where known) of keys both runs have, in percent (needs
-    matplotlib)."""
+    """A figure of the ``top`` largest relative changes (matplotlib)."""
     from chainer_hookext import plots
     shown = sorted((c for c in found if relative_to_a(c) is not None),
                    key=lambda c: abs(relative_to_a(c)), reverse=True)[:top]
@@ -196,8 +176,8 @@ def draw(found, top=20):
 
 
 def check_out(path):
-    """Raises :class:`~.run.RunError` unless ``path`` ends with a suffix
-    of :data:`OUT_SUFFIXES`."""
+    """Raises :class:`~.run.RunError` for a suffix not in
+    :data:`OUT_SUFFIXES`."""
     suffix = os.path.splitext(path)[1].lower()
     if suffix not in OUT_SUFFIXES:
         said = ' or '.join(f'{s} ({w})' for s, w in OUT_SUFFIXES.items())
@@ -208,9 +188,8 @@ def check_out(path):
 
 
 def write(a, b, found, path, top=10):
-    """Writes the comparison to ``path``: a self-contained page
-    (``.html``: both runs, the table, the picture) or the picture
-    (``.png``), whole or not at all."""
+    """Writes the comparison to ``path``, ``.html`` or ``.png``,
+    atomically."""
     check_out(path)
     from chainer_hookext import plots
     if path.lower().endswith('.png'):
@@ -238,7 +217,6 @@ def write(a, b, found, path, top=10):
 
 
 def _moved(a, b, fmt):
-    # The cells A, B and the change between them.
     cells = ['-' if a is None else fmt(a), '-' if b is None else fmt(b)]
     if a is None or b is None:
         return cells + ['only in ' + ('B' if a is None else 'A')]

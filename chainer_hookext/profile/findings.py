@@ -1,6 +1,5 @@
-"""What a run's figures say to do, each with its number and its saving:
-one function per rule, its threshold beside it (docs/profile.md, the
-rules' table).  Keys are built with :mod:`~chainer_hookext.report.keys`.
+"""What a run's figures say to do: one function per rule, its threshold
+beside it (docs/profile.md, the table of rules).
 """
 
 import collections
@@ -16,31 +15,19 @@ from chainer_hookext.timing import phases
 TIME = 'time'
 ACTIVATIONS = 'activations'
 
-#: A finding saving less of the training's time is left out.
+#: The rules' thresholds (shares of the training's time or activations).
 MIN_SAVING = 0.01
-#: An extension's share is brought down to this (or under) by a trigger
-#: whose period is 2, 5, 10, 20, 50 ... times its own.
 TRIGGER_TARGET = 0.025
-#: The ``data`` phase's share from which another iterator is suggested.
 DATA_SHARE = 0.05
-#: The garbage collector's share from which ``gc.freeze()`` is suggested.
 GC_SHARE = 0.01
-#: The share of the activations ``F.forget`` around a link must free.
 FORGET_SHARE = 0.10
-#: The ``bound`` of an overhead-bound point of the roofline
-#: (:mod:`~chainer_hookext.costs.roofline`): its links are said to take a
-#: larger batch.
+#: An overhead-bound point's ``bound`` (:mod:`~.costs.roofline`).
 OVERHEAD = 'overhead'
-#: The iterators that load batches while the model trains.
 PARALLEL_ITERATORS = ('MultiprocessIterator', 'MultithreadIterator')
 
 
 class Finding(typing.NamedTuple):
-    """One thing to do: ``what`` was measured (a clause with its
-    ``number``), ``action`` (a clause), and ``saving``; ``number`` and
-    ``saving`` are shares (0 to 1) of ``of``: :data:`TIME` (the training's
-    time) or :data:`ACTIVATIONS` (the bytes kept for backward).  ``rule``
-    names the rule (a row of docs/profile.md's table).
+    """One thing to do; its fields are in docs/profile.md (the findings).
 
     >>> Finding('gc', 'Python\\'s garbage collector takes 4.0% of the '
     ...         'training', 0.04, 0.04, 'call gc.freeze() after set-up',
@@ -63,12 +50,7 @@ gc.freeze() after set-up."
 
 
 def findings(run: run_module.Run) -> typing.List[Finding]:
-    """Returns the findings of ``run``: those saving time first, the
-    largest saving first, then those saving memory.
-
-    A finding saving less than :data:`MIN_SAVING` of the training's time
-    is left out; rules whose extension did not run give none.
-    """
+    """The findings of ``run``: largest time saving first, then memory."""
     found = []
     for rule in (_triggers, _data, _gc, _batch, _forget):
         found.extend(rule(run))
@@ -77,14 +59,12 @@ def findings(run: run_module.Run) -> typing.List[Finding]:
 
 
 def link_names(run):
-    """The names of the links timed, from ``profile.json`` (``[]``
-    without)."""
+    """The names of the links timed, from ``profile.json``."""
     return list(run.profile.get('links', {}).get('names', ()))
 
 
 def link_seconds(entry, names):
-    """Returns ``{name: (forward self, backward self)}`` seconds per
-    iteration of a log entry, and ``(outside)``'s backward."""
+    """``{name: (forward, backward)}`` self seconds of a log entry."""
     out = collections.OrderedDict()
     for name in names + [keys.OUTSIDE]:
         forward = entry.get(keys.figure_key('train', name, 'self_time'), 0.0)
@@ -98,10 +78,8 @@ def link_seconds(entry, names):
 
 
 def loop_shares(run):
-    """Returns each of TimedLoop's figures' share of the training's time,
-    over every report in the log (each weighted by its iterations), keyed
-    by figure (:func:`.keys.loop_figures` of the run's extensions); ``{}``
-    without."""
+    """``{loop figure: share of the training}`` over every report, each
+    weighted by its iterations; ``{}`` without TimedLoop."""
     names = run.profile.get('config', {}).get('trainer_extensions', ())
     shown = {keys.loop_key(f): f for f in keys.loop_figures(names)}
     totals = collections.Counter()
@@ -133,7 +111,7 @@ def _triggers(run):
         action = f'a trigger {times} times sparser'
         if trigger:
             period, unit = trigger
-            length = config.get(unit)  # the run's epochs or iterations
+            length = config.get(unit)
             if isinstance(length, int) and period * times > length:
                 # No sparser interval fits the run: once, at its end.
                 times = length // period
@@ -152,7 +130,6 @@ def _triggers(run):
 
 
 def _sparser(share):
-    # The least of 2, 5, 10, 20, 50, ... bringing ``share`` to the target.
     for times in _steps():
         if share / times <= TRIGGER_TARGET:
             return times
@@ -197,8 +174,7 @@ def _gc(run):
 
 
 def _batch(run):
-    # Overhead-bound work (each link's self time, forward and backward)
-    # spread over twice the samples: half of it saved per sample.
+    # Twice the samples: half the overhead-bound self time per sample.
     links = run.profile.get('links', {})
     config = run.profile.get('config', {})
     iterations, batch = config.get('iteration'), config.get('batch_size')
@@ -227,7 +203,6 @@ def _batch(run):
 
 
 def _iteration_seconds(run):
-    # The training's seconds per iteration: TimedLoop's, else LogReport's.
     for entry in reversed(run.log):
         if keys.loop_key(keys.ITERATION) in entry:
             return entry[keys.loop_key(keys.ITERATION)]
@@ -246,8 +221,7 @@ def _forget(run):
         for field in ('self_activations', 'forgettable'))
     whole = sum(entry.get(keys.memory_key(name, self_figure), 0)
                 for name in names if name != keys.OUTSIDE)
-    # Around a link of the model, not the whole model (an optimizer's
-    # target, a name of one part); none inside another already found.
+    # Not the whole model (no '/'), nor inside another one chosen.
     freed = {name: entry.get(keys.memory_key(name, forgettable), 0)
              for name in names if '/' in name}
     found, chosen = [], []

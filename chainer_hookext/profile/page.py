@@ -8,6 +8,7 @@ import os
 
 from chainer_hookext import _files
 from chainer_hookext.profile import findings as findings_module
+from chainer_hookext.profile import run as run_module
 from chainer_hookext.report import keys
 from chainer_hookext.report import units
 
@@ -53,8 +54,8 @@ def render(run):
 
 
 def write(run, path=None):
-    """Writes the page of ``run`` to ``path`` (by default
-    ``profile.html`` in ``run.out``), atomically; returns the path."""
+    """Writes the page (by default ``run.out/profile.html``) atomically;
+    returns its path."""
     path = path or os.path.join(run.out, PAGE_FILE)
     _files.write_atomic(path, render(run).encode('utf-8'))
     return path
@@ -76,7 +77,7 @@ def _links(run):
     from chainer_hookext import plots
     out = ['<h2 id="links">Time per link</h2>']
     out += _figure(plots.link_time, run.log, names)
-    entry = _last(run, keys.TIME + '/')
+    entry = run_module.last_entry(run, keys.TIME + '/')
     if entry is not None:
         seconds = findings_module.link_seconds(entry, names)
         out.append('<p>Self time per training iteration, last report:</p>')
@@ -133,7 +134,7 @@ def _roofline(run):
 
 
 def _memory(run):
-    if _last(run, keys.MEMORY + '/') is None:
+    if run_module.last_entry(run, keys.MEMORY + '/') is None:
         return []
     from chainer_hookext import plots
     names = findings_module.link_names(run) or [
@@ -143,11 +144,8 @@ def _memory(run):
 
 
 def _memory_over_time(run):
-    # The traced iteration holding the memory peak, from the last window
-    # trace with memory counters (Timeline(memory=True)); LinkMemory's
-    # peak and what F.forget takes off it.
+    # From the last window trace with memory counters.
     from chainer_hookext.plots import _memory_timeline
-    from chainer_hookext.profile import run as run_module
     memory = None
     for path in reversed(run.traces):
         if not os.path.basename(path).startswith('outlier_'):
@@ -178,9 +176,8 @@ def _memory_over_time(run):
     return out
 
 
-#: A section of a statistics extension: its ``field`` in ``profile.json``
-#: (:func:`~.run.statistics_of`), the plot drawing it, the statistic drawn
-#: when reported, its key builder, its heading and its ``id``.
+#: A statistics extension's section: its field in ``profile.json``, plot,
+#: statistic drawn when reported, key builder, heading and ``id``.
 _Statistics = collections.namedtuple('_Statistics', (
     'field', 'draw', 'statistic', 'key_of', 'heading', 'id'))
 
@@ -203,8 +200,6 @@ def _gradients(run):
 
 
 def _statistics(run, section):
-    # A picture of one statistic per link over the run, and a table of
-    # the last report's statistics of the links with the largest.
     ran = run.profile.get(section.field) or {}
     names, statistics = ran.get('names', []), ran.get('statistics', [])
     if not statistics:
@@ -232,7 +227,7 @@ def _statistics(run, section):
 
 
 def _loop(run):
-    if _last(run, keys.LOOP_PREFIX) is None:
+    if run_module.last_entry(run, keys.LOOP_PREFIX) is None:
         return []
     from chainer_hookext import plots
     return ['<h2 id="loop">Where each iteration goes</h2>'] + _figure(
@@ -260,7 +255,6 @@ def _traces(run):
 
 # -- pieces -------------------------------------------------------------------
 def _figure(draw, *args):
-    # An embedded PNG of ``draw(*args)``, or a note saying why none.
     from chainer_hookext import plots
     try:
         figure = draw(*args)
@@ -280,11 +274,6 @@ def _table(header, rows):
             + '</tr>' for row in rows]
     out.append('</table>')
     return '\n'.join(out)
-
-
-def _last(run, prefix):
-    from chainer_hookext.profile import run as run_module
-    return run_module.last_entry(run, prefix)
 
 
 def _number(value):

@@ -1,6 +1,5 @@
-"""One training run as the profile sees it: its log, ``profile.json`` and
-traces, read from a trainer (:func:`from_trainer`) or a folder
-(:func:`from_folder`).
+"""One run as the profile sees it: its log, ``profile.json`` and traces,
+from a trainer or a result folder (docs/profile.md).
 """
 
 import collections
@@ -17,37 +16,26 @@ from chainer_hookext import _files
 from chainer_hookext.report import keys
 from chainer_hookext.timing import records
 
-#: The file, in the trainer's ``out``, of the figures not in the log.
+#: The files, in the trainer's ``out``, of a run.
 PROFILE_FILE = 'profile.json'
-#: ``LogReport``'s default file name.
 LOG_FILE = 'log'
-#: The folder, in the trainer's ``out``, of the Timeline files.
 TRACE_FOLDER = 'timeline'
-#: A Timeline file's name: outlier or window, its (first) iteration.
 _TRACE = re.compile(r'(outlier_)?iteration_(\d+)(?:_rank\d+)?\.json(?:\.gz)?$')
 
-#: A run: ``out`` its folder, ``log`` LogReport's entries (list of dict),
-#: ``profile`` what ``profile.json`` holds (dict), ``traces`` the paths of
-#: its Timeline files, windows first, in order.
+#: ``log``: LogReport's entries; ``profile``: what ``profile.json`` holds;
+#: ``traces``: the Timeline files, windows first.
 Run = collections.namedtuple('Run', ('out', 'log', 'profile', 'traces'))
 
-#: Where a reported key of ours starts, by family.
 FAMILIES = (keys.TIME + '/', keys.FLOPS + '/', keys.MEMORY + '/')
 
 
 class RunError(ValueError):
-    """A result folder that cannot be read as a run: the message says what
-    is missing and what to do."""
+    """A result folder that cannot be read as a run."""
 
 
 def from_trainer(trainer, log=None):
-    """Returns the :class:`Run` of a trainer, as it is now.
-
-    Args:
-        trainer (~chainer.training.Trainer): The trainer.
-        log (list): LogReport's entries; by default those of the trainer's
-            ``LogReport``, else its file in ``trainer.out`` (or none).
-    """
+    """The :class:`Run` of a trainer now; ``log`` defaults to its
+    LogReport's entries, else its file."""
     if log is None:
         log = _log_of(trainer)
     return Run(trainer.out, list(log), collect(trainer),
@@ -55,9 +43,8 @@ def from_trainer(trainer, log=None):
 
 
 def collect(trainer):
-    """Returns what ``profile.json`` holds for ``trainer``: its
-    configuration, and the figures of its extensions of this package that
-    the log does not hold."""
+    """What ``profile.json`` holds for ``trainer``: its configuration and
+    our figures that the log does not hold."""
     from chainer_hookext.extensions import link_memory
     from chainer_hookext.extensions import timed_links
     from chainer_hookext.extensions import timed_loop
@@ -71,8 +58,9 @@ def collect(trainer):
         iterator = updater.get_iterator('main')
     except (AttributeError, KeyError):  # an updater of another shape
         iterator = None
+    entries = _chainer.extension_entries(trainer)
     found = {}
-    for name, entry in _chainer.extension_entries(trainer).items():
+    for name, entry in entries.items():
         found.setdefault(type(entry.extension), (name, entry.extension))
     profile = {
         'config': {
@@ -86,17 +74,15 @@ def collect(trainer):
             'extensions': sorted(
                 name for name, extension in found.values()
                 if type(extension).__module__.startswith('chainer_hookext')),
-            'trainer_extensions': list(_chainer.extension_entries(trainer)),
-            # For the findings: the main iterator's class, and each
-            # extension's interval trigger ``[period, unit]`` (or None).
+            'trainer_extensions': list(entries),
+            # For the findings.
             'iterator': None if iterator is None else
             type(iterator).__name__,
             'triggers': {
                 name: [entry.trigger.period, entry.trigger.unit]
                 if isinstance(entry.trigger, triggers.IntervalTrigger)
                 else None
-                for name, entry in _chainer.extension_entries(
-                    trainer).items()},
+                for name, entry in entries.items()},
         },
     }
     if timed_links.TimedLinks in found:
@@ -105,8 +91,9 @@ def collect(trainer):
         profile['links']['names'] = [
             n for n in timed.summary(by='name') if n != keys.OUTSIDE]
     if link_memory.LinkMemory in found:
-        profile['memory'] = found[link_memory.LinkMemory][1].summary()
-        peak = found[link_memory.LinkMemory][1].peak_summary()
+        memory = found[link_memory.LinkMemory][1]
+        profile['memory'] = memory.summary()
+        peak = memory.peak_summary()
         if peak is not None:
             profile['memory_peak'] = peak
     if timed_loop.TimedLoop in found:
@@ -118,10 +105,9 @@ def collect(trainer):
 
 
 def statistics_of(trainer, found):
-    """Returns ``profile.json``'s ``'activations'`` and ``'gradients'``,
-    each where its extension is in the trainer (``found``: ``{type:
-    (name, extension)}``): ``'names'``, the links it watches, and
-    ``'statistics'``, those it reports."""
+    """``profile.json``'s ``'activations'`` and ``'gradients'``: the links
+    each watches and the statistics it reports (``found``: ``{type:
+    (name, extension)}``)."""
     from chainer_hookext.extensions import activation_statistics
     from chainer_hookext.extensions import gradient_statistics
     out = {}
@@ -138,13 +124,8 @@ def statistics_of(trainer, found):
 
 
 def from_folder(out):
-    """Returns the :class:`Run` of a result folder.
-
-    Raises:
-        RunError: No such folder, no log with a key of this package, or a
-            file that cannot be read or holds something else (its shape
-            is checked here: the page and ``compare`` read what is left).
-    """
+    """The :class:`Run` of a result folder; raises :class:`RunError` for
+    a folder or a file that is not a run's (shapes checked here only)."""
     if not os.path.isdir(out):
         raise RunError(f'{out}: no such folder; give the `out` folder of a '
                        'trainer')
@@ -168,7 +149,6 @@ def from_folder(out):
 
 
 def _read_json(path, kind):
-    # The JSON value in ``path``, or a RunError naming it.
     try:
         with open(path, 'rb') as f:
             return json.loads(f.read().decode('utf-8'))
@@ -179,11 +159,8 @@ def _read_json(path, kind):
 
 
 def files_in_out(trainer, but):
-    """Returns ``{file name: who writes or reads it}`` of the files in the
-    trainer's ``out`` that the trainer's extensions other than ``but``
-    write (Chainer's log, plots and graph, an extension's public
-    ``filename``, a snapshot's, when fixed) and that this package writes
-    or reads there."""
+    """``{file name: who}`` of the files in the trainer's ``out`` that its
+    extensions but ``but`` write, and that this package uses."""
     found = {
         LOG_FILE: 'the log `python -m chainer_hookext report` reads',
         PROFILE_FILE: 'the figures ProfileReport writes beside its page',
@@ -202,17 +179,8 @@ def files_in_out(trainer, but):
 
 
 def check_page_name(trainer, report):
-    """Refuses a page's file name that another file in the trainer's
-    ``out`` has (:func:`files_in_out`).
-
-    Args:
-        trainer (~chainer.training.Trainer): The trainer.
-        report (~chainer_hookext.ProfileReport): The extension writing
-            the page, ``report.filename``.
-
-    Raises:
-        ValueError: Naming the clash and what works.
-    """
+    """Raises ``ValueError`` when ``report.filename`` is another file's in
+    the trainer's ``out`` (:func:`files_in_out`)."""
     files = files_in_out(trainer, report)
     name = os.path.normpath(report.filename)
     top = name.split(os.sep)[0]
@@ -227,19 +195,18 @@ def check_page_name(trainer, report):
 
 
 def write_profile(run):
-    """Writes ``run.profile`` to ``profile.json`` in ``run.out``,
-    atomically."""
+    """Writes ``run.profile`` to ``profile.json``, atomically."""
     _files.write_atomic(os.path.join(run.out, PROFILE_FILE), json.dumps(
         run.profile, indent=1).encode('utf-8'))
 
 
 def has_our_keys(entry):
-    """Returns whether a log entry holds a key of this package."""
+    """Whether a log entry holds a key of ours."""
     return any(key.startswith(FAMILIES) for key in entry)
 
 
 def last_entry(run, prefix):
-    """Returns the last log entry with a key starting with ``prefix``, or
+    """The last log entry with a key starting with ``prefix``, or
     ``None``."""
     for entry in reversed(run.log):
         if any(key.startswith(prefix) for key in entry):
@@ -248,8 +215,8 @@ def last_entry(run, prefix):
 
 
 def traces_in(out):
-    """Returns the Timeline files in ``out``: windows by first iteration,
-    then outlier traces (files being written beside them left out)."""
+    """The Timeline files in ``out``: windows by first iteration, then
+    outliers (files being written left out)."""
     folder = os.path.join(out, TRACE_FOLDER)
     found = {}  # {(outlier, first iteration, name): path}
     for path in glob.glob(os.path.join(folder, '*iteration_*.json*')):
@@ -260,25 +227,21 @@ def traces_in(out):
     return [found[key] for key in sorted(found)]
 
 
-#: A traced iteration's memory (:func:`memory_trace`): ``name`` the
-#: file's, ``iteration`` the slice's name, ``end_ms`` its length, ``points``
-#: (:class:`MemoryPoint`), ``peak`` (:class:`TracePeak`, or ``None``).
+#: A traced iteration's memory (:func:`memory_trace`); ``iteration`` is
+#: the slice's name, ``end_ms`` its length.
 MemoryTrace = collections.namedtuple(
     'MemoryTrace', ('name', 'iteration', 'end_ms', 'points', 'peak'))
-#: The bytes alive from ``ms`` on: ``total``, ``categories``
-#: ``{category: bytes}``, ``pool_used`` (``None`` on a CPU).
+#: The bytes alive from ``ms`` on (``pool_used``: ``None`` on a CPU).
 MemoryPoint = collections.namedtuple(
     'MemoryPoint', ('ms', 'total', 'categories', 'pool_used'))
-#: The trace's ``memory peak`` event: ``ms``, ``total``, ``phase``,
-#: ``where``, ``holders`` ``[{'category', 'holder', 'bytes'}]``.
+#: The trace's ``memory peak`` event.
 TracePeak = collections.namedtuple(
     'TracePeak', ('ms', 'total', 'phase', 'where', 'holders'))
 
 
 def memory_trace(path):
-    """Returns the :class:`MemoryTrace` of the iteration holding the memory
-    peak of a Timeline file (the first one without a peak event), or
-    ``None`` when the file has no memory counter (``memory=False``)."""
+    """The :class:`MemoryTrace` of the iteration holding a Timeline file's
+    memory peak (else its first), or ``None`` without memory counters."""
     from chainer_hookext.timing import trace
     from chainer_hookext.timing import trace_events
     events = trace.read(path)
@@ -325,19 +288,17 @@ def _log_of(trainer):
 
 
 # -- the shape of the files read ----------------------------------------------
-#: What a file read is not when its shape is wrong, and what to do.
 _Kind = collections.namedtuple('_Kind', ('what', 'fix'))
 _LOG_KIND = _Kind('not a LogReport log', '')
 _PROFILE_KIND = _Kind(
     'not ProfileReport\'s figures', '; remove it (the page is drawn from '
     'the log without it) or let ProfileReport write it again')
-#: A shape: a JSON object with these fields (each optional but those in
-#: ``required``); the fields not named are not checked.
+#: Shapes: an object with these fields (optional unless ``required``;
+#: others unchecked); an object whose every value has ``shape``; ``null``
+#: or ``shape``.
 _Object = collections.namedtuple('_Object', ('fields', 'required'),
                                  defaults=((),))
-#: A shape: a JSON object whose every value has ``shape``.
 _Each = collections.namedtuple('_Each', ('shape',))
-#: A shape: ``null`` or ``shape``.
 _Maybe = collections.namedtuple('_Maybe', ('shape',))
 _NUMBER = (int, float)
 _TEXT = (str, type(None))
@@ -376,8 +337,6 @@ _WHAT = {dict: 'an object', list: 'a list', str: 'a string',
 
 
 def _check_shape(path, value, shape, kind, where=''):
-    # Raises RunError naming ``path``, the place and the value that does
-    # not have ``shape``, and what the file is not (a _Kind).
     def wrong(what):
         at = f' at `{where}`' if where else ''
         return RunError(f'{path}: {kind.what} ({reprlib.repr(value)}{at} is '
