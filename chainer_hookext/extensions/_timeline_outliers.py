@@ -1,6 +1,5 @@
-"""Which iterations :class:`~chainer_hookext.Timeline` writes as outliers
-(the rule: docs/timing.md, "Outlier traces"), and what their traces say.
-"""
+"""Which iterations :class:`~chainer_hookext.Timeline` writes as outliers,
+and what their traces say (docs/timing.md, "Outlier traces")."""
 
 import collections
 import datetime
@@ -27,54 +26,41 @@ WARMUP = 20
 RUNS = 3
 #: ``outliers=True``: a part slower than this many times its baseline.
 FACTOR = 3.0
-#: Sets of extensions called together whose runs are kept; past it, the
-#: set seen least recently is forgotten.
+#: Sets of extensions called together whose runs are kept (LRU).
 SIGNATURES = 32
-#: The part of an iteration outside its extensions: the update's phases
-#: (``data`` to ``allreduce``) and ``other``.
+#: The part of an iteration outside its extensions.
 UPDATE = part_history.UPDATE
 
-#: An iteration recorded whole: ``number``, ``start`` and ``end`` (clock
-#: seconds), its :class:`~._timeline_recorder.Piece`, and ``seconds``, its
-#: time less the Timeline's own work in it.
+#: An iteration recorded whole; ``seconds`` less the Timeline's own work.
 Iteration = collections.namedtuple(
     'Iteration', ('number', 'start', 'end', 'piece', 'seconds'))
 
-#: The iteration running: its ``number``, ``start`` and the clock's total
-#: of the Timeline's own phase then (``own``).
+#: The iteration running; ``own``: the clock's total of the Timeline's
+#: own phase at its start.
 Started = collections.namedtuple('Started', ('number', 'start', 'own'))
 
-#: A part of an iteration, judged: its ``name`` (:data:`UPDATE` or an
-#: extension's figure, ``extension/<name>``), its ``seconds`` in the
-#: iteration, its own ``median`` over its last ``runs`` runs (``None``
-#: before any) and the ``baseline`` it is judged against: its median, for
-#: an extension the update's when larger, ``None`` for an extension run
-#: fewer than :data:`RUNS` times before.
+#: A part of an iteration, judged (:data:`UPDATE` or ``extension/<name>``);
+#: ``baseline``: what it is judged against (``None``: not judged).
 Part = collections.namedtuple(
     'Part', ('name', 'seconds', 'median', 'runs', 'baseline'))
 
-#: Why an iteration is an outlier: its ``seconds``, the :class:`Part` that
-#: grew most over its baseline, the ``threshold`` passed (the part's, or
-#: the absolute one of the whole iteration), and ``grew_most``: for the
-#: update, its phase (``data`` ...) grown most since the iteration before;
-#: else the extension's figure, grown over its own median; by
-#: ``grew_seconds``.
+#: Why an iteration is an outlier: the :class:`Part` grown most over its
+#: baseline, the ``threshold`` passed; ``grew_most``: the update's phase
+#: grown most since the iteration before, else the extension's figure.
 Verdict = collections.namedtuple(
     'Verdict', ('seconds', 'part', 'threshold', 'grew_most', 'grew_seconds'))
 
 
 def ended(started, end, piece, own):
-    """Returns the :class:`Iteration` ``started`` (a :class:`Started`)
-    ended at ``end``, recorded in ``piece``, ``own`` the clock's total of
-    the Timeline's own phase then."""
+    """Returns the :class:`Iteration` of ``started`` (a :class:`Started`);
+    ``own`` as in :class:`Started`, at ``end``."""
     return Iteration(started.number, started.start, end, piece,
                      end - started.start - (own - started.own))
 
 
 def check(outliers):
     """Returns ``Timeline(outliers=...)`` as ``None`` (off), a factor
-    (``float``) or a threshold (``datetime.timedelta``); raises unless it
-    is one of those, ``True`` or ``False``."""
+    (``float``) or a threshold (``datetime.timedelta``), or raises."""
     what = (f'use True (a part of an iteration slower than {FACTOR:g} '
             'times its own running median), a factor above 1 (e.g. 5.0), a '
             'datetime.timedelta (an absolute threshold, e.g. '
@@ -98,20 +84,9 @@ def check(outliers):
 
 
 class OutlierRule:
-    """Each part's recent runs, the iterations added and the outliers
-    written.
-
-    Args:
-        rule: What :func:`check` returned (not ``None``).
-        max_outliers (int): Outlier traces written at most.
-
-    Attributes:
-        history (~chainer_hookext.timing.part_history.PartHistory): The
-            recent runs of the update and of each extension.
-        iterations (int): The iterations added (resumed runs included).
-        written (int): The outlier traces written (resumed runs included).
-        warned (bool): Whether this run said that no more are written.
-    """
+    """Each part's recent runs (``history``), the iterations added and the
+    outlier traces ``written`` (resumed runs included); ``rule`` what
+    :func:`check` returned."""
 
     def __init__(self, rule, max_outliers):
         self.rule = rule
@@ -119,24 +94,20 @@ class OutlierRule:
         self.reset()
 
     def reset(self):
-        """Forgets the iterations and the outliers written."""
         self.history = part_history.PartHistory(RECENT, SIGNATURES)
         self.iterations = 0
         self.written = 0
         self.warned = False
 
     def full(self):
-        """Whether ``max_outliers`` traces are written."""
         return self.written >= self.max_outliers
 
     def judge(self, iteration, previous, left_out):
-        """Returns a :class:`Verdict` when ``iteration`` is an outlier
-        (never in the warm-up, nor without ``previous``, the iteration
-        before it), else ``None``; then adds its parts to their
-        histories.  The phase ``left_out`` (the Timeline's own) is no
-        part."""
+        """Returns a :class:`Verdict` or ``None`` (always in the warm-up or
+        without ``previous``), then adds the parts to their histories.
+        The phase ``left_out`` (the Timeline's own) is no part."""
         spent = phase_seconds(iteration, left_out)
-        called = {}  # the extensions' phases: seconds
+        called = {}
         update = 0.0
         for phase, seconds in spent.items():
             if isinstance(phase, phases.ExtensionPhase):
@@ -155,7 +126,6 @@ class OutlierRule:
         return verdict
 
     def _verdict(self, seconds, update, called, runs):
-        # The update's growth is found by _update_grew.
         absolute = isinstance(self.rule, datetime.timedelta)
         if absolute and seconds <= self.rule.total_seconds():
             return None
@@ -177,10 +147,8 @@ class OutlierRule:
                        part.seconds - (part.median or 0.0))
 
     def outlier(self, iteration, previous, left_out):
-        """Returns a :class:`Verdict` when ``iteration`` is an outlier to
-        write (``previous`` the one before it, or ``None``: not judged;
-        ``left_out`` as in :meth:`judge`).  Warns, once, of an outlier not
-        written past ``max_outliers``."""
+        """Returns :meth:`judge`'s verdict when its trace is to be written;
+        warns once of the first past ``max_outliers``."""
         verdict = self.judge(iteration, previous, left_out)
         if verdict is None or not self.full():
             return verdict
@@ -195,7 +163,6 @@ class OutlierRule:
         return None
 
     def save(self, serializer):
-        """Saves each part's recent runs and the counts."""
         self.history.save(serializer['outlier_history'])
         serializer('outlier_iterations', numpy.asarray(
             self.iterations, numpy.int64))
@@ -203,10 +170,8 @@ class OutlierRule:
             self.written, numpy.int64))
 
     def load(self, serializer):
-        """Restores what :meth:`save` saved; a snapshot without it (an
-        earlier version's, or of a Timeline without outliers) starts
-        afresh, without a warning (an earlier version's count of traces
-        written goes on)."""
+        """Restores what :meth:`save` saved; without it, starts afresh
+        silently (an earlier version's count of traces written goes on)."""
         self.reset()
         try:
             self.written = int(_state.read(serializer, 'outliers_written'))
@@ -219,9 +184,7 @@ class OutlierRule:
 
 
 def _baseline(key, history, floor):
-    # The update is judged against its median, an extension against the
-    # larger of its median and the update's (``floor``), from its RUNS-th
-    # run on.
+    # ``floor``: the update's median.
     if history is None:
         return None
     if key == UPDATE:
@@ -232,8 +195,6 @@ def _baseline(key, history, floor):
 
 
 def _update_grew(verdict, spent, before):
-    # ``verdict`` of the update: its phase that grew most since the
-    # iteration before (``before``, its ``spent``).
     grew, grew_most = max(
         (s - before.get(phase, 0.0), figure(phase))
         for phase, s in spent.items()
@@ -248,25 +209,20 @@ def _part(key, seconds, history, baseline):
 
 
 def _excess(part):
-    # A part's seconds over its baseline (all of them without one).
     return part.seconds - (part.baseline or 0.0)
 
 
 def figure(part):
-    """Returns the name of a part (:data:`UPDATE`, a phase):
-    ``update``, ``data``, ``extension/<name>`` ..."""
+    """Returns ``update``, ``data``, ``extension/<name>`` ... of a part."""
     return UPDATE if part == UPDATE else keys.phase_figure(part)
 
 
 def phase_seconds(iteration, left_out):
-    """Returns ``{phase: seconds}`` of ``iteration``'s phases (a name of
-    :data:`~chainer_hookext.timing.phases.UPDATE_PHASES`, ``other``, or an
-    :class:`~chainer_hookext.timing.phases.ExtensionPhase` of an extension
-    called or of its own work), but for the phase ``left_out``."""
+    """Returns ``{phase: seconds}`` of ``iteration`` but ``left_out``, our
+    own work (pauses) as extension phases of their own."""
     seconds = {}
     own_work = [p for p in iteration.piece.pauses
                 if iteration.start <= p.start and p.end <= iteration.end]
-    # Taken out of the phases:
     index = pauses.PauseIndex(own_work) if own_work else None
     for span in iteration.piece.phase_spans:
         phase = span.phase
@@ -288,14 +244,12 @@ def phase_seconds(iteration, left_out):
 
 
 def ratio(part):
-    """Returns a :class:`Part`'s seconds over its baseline, or ``None``
-    without one (or with a baseline of 0)."""
+    """Returns a :class:`Part`'s seconds over its baseline, or ``None``."""
     return part.seconds / part.baseline if part.baseline else None
 
 
 def why(verdict, previous):
-    """Returns a line saying which part of an outlier grew, and by how
-    much against its own history (``previous`` the iteration before)."""
+    """Returns the ``why`` line of an outlier's trace."""
     part = verdict.part
     line = f'{part.name}: {units.seconds(part.seconds)}, '
     median = units.seconds(part.median or 0.0)
@@ -317,11 +271,7 @@ def why(verdict, previous):
 
 
 def about(iteration, previous, verdict):
-    """Returns what an outlier's trace says about it (JSON values): its
-    seconds, the part that grew (:class:`Part`'s figures, its ``ratio`` to
-    its baseline), the ``threshold_seconds`` passed, the phase that grew
-    most and :func:`why`, in a line; the previous iteration's number and
-    seconds."""
+    """Returns what an outlier's trace says about it (JSON values)."""
     part = verdict.part
     return {
         'iteration': iteration.number,
@@ -342,9 +292,8 @@ def about(iteration, previous, verdict):
 
 
 def outlier_trace(iteration, previous, verdict, rank):
-    """Returns the events of an outlier's trace, the outlier and the
-    iteration before it, and its ``otherData``: :func:`about` them, also
-    the ``args`` of the outlier's slice, which Perfetto shows."""
+    """Returns the events of an outlier and the iteration before it, and
+    the ``otherData``: :func:`about` them, also the outlier slice's args."""
     events = _timeline_recorder.window_events(
         [(previous.number, previous.start), (iteration.number,
                                              iteration.start)],

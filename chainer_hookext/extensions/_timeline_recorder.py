@@ -12,12 +12,8 @@ from chainer_hookext.report import link_names
 from chainer_hookext.timing import spans
 from chainer_hookext.timing import trace_events
 
-#: What was recorded between two cuts: ``links`` a
-#: :class:`~chainer_hookext.timing.spans.Recording`, ``phase_spans`` the
-#: loop clock's :class:`~chainer_hookext.timing.phases.Span` and
-#: ``gc_spans`` its :class:`~chainer_hookext.timing.phases.GcSpan`,
-#: ``pauses`` its :class:`~chainer_hookext.timing.pauses.Pause` (our own
-#: work).
+#: What was recorded between two cuts: the links' ``spans.Recording``, the
+#: loop clock's spans, gc spans and pauses (our own work).
 Piece = collections.namedtuple(
     'Piece', ('links', 'phase_spans', 'gc_spans', 'pauses'))
 
@@ -27,12 +23,8 @@ def _new_piece():
 
 
 class Recorder:
-    """The Timeline's hook registered and its spans kept, or not.
-
-    Args:
-        timer (~chainer_hookext.TimerHook): The Timeline's own hook
-            (``backward=True``).
-    """
+    """Registers ``timer`` (the Timeline's own) or uses TimedLinks', and
+    keeps the spans of both and of the loop's clock while running."""
 
     def __init__(self, timer):
         self.timer = timer
@@ -43,31 +35,21 @@ class Recorder:
 
     @property
     def links(self):
-        """The :class:`~chainer_hookext.timing.spans.Recording` of the
-        piece being recorded, or ``None``."""
+        """The running piece's ``spans.Recording``, or ``None``."""
         piece = self._piece
         return None if piece is None else piece.links
 
     @property
     def running(self):
-        """Whether the hook is registered and spans are kept."""
         return self._piece is not None
 
     def start(self, trainer, loop, validation, functions=False):
         """Registers the hook on the update's calls (and an ``Evaluator``'s
-        with ``validation``) and starts a piece; the loop's clock runs.
-
-        Args:
-            trainer (~chainer.training.Trainer): The trainer.
-            loop (~chainer_hookext.run.loop_phases.LoopPhases): Its loop.
-            validation (bool): Also the calls inside ``Evaluator``\\ s.
-            functions (bool): Also the spans of function nodes (a
-                ``TimedLinks`` timer is recorded only when it times them).
-        """
+        with ``validation``) and starts a piece; ``loop``'s clock runs."""
         model = link_names.model_link_names(trainer)
         scope = {i: name for i, (name, _) in model.items()}
         hook = _timed_links_timer(trainer, scope, validation, functions)
-        if hook is None:  # the Timeline's own, meanwhile
+        if hook is None:
             hook = self.timer
             hook.set_scope(scope, train=True, eval=validation)
             optimizers = trainer.updater.get_all_optimizers()
@@ -96,8 +78,7 @@ class Recorder:
         return old
 
     def stop(self):
-        """Returns the last piece, or ``None`` when not running; removes
-        the hook and the lists.  Safe to call again."""
+        """Returns the last piece, or ``None`` when not running."""
         piece, self._piece = self._piece, None
         if piece is None:
             return None
@@ -122,8 +103,7 @@ class Recorder:
 
 
 def _replace(lists, old, new):
-    # ``old`` (this very list: an equal one may be another's) replaced by
-    # ``new``, or taken out.
+    # By identity (an equal list may be another's); ``new`` None: removed.
     for i, found in enumerate(lists):
         if found is old:
             if new is None:
@@ -134,8 +114,8 @@ def _replace(lists, old, new):
 
 
 def joined(pieces):
-    """Returns one piece of ``pieces``, in order, their link spans resolved
-    (CUDA events waited for).  One piece is returned as it is."""
+    """Returns ``pieces`` as one, their link spans resolved (CUDA events
+    waited for)."""
     for piece in pieces:
         piece.links.resolve()
     if len(pieces) == 1:
@@ -155,11 +135,9 @@ def joined(pieces):
 
 
 def window_events(iteration_starts, end, pieces, rank, memory=None):
-    """Returns the trace events of the iterations that start at
-    ``iteration_starts`` (``[(number, start)]``) and end at ``end``,
-    recorded in ``pieces``, for process ``rank``; with ``memory`` (a
-    :class:`~chainer_hookext.memory.timeline.MemoryTimeline` recorded over
-    them), its counters."""
+    """Returns the trace events of the iterations ``iteration_starts``
+    (``[(number, start)]``) to ``end``, with ``memory``'s counters (a
+    ``MemoryTimeline`` recorded over them)."""
     piece = joined(pieces)
     recorded = trace_events.Window(
         iteration_starts, end, piece.phase_spans, piece.links,
@@ -169,9 +147,8 @@ def window_events(iteration_starts, end, pieces, rank, memory=None):
 
 
 def _timed_links_timer(trainer, scope, validation, functions):
-    # The timer of the trainer's TimedLinks when it times every link of
-    # ``scope`` in every mode the Timeline shows: its clock reads are then
-    # the Timeline's, and a span is exactly what TimedLinks charges.
+    # TimedLinks' timer when it times all of ``scope`` in every mode shown:
+    # then a span is exactly what TimedLinks charges.
     for entry in _chainer.extension_entries(trainer).values():
         extension = entry.extension
         if not isinstance(extension, timed_links.TimedLinks):

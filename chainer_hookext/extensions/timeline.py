@@ -1,3 +1,9 @@
+"""The trainer extension writing Perfetto traces of chosen iterations and
+of outliers (docs/timing.md, "`Timeline`: a trace of chosen iterations"
+and "Outlier traces"); what it records: _timeline_recorder.py, which
+iterations are outliers: _timeline_outliers.py.
+"""
+
 import collections
 import os
 import time
@@ -25,50 +31,11 @@ class Timeline(loop_phases.LoopExtension):
     """Trainer extension writing a trace of chosen training iterations.
 
     Each time its trigger fires, the next ``iterations`` training
-    iterations (after ``warmup`` more) are recorded, and one file is
-    written when they end: ``<trainer.out>/timeline/iteration_<N>.json.gz``,
-    ``N`` the first traced iteration.  Open it in Perfetto
-    (ui.perfetto.dev, "Open trace file"): ``docs/timing.md`` shows what each
-    track and name means.  In the thread ``training loop``, nested by time:
-    ``iteration N`` > the phases of :class:`~chainer_hookext.TimedLoop`
-    (``data``, ``forward`` ...) and each extension call > the spans of the
-    model's links, ``main/predictor/l1`` forward and
-    ``main/predictor/l1 (backward)``, one per run of consecutive backward
-    steps of the link; each garbage collection, ``gc (generation 2)``,
-    lies inside whatever span was running.  As in
-    :class:`~chainer_hookext.TimedLinks`, the link spans are those of the
-    update's calls and backward steps, whatever ``chainer.config.train``
-    says there; with ``validation=True`` an
-    ``Evaluator``'s link calls are shown too; an extension's own calls of
-    the model are not (``docs/timing.md``, "Which calls count").
-
-    The links' spans and the phases come from the same clock reads: those
-    of the trainer's :class:`~chainer_hookext.TimedLinks` when it times
-    every link shown (then each span is exactly what it charges), else of
-    the extension's own :class:`~chainer_hookext.TimerHook`
-    (``backward=True``), registered from the end of the iteration before
-    the window to the window's end.  Nothing is recorded outside windows,
-    where the extension costs what :class:`~chainer_hookext.TimedLoop`
-    does.  The traced iterations are not disturbed: the window is set up
-    and written between iterations, and
-    :class:`~chainer_hookext.LinkMemory` measures none of them
-    (``docs/timing.md``); no span is cut.  The
-    output folder is checked when training starts; a file that cannot be
-    written later is warned about, and training goes on.  A file is
-    written aside then renamed, and never overwritten: after a resume,
-    windows already written are kept, a window interrupted by the resume
-    is completed (without the iterations before the snapshot), and the
-    trigger goes on as in an uninterrupted run.  One ``Timeline`` per trainer.
-
-    With ``outliers``, every iteration is recorded as a window's are (the
-    hook registered for the whole run; the spans of the running and of the
-    previous iteration kept, no more), and each iteration whose update, or
-    an extension, is slower than its own history says is written, beside
-    the iteration before it, to
-    ``<trainer.out>/timeline/outlier_iteration_<N>.json.gz``, its
-    ``otherData`` and its ``iteration N`` slice saying why: the part that
-    grew, its seconds against its running median, the threshold, and the
-    phase that grew most (``docs/timing.md``, "Outlier traces").
+    iterations (after ``warmup`` more) are recorded and written to
+    ``<trainer.out>/timeline/iteration_<N>.json.gz`` for Perfetto: the
+    phases of :class:`~chainer_hookext.TimedLoop`, the extension calls, the
+    link spans and garbage collections (docs/timing.md, "`Timeline`: a
+    trace of chosen iterations").  One ``Timeline`` per trainer.
 
     Args:
         iterations (int): Iterations per window.
@@ -77,35 +44,21 @@ class Timeline(loop_phases.LoopExtension):
         validation (bool): Also record the link calls inside ``Evaluator``
             extensions.
         compress (bool): Write gzip (``.json.gz``); ``False``: ``.json``.
-        comm (chainermn.CommunicatorBase): Under ChainerMN, rank 0 gathers
-            every rank's window and writes one file, each rank a process of
-            its own on one time axis (the hosts' clocks); without it, each
-            rank writes its own file, the rank in its name
-            (``iteration_101_rank1.json.gz``).  Outlier traces are each
-            rank's own, never gathered: ``_rank<k>`` in their names.
-        outliers: Write the outlier traces: ``True``, iterations whose
-            update (against its last 50 iterations) or an extension
-            (against its last 50 runs beside the same extensions, from
-            its fourth) took over 3 times its median; a factor above 1
-            (e.g. ``5.0``) in place of 3; or a ``datetime.timedelta``, an
-            absolute threshold on the whole iteration.  This extension's
-            own work is left out; none is judged in the first 20
-            iterations (the warm-up), nor the first of a resumed run.
-            ``None`` or ``False`` (default): off, at no cost.
+        comm (chainermn.CommunicatorBase): Under ChainerMN, rank 0 writes
+            every rank's window in one file; without it each rank writes
+            its own, ``_rank<k>`` in its name.
+        outliers: Also write each iteration slower than its history says
+            to ``outlier_iteration_<N>.json.gz``: ``True`` (3 times the
+            median), a factor above 1, or a ``datetime.timedelta`` on the
+            whole iteration; ``None`` or ``False`` (default): off, at no
+            cost (docs/timing.md, "Outlier traces").
         max_outliers (int): Outlier traces written at most in a training
             run (resumes included); past it, one ``RuntimeWarning``.
-        functions (bool): Also a span per function node's forward
-            (``LinearFunction``, category ``function_forward``) and per
-            backward step (``LinearFunction (backward)``,
-            ``function_backward``), inside the link span holding it, its
-            link in ``args``.  Host clock only: none on a GPU.
+        functions (bool): Also a span per function node's forward and
+            backward step, inside its link's span (host clock only).
         memory (bool): Also counter tracks of the bytes alive through the
-            window (parameters, gradients, optimizer state, activations
-            kept for backward, the activations by top-level link; on a GPU
-            the CuPy pool's used and held bytes) and an instant event at
-            the peak, with its five largest holders (``docs/memory.md``,
-            "Memory over the iteration").  From array sizes, at each link
-            call's end and backward step; nothing outside windows.
+            window and the peak's largest holders (docs/memory.md, "Memory
+            over the iteration").
 
     Attributes:
         written (list of str): The files this extension wrote, in order.
@@ -151,9 +104,7 @@ class Timeline(loop_phases.LoopExtension):
         self.max_outliers = max_outliers
         self.functions = functions
         self.memory = memory
-        # The window's MemoryTimeline (memory=True): recording from the
-        # end of the iteration before the window to the end of its last.
-        self._memory = None
+        self._memory = None  # the window's MemoryTimeline (memory=True)
         self._next_window = None  # first iteration of the scheduled window
         self._timer = timer.TimerHook(name='Timeline', backward=True,
                                       functions=functions)
@@ -163,13 +114,12 @@ class Timeline(loop_phases.LoopExtension):
         self._plan = None  # the trainer's IterationPlan
         self._iteration_starts = []  # the window's [(number, start)]
         self._unix_start = None
-        # The outlier traces (None when off): the rule's state, the
-        # iteration running (Started), the one that just ended and the
-        # one before it (_timeline_outliers.Iteration).
+        # Outliers (None when off): the rule, the iteration running
+        # (Started), the one just ended and the one before (Iteration).
         self._outliers = None if rule is None else (
             _timeline_outliers.OutlierRule(rule, max_outliers))
         self._started = self._ended = self._previous = None
-        self._unwritten = []  # _Outlier traces, written outside windows
+        self._unwritten = []  # _Outlier, written outside windows
         self._own_phase = None  # this extension's phase in the loop clock
         self._loaded = False  # a snapshot loaded since the last run
         self._failed = False  # a file could not be written in this run
@@ -202,7 +152,7 @@ class Timeline(loop_phases.LoopExtension):
             self._plan_window(self._next_window)
 
     def _plan_window(self, first):
-        # No other extension measures in the window's iterations.
+        # So that no other extension measures in the window's iterations.
         self._plan.trace(self, first, first + self.iterations - 1)
 
     def iteration_ended(self, trainer):
@@ -219,9 +169,8 @@ class Timeline(loop_phases.LoopExtension):
                 started, start, self._recorder.cut(), own)
 
     def iteration_started(self, trainer):
-        # No clock read and no work of its own here, in the iteration just
-        # started (a window's may be): the set-up and the writing are
-        # done before an iteration starts (iteration_ending).
+        # No clock read nor own work here, inside an iteration a window may
+        # trace: set-up and writing are in iteration_ending.
         number = trainer.updater.iteration + 1  # the iteration starting
         start = self._loop.iteration_start
         ended, self._ended = self._ended, None
@@ -249,11 +198,9 @@ class Timeline(loop_phases.LoopExtension):
         self._open_window(trainer, first, number, start)
 
     def iteration_ending(self, trainer):
-        # Before the stop trigger: the iteration's extensions are done and
-        # the clock is in ``other``, which no trace draws.  The window
-        # recorded is written, the outliers found are (not while a window
-        # records), and the recorder is started before the
-        # iteration a window traces, or stopped when none needs it.
+        # Before the stop trigger, the clock in ``other``, which no trace
+        # draws: windows and outliers are written, the recorder started or
+        # stopped for the next iteration.
         following = trainer.updater.iteration + 1
         first = self._next_window
         if self.memory:
@@ -265,7 +212,6 @@ class Timeline(loop_phases.LoopExtension):
                 self._memory_started(trainer, following)
 
     def _in_window(self, following):
-        # Whether iteration ``following`` is one a window traces.
         window, first = self._window, self._next_window
         if window is not None and following < window.first + self.iterations:
             return True
@@ -273,8 +219,7 @@ class Timeline(loop_phases.LoopExtension):
             first + self.iterations)
 
     def _memory_ended(self, trainer, following):
-        # The iteration ended: its end sampled; the recording stopped
-        # after the window's last (kept for writing).
+        # Stopped after the window's last iteration, kept for writing.
         memory = self._memory
         if memory is None or not memory.recording:
             return
@@ -284,8 +229,8 @@ class Timeline(loop_phases.LoopExtension):
                 memory.stop()
 
     def _memory_started(self, trainer, following):
-        # Before a window's first iteration, after the recorder: its
-        # listeners come after the timer's, whose spans it names.
+        # After the recorder: its listeners follow the timer's, whose spans
+        # it names.
         if not self._in_window(following) or not self._recorder.running or (
                 self._memory is not None and self._memory.recording):
             return
@@ -313,11 +258,9 @@ class Timeline(loop_phases.LoopExtension):
                 self._recorder.stop()
 
     def _open_window(self, trainer, first, number, start):
-        # ``first`` the window's first iteration; ``number`` > ``first``
-        # when it resumes inside it.  The clock has started this
-        # iteration: its phases are recorded from now.  The recorder runs
-        # since the end of the iteration before (iteration_ending): what it
-        # recorded before this start is dropped.
+        # ``number`` > ``first`` when a run resumes inside the window.  The
+        # recorder runs since the iteration before: what it recorded before
+        # this start is dropped.
         if not self._recorder.running:
             with self._loop.own_work(self.name or self.default_name):
                 self._recorder.start(trainer, self._loop, self.validation,
@@ -330,11 +273,8 @@ class Timeline(loop_phases.LoopExtension):
         self._unix_start = time.time() - (self._clock.now() - start)
 
     def _end_window(self, number, end):
-        # The window's last iteration ended at ``end``, iteration
-        # ``number``'s start: what it recorded is kept, to be written
-        # before the next iteration starts.  Without outliers the
-        # recorder's piece holds the whole window, and the recorder stops
-        # here unless a window starts now.
+        # Kept, to be written in iteration_ending.  Without outliers the
+        # recorder ran for the window alone: it stops unless one starts now.
         window, self._window = self._window, None
         if self._outliers is None and self._recorder.running:
             if self._next_window == number:
@@ -362,11 +302,8 @@ class Timeline(loop_phases.LoopExtension):
                         memory))
 
     def _judge(self, ended):
-        # ``ended`` is judged, its trace written outside windows when an
-        # outlier (iteration_ending); it is then the previous iteration.
-        # A run's first iteration is not judged; an
-        # iteration another extension measured (the plan says) is not,
-        # nor kept: no outlier trace shows it.
+        # An iteration another extension measured (the plan says) is
+        # neither judged nor kept as the previous: no trace shows it.
         previous, self._previous = self._previous, ended
         if self._plan is not None and self._plan.measured(ended.number):
             self._previous = None
@@ -410,7 +347,6 @@ class Timeline(loop_phases.LoopExtension):
             super().release()
 
     def _discard(self):
-        # Nothing recorded is kept: the hook removed, the lists taken out.
         memory, self._memory = self._memory, None
         if memory is not None:
             memory.stop()
@@ -426,7 +362,6 @@ class Timeline(loop_phases.LoopExtension):
         if window is None:
             return
         if self._outliers is None and self._recorder.running:
-            # The recorder ran for the window alone.
             if end is None and self._clock is not None:
                 end = self._clock.cut()  # the running phase so far
             piece = self._recorder.stop()
@@ -443,9 +378,8 @@ class Timeline(loop_phases.LoopExtension):
             _launcher_rank() or 0)
 
     def _write(self, name, events, other=None):
-        # A window (``other`` None) is gathered under ChainerMN; an
-        # outlier trace is each rank's own, its rank in its name.
-        # Returns whether the file was written.
+        # Returns whether written.  Under ChainerMN a window (``other``
+        # None) is gathered, an outlier trace is each rank's own.
         rank = _launcher_rank()
         if self.comm is not None and other is None:
             gathered = gather.collect(  # a collective
@@ -506,21 +440,16 @@ class Timeline(loop_phases.LoopExtension):
         self._loaded = True
 
 
-#: A window recording: its first iteration and the pieces recorded.
 _Window = collections.namedtuple('_Window', ('first', 'pieces'))
 
-#: An outlier found, its trace to write: the ``iteration`` and the
-#: ``previous`` one (``_timeline_outliers.Iteration``), the ``verdict``.
 _Outlier = collections.namedtuple(
     '_Outlier', ('iteration', 'previous', 'verdict'))
 
-#: A window recorded, to write: its ``_Window``, ``iteration_starts``
-#: ``[(number, start)]`` and ``end``, when its last iteration ended.
+#: A window recorded, to write; ``iteration_starts``: [(number, start)].
 _Done = collections.namedtuple('_Done', ('window', 'iteration_starts', 'end'))
 
 
 def _launcher_rank():
-    # The rank an MPI launcher gives this process, if any.
     for var in ('OMPI_COMM_WORLD_RANK', 'PMI_RANK', 'PMIX_RANK'):
         value = os.environ.get(var)
         if value is not None and value.isdigit():
@@ -529,7 +458,6 @@ def _launcher_rank():
 
 
 def _check_folder(path):
-    # The traces' folder can be made and written, or a clear error now.
     try:
         os.makedirs(path, exist_ok=True)
         if not os.access(path, os.W_OK | os.X_OK):
