@@ -1,11 +1,6 @@
-"""Every reported key of the package, and the figures behind them.
-
-Each key is built here from named values (an :class:`~.records.Entry`
-field, a loop figure, a memory figure); readers ask for keys here and no
-key is parsed back.  The layout is in docs/timing.md, docs/flops.md and
-docs/memory.md; docs/internals.md ("Adding a per-link figure") says how a
-figure gets its key.  :func:`check_link_names` and :func:`check_loop_keys`
-refuse, before training, names that would make two keys one.
+"""Every reported key of the package, built from named figures; no key is
+parsed back (docs/internals.md, "Adding a per-link figure"; the layouts in
+docs/timing.md, docs/flops.md and docs/memory.md, "Keys").
 """
 
 import collections
@@ -14,46 +9,32 @@ from chainer_hookext.timing import phases
 from chainer_hookext.timing import records
 
 
-#: The family of time figures: their keys start with ``time/``.
+#: Families: the first part of a training-mode key.
 TIME = 'time'
-#: The family of FLOP counts: their keys start with ``flops/``.
 FLOPS = 'flops'
-#: Before a family in evaluation-mode keys (per outermost evaluation call);
-#: training-mode keys (per training iteration) start with the family.
+#: Before the family in evaluation-mode keys.
 EVAL_PREFIX = 'validation/'
-#: The bucket of backward steps of nodes created outside every timed link.
 OUTSIDE = records.OUTSIDE
-#: Prefix of :class:`~chainer_hookext.TimedLoop`'s keys.
 LOOP_PREFIX = 'time/loop/'
-#: What :func:`phase_figure` puts before an extension's name.
 EXTENSION_PREFIX = 'extension/'
-#: TimedLoop's figure of a whole iteration.
+#: TimedLoop's figures (docs/timing.md, "`TimedLoop`: where each
+#: iteration goes").
 ITERATION = 'iteration'
-#: TimedLoop's figure of all extensions' triggers and calls.
 EXTENSIONS = 'extensions'
-#: TimedLoop's figure of the garbage collector's time (inside the phases).
 GC = 'gc'
-#: TimedLoop's statistics of an interval's iteration times, after
-#: ``iteration/``: :func:`tail_figure`.
 TAIL = ('max', 'p50', 'p90')
-#: TimedLoop's figure of the slowest iteration's number; its phases below
-#: it (:func:`slowest_figure`).
 SLOWEST = 'slowest'
-#: The figure of the worker that ran the slowest iteration (ChainerMN).
 SLOWEST_RANK = SLOWEST + '/rank'
 
-#: A reported figure of a link.  ``field``: its :class:`~.records.Entry`
-#: field; ``suffix``: after the link's name in its key; ``backward``:
-#: reported only when backward is timed (training mode); ``outside``:
-#: reported for :data:`OUTSIDE` too; ``title`` and ``mean_title``: its
-#: column in a table of one process and of figures over workers;
-#: ``family``: :data:`TIME`, or :data:`FLOPS` (reported with ``flops=True``).
+#: A reported figure of a link: its :class:`~.records.Entry` ``field``,
+#: ``suffix`` after the link's name, ``backward`` (only when backward is
+#: timed), ``outside`` (for :data:`OUTSIDE` too), its column's titles in a
+#: table of one process and over workers, and its ``family``.
 Figure = collections.namedtuple('Figure', (
     'field', 'suffix', 'backward', 'outside', 'title', 'mean_title',
     'family'))
 
-#: The reported figures of a link, in table order; the first has the
-#: spread's own columns in a table over workers.
+#: In table order; the first has the spread's columns over workers.
 FIGURES = (
     Figure('elapsed_time', '', False, False, 'ElapsedTime', 'Mean', TIME),
     Figure('self_time', '/self', False, False, 'SelfTime', 'SelfMean', TIME),
@@ -71,17 +52,14 @@ FIGURES = (
 )
 _FIGURES = {figure.field: figure for figure in FIGURES}
 
-#: What comes after the family in the keys of function types' figures.
+#: After the family in the keys of function types' figures.
 FUNCTION = 'function'
 
-#: A reported figure of a function type: ``field`` of
-#: :class:`~.records.FunctionEntry`, ``suffix`` after the type's name,
-#: ``backward`` (reported when backward is timed), ``title`` in a table,
-#: ``family`` as in :class:`Figure`.
+#: A figure of a function type (a :class:`~.records.FunctionEntry` field),
+#: as :class:`Figure`.
 FunctionFigure = collections.namedtuple('FunctionFigure', (
     'field', 'suffix', 'backward', 'title', 'family'))
 
-#: The reported figures of a function type, in table order.
 FUNCTION_FIGURES = (
     FunctionFigure('time', '', False, 'Time', TIME),
     FunctionFigure('backward_time', '/backward', True, 'BackwardTime', TIME),
@@ -92,14 +70,13 @@ FUNCTION_FIGURES = (
 
 
 def function_figures(backward, flops=False):
-    """Returns the :data:`FUNCTION_FIGURES` reported (see
-    :func:`link_figures`)."""
+    """The :data:`FUNCTION_FIGURES` reported, as :func:`link_figures`."""
     return tuple(f for f in FUNCTION_FIGURES if (
         backward or not f.backward) and (flops or f.family == TIME))
 
 
 def function_key(mode, function, figure):
-    """Returns the reported key of a function type's figure.
+    """The key of a function type's figure.
 
     >>> function_key('train', 'LinearFunction', FUNCTION_FIGURES[1])
     'time/function/LinearFunction/backward'
@@ -111,8 +88,7 @@ def function_key(mode, function, figure):
 
 
 def function_totals(rows):
-    """Returns one :class:`~.records.FunctionEntry` per function type, the
-    sum of its rows over the links (``link`` is ``None``).
+    """One :class:`~.records.FunctionEntry` per type, summed over links.
 
     >>> from chainer_hookext.timing.records import FunctionEntry
     >>> rows = function_totals([FunctionEntry('a', 'ReLU', 1.0, 2.0, 1),
@@ -129,29 +105,15 @@ def function_totals(rows):
     return list(sums.values())
 
 
-#: The family of memory figures (:class:`~chainer_hookext.LinkMemory`):
-#: their keys start with ``memory/``.
+#: LinkMemory's family.
 MEMORY = 'memory'
 
-#: A reported memory figure of a link: ``field`` of
-#: :class:`~chainer_hookext.memory.figures.LinkFigures`, ``suffix`` after
-#: the link's name, ``outside`` (reported for :data:`OUTSIDE` too),
-#: ``gpu`` (measured on a GPU only), ``title`` in a table; ``backward`` is
-#: false (the collision check's).
+#: A memory figure (a ``LinkFigures`` field), as :class:`Figure`; ``gpu``:
+#: measured on a GPU only; ``backward`` is for the collision check.
 MemoryFigure = collections.namedtuple('MemoryFigure', (
     'field', 'suffix', 'outside', 'gpu', 'title', 'backward'))
 
-#: The reported memory figures of a link, in table order::
-#:
-#:     memory/main/predictor/l1/activations       kept for backward, inclusive
-#:     memory/main/predictor/l1/activations/self  by its own nodes
-#:     memory/main/predictor/l1/forgettable       what F.forget would free
-#:     memory/main/predictor/l1/params            parameters, inclusive
-#:     memory/main/predictor/l1/grads             their gradients
-#:     memory/main/predictor/l1/optimizer_state   the update rules' state
-#:     memory/main/predictor/l1/peak              GPU: forward transient
-#:     memory/main/predictor/l1/backward/peak     GPU: backward transient
-#:     memory/(outside)/activations               nodes made outside links
+#: In table order (docs/memory.md, "Keys").
 MEMORY_FIGURES = (
     MemoryFigure('activations', '/activations', True, False, 'Activations',
                  False),
@@ -170,18 +132,14 @@ MEMORY_FIGURES = (
 
 
 def memory_figures(key, gpu):
-    """Returns the :data:`MEMORY_FIGURES` reported for the row ``key``.
-
-    Args:
-        key (str): A link name, or :data:`OUTSIDE`.
-        gpu (bool): Whether the model ran on a GPU (the peaks).
-    """
+    """The :data:`MEMORY_FIGURES` reported for a link name or
+    :data:`OUTSIDE`."""
     return tuple(f for f in MEMORY_FIGURES if (gpu or not f.gpu) and (
         f.outside or key != OUTSIDE))
 
 
 def memory_key(key, figure):
-    """Returns the reported key of a memory figure of the row ``key``.
+    """The key of a memory figure of a link name or :data:`OUTSIDE`.
 
     >>> memory_key('main/predictor', MEMORY_FIGURES[1])
     'memory/main/predictor/activations/self'
@@ -190,14 +148,8 @@ def memory_key(key, figure):
 
 
 def activation_key(name, output, statistic):
-    """Returns the key of a statistic of a link's output
-    (:class:`~chainer_hookext.ActivationStatistics`).
-
-    Args:
-        name (str): The link's name, ``main/predictor/l1``.
-        output (tuple): Where the array is in the link's output (``()``:
-            the output itself; ``(0,)``: its first element).
-        statistic (str): ``mean``, ``std`` ...
+    """The key of a statistic of a link's output; ``output`` is where the
+    array is in it (``()``: the output itself).
 
     >>> activation_key('main/predictor/l1', (), 'mean')
     'main/predictor/l1/out/mean'
@@ -208,19 +160,8 @@ def activation_key(name, output, statistic):
 
 
 def gradient_key(name, output, statistic):
-    """Returns the key of a statistic of the gradient w.r.t. a link's output
-    (:class:`~chainer_hookext.GradientStatistics`).
-
-    The layout of :func:`activation_key` under ``grad`` in place of
-    ``out``.  It never is :func:`non_finite_key`'s ``<name>/grad/non_finite``
-    (NonFiniteGuard's), since no statistic is called ``non_finite`` and an
-    output's position comes before the statistic.
-
-    Args:
-        name (str): The link's name, ``main/predictor/l1``.
-        output (tuple): Where the array is in the link's output (``()``:
-            the output itself; ``(0,)``: its first element).
-        statistic (str): ``mean``, ``norm`` ...
+    """:func:`activation_key`'s layout under ``grad``; never
+    :func:`non_finite_key`'s ``<name>/grad/non_finite``.
 
     >>> gradient_key('main/predictor/l1', (), 'norm')
     'main/predictor/l1/grad/norm'
@@ -234,35 +175,29 @@ def gradient_key(name, output, statistic):
 
 
 def _output_key(name, what, output, statistic):
-    # ``<name>/<what>/<where in the output>/<statistic>``.
     return '/'.join([name, what] + [str(k) for k in output] + [statistic])
 
 
 def non_finite_key(link, what):
-    """Returns the key of the count of non-finite values
-    (:class:`~chainer_hookext.NonFiniteGuard`) in ``what`` of a link.
+    """The key of NonFiniteGuard's count in ``what`` of a link.
 
     >>> non_finite_key('main/predictor/l1', 'grad')
     'main/predictor/l1/grad/non_finite'
     """
-    return '{}/{}/non_finite'.format(link, what)
+    return f'{link}/{what}/non_finite'
 
 
-#: The statistics of a figure over ChainerMN workers, each reported under
-#: ``<figure's key>/<statistic>`` (the mean under the figure's key).
+#: A figure's statistics over ChainerMN workers, under its key.
 STATISTICS = ('min', 'max', 'slowest_rank')
 
-#: One mode's figures at one report: ``entries`` (:class:`~.records.Entry`)
-#: are seconds per training iteration (``mode='train'``) or per outermost
-#: call of the model (``'eval'``), averaged over ``per`` of them;
-#: ``functions`` (:class:`~.records.FunctionEntry`, with
-#: ``functions=True``) likewise, per link and function type.
+#: One mode's rows at one report (``Entry`` s and ``FunctionEntry`` s),
+#: per training iteration or outermost eval call, averaged over ``per``.
 Report = collections.namedtuple(
     'Report', ('mode', 'per', 'entries', 'functions'), defaults=((),))
 
 
 def prefix(mode, family=TIME):
-    """Returns the key prefix of a family's figures in ``mode``.
+    """The key prefix of a family's figures in ``mode``.
 
     >>> prefix('eval', FLOPS)
     'validation/flops/'
@@ -272,42 +207,27 @@ def prefix(mode, family=TIME):
 
 
 def backward_reported(mode, backward):
-    """Returns whether backward figures are reported in ``mode``.
-
-    Args:
-        mode (str): ``'train'`` or ``'eval'``: evaluation has no backward.
-        backward (bool): Whether backward is timed.
-    """
+    """Whether backward figures are reported (evaluation has none)."""
     return backward and mode == 'train'
 
 
 def link_figures(backward, flops=False):
-    """Returns the :data:`FIGURES` of a link.
-
-    Args:
-        backward (bool): With the backward ones.
-        flops (bool): With the :data:`FLOPS` family.
-    """
+    """The :data:`FIGURES` of a link, with backward and FLOPs ones or
+    not."""
     return tuple(f for f in FIGURES if (backward or not f.backward) and (
         flops or f.family == TIME))
 
 
 def reported(mode, key, backward, flops=False):
-    """Returns the :class:`Figure` s reported for the entry ``key``.
-
-    Args:
-        mode (str): ``'train'`` or ``'eval'``.
-        key (str): A link name, or :data:`OUTSIDE`.
-        backward (bool): Whether backward is timed.
-        flops (bool): Whether FLOPs are counted.
-    """
+    """The :class:`Figure` s reported for a link name or
+    :data:`OUTSIDE`."""
     if key == OUTSIDE:
         return tuple(f for f in link_figures(True, flops) if f.outside)
     return link_figures(backward_reported(mode, backward), flops)
 
 
 def figure_key(mode, key, field):
-    """Returns the reported key of one field of one entry.
+    """The key of one field of one entry.
 
     >>> figure_key('train', 'main/predictor', 'backward_self_time')
     'time/main/predictor/backward/self'
@@ -321,13 +241,7 @@ def figure_key(mode, key, field):
 
 
 def figures(report, backward, flops=False):
-    """Returns ``{reported key: value}`` of a :class:`Report`.
-
-    Args:
-        report (Report): The rows of one mode.
-        backward (bool): Whether backward is timed.
-        flops (bool): Whether FLOPs are counted.
-    """
+    """``{reported key: value}`` of a :class:`Report`."""
     out = {}
     for entry in report.entries:
         for figure in reported(report.mode, entry.key, backward, flops):
@@ -342,7 +256,7 @@ def figures(report, backward, flops=False):
 
 
 def spread_key(figure, statistic):
-    """Returns the key of a statistic of a figure over workers.
+    """The key of a statistic of a figure over workers.
 
     >>> spread_key('time/main/self', 'slowest_rank')
     'time/main/self/slowest_rank'
@@ -351,7 +265,7 @@ def spread_key(figure, statistic):
 
 
 def phase_figure(phase):
-    """Returns the name of a loop phase's figure, after :data:`LOOP_PREFIX`.
+    """A loop phase's figure, after :data:`LOOP_PREFIX`.
 
     >>> phase_figure('data')
     'data'
@@ -364,8 +278,7 @@ def phase_figure(phase):
 
 
 def loop_key(figure):
-    """Returns the reported key of a :class:`~chainer_hookext.TimedLoop`
-    figure (:func:`loop_figures`, :func:`loop_tail_figures`).
+    """The key of a TimedLoop figure.
 
     >>> loop_key(phase_figure(phases.ExtensionPhase('LogReport')))
     'time/loop/extension/LogReport'
@@ -374,9 +287,8 @@ def loop_key(figure):
 
 
 def spread_keys(observation):
-    """Returns the keys of ``observation`` that are spreads over workers:
-    those of a figure whose every :data:`STATISTICS` key is there, as a
-    gather reports them (a link named ``max`` alone is a figure).
+    """The keys of ``observation`` that are spreads over workers: all
+    :data:`STATISTICS` of a figure, never one alone (a link ``max``).
 
     >>> sorted(spread_keys({'time/main': 1.0, 'time/main/max': 2.0}))
     []
@@ -390,7 +302,7 @@ def spread_keys(observation):
 
 
 def tail_figure(statistic):
-    """Returns the figure of a statistic of :data:`TAIL`.
+    """The figure of a statistic of :data:`TAIL`.
 
     >>> tail_figure('p90')
     'iteration/p90'
@@ -399,7 +311,7 @@ def tail_figure(statistic):
 
 
 def slowest_figure(figure):
-    """Returns the figure of the slowest iteration's ``figure``.
+    """The figure of the slowest iteration's ``figure``.
 
     >>> slowest_figure(phase_figure(phases.ExtensionPhase('LogReport')))
     'slowest/extension/LogReport'
@@ -407,33 +319,15 @@ def slowest_figure(figure):
     return SLOWEST + '/' + figure
 
 
-#: Who reports a key: the link ``name``'s ``figure`` (or its ``statistic``
-#: over workers).
 _Owner = collections.namedtuple(
     '_Owner', ('key', 'name', 'figure', 'statistic'))
 
 
 def check_link_names(call, names, backward, spread, memory=False,
                      functions=False):
-    """Refuses link names that would make two reported keys one.
-
-    A link named ``self`` would have the key of its parent's self time;
-    ``backward`` (with backward timing) its parent's backward time;
-    ``min``, ``max`` or ``slowest_rank`` (gathered over workers) its
-    parent's spread; with ``functions``, a link named ``function`` at the
-    top (an optimizer's name) the keys of the function types.
-
-    Args:
-        call (str): The class to name in the error.
-        names (iterable of str): Names of the links in scope.
-        backward (bool): Backward is timed.
-        spread (bool): Figures are gathered over ChainerMN workers.
-        memory (bool): Check :data:`MEMORY_FIGURES` instead (a link named
-            ``backward`` would report its parent's backward peak).
-        functions (bool): Function types' figures are reported.
-
-    Raises:
-        ValueError: Naming the link, its key, and what to do.
+    """Raises ``ValueError`` for link names that would make two keys one
+    (docs/timing.md, "Names refused"); ``memory``: of
+    :data:`MEMORY_FIGURES`; ``functions``: a top link ``function`` too.
 
     >>> check_link_names('TimedLinks', ['main', 'main/max'], False, True)
     Traceback (most recent call last):
@@ -442,14 +336,14 @@ def check_link_names(call, names, backward, spread, memory=False,
 the max over workers of the elapsed time of 'main'; rename the link or leave \
 it out with `links=`.
     """
-    owners = {}  # {key: _Owner}
+    owners = {}
     for name in names:
         if functions and name.split('/')[0] == FUNCTION:
             raise ValueError(
-                '{}: the link {!r} would report under `time/{}/`, where '
-                'the function types\' figures are (functions=True); rename '
-                'the optimizer (its name in the updater) or leave the link '
-                'out with `links=`.'.format(call, name, FUNCTION))
+                f'{call}: the link {name!r} would report under '
+                f'`time/{FUNCTION}/`, where the function types\' figures '
+                'are (functions=True); rename the optimizer (its name in the '
+                'updater) or leave the link out with `links=`.')
         for figure in (MEMORY_FIGURES if memory else link_figures(backward)):
             key = (memory_key(name, figure) if memory else
                    figure_key('train', name, figure.field))
@@ -467,25 +361,21 @@ def _clash(call, one, other):
     # The longer name is the one to rename (a child named like a suffix).
     if len(one.name) < len(other.name):
         one, other = other, one
-    what = 'the {} of {!r}'.format(
-        other.figure.field.replace('_', ' '), other.name)
+    what = f"the {other.figure.field.replace('_', ' ')} of {other.name!r}"
     if other.statistic is not None:
-        what = 'the {} over workers of {}'.format(
-            other.statistic.replace('_', ' '), what)
+        what = (f"the {other.statistic.replace('_', ' ')} over workers of "
+                f'{what}')
     fixes = 'rename the link or leave it out with `links=`'
     if other.figure.backward:
         fixes = ('rename the link, leave it out with `links=` or pass '
                  '`backward=False`')
-    return ValueError('{}: the link {!r} would report `{}`, {}; {}.'.format(
-        call, one.name, one.key, what, fixes))
+    return ValueError(
+        f'{call}: the link {one.name!r} would report `{one.key}`, {what}; '
+        f'{fixes}.')
 
 
 def loop_figures(extension_names):
-    """Returns every figure :class:`~chainer_hookext.TimedLoop` may report,
-    after :data:`LOOP_PREFIX`, in report order.
-
-    Args:
-        extension_names (iterable of str): The trainer's extensions' names.
+    """Every figure TimedLoop may report, in report order.
 
     >>> loop_figures(['LogReport'])[-4:]
     ('extensions', 'extension/LogReport', 'other', 'gc')
@@ -496,8 +386,7 @@ def loop_figures(extension_names):
 
 
 def loop_tail_figures(extension_names):
-    """Returns every figure of the tail :class:`~chainer_hookext.TimedLoop`
-    may report, after :data:`LOOP_PREFIX`.
+    """Every figure of the tail TimedLoop may report.
 
     >>> loop_tail_figures([])[:5]
     ('iteration/max', 'iteration/p50', 'iteration/p90', 'slowest', \
@@ -509,22 +398,8 @@ def loop_tail_figures(extension_names):
 
 
 def check_loop_keys(names, backward, spread, extension_names, loop_spread):
-    """Refuses ``TimedLinks`` keys that ``TimedLoop`` reports too.
-
-    The keys of the links of an optimizer named ``loop`` start with
-    ``time/loop/``, as ``TimedLoop``'s do: ``time/loop/backward`` would be
-    both the backward time of the link ``loop`` and the backward phase.
-
-    Args:
-        names (iterable of str): Names of the links ``TimedLinks`` times.
-        backward (bool): ``TimedLinks`` times backward.
-        spread (bool): ``TimedLinks`` gathers over ChainerMN workers.
-        extension_names (iterable of str): The trainer's extensions' names
-            (``TimedLoop`` reports ``time/loop/extension/<name>``).
-        loop_spread (bool): ``TimedLoop`` gathers over ChainerMN workers.
-
-    Raises:
-        ValueError: Naming both extensions, the key, and what to do.
+    """Raises ``ValueError`` for TimedLinks keys that TimedLoop reports too
+    (the links of an optimizer named ``loop``).
 
     >>> check_loop_keys(['loop'], True, False, [], False)
     Traceback (most recent call last):
@@ -561,16 +436,15 @@ def _loop_clash(key, name, figure, loop_figure):
     if figure.backward:
         fixes.append('pass TimedLinks `backward=False`')
     return ValueError(
-        'TimedLinks and TimedLoop would both report `{}`: TimedLinks the {} '
-        'of the link {!r}, TimedLoop its figure {!r}; {} or {}.'.format(
-            key, figure.field.replace('_', ' '), name, loop_figure,
-            ', '.join(fixes[:-1]), fixes[-1]))
+        f'TimedLinks and TimedLoop would both report `{key}`: TimedLinks the '
+        f"{figure.field.replace('_', ' ')} of the link {name!r}, TimedLoop "
+        f"its figure {loop_figure!r}; {', '.join(fixes[:-1])} or "
+        f'{fixes[-1]}.')
 
 
 def memory_peak_key(category=None):
-    """Returns the key of a measured iteration's memory peak (bytes), or of
-    ``category``'s share of it (``docs/memory.md``, "Memory over the
-    iteration").
+    """The key of the memory peak, or of ``category``'s share of it
+    (docs/memory.md, "Memory over the iteration").
 
     >>> memory_peak_key(), memory_peak_key('activations')
     ('memory/peak', 'memory/peak/activations')
