@@ -10,22 +10,11 @@ import weakref
 
 from chainer_hookext import _observer
 
-#: The hook's methods a waiting copy replaces, on the copy only.
-METHODS = ('forward_preprocess', 'added', 'deleted')
-
 
 class Waiting:
-    """The links a copy of a hook waits for (see the module).
-
-    Args:
-        hook (~chainer_hookext.link_hooks.ScopedLinkHook): The copy.
-        links (int): How many links are expected to hold it.
-
-    Attributes:
-        expected (int): The links still to call it.
-        added (weakref.WeakSet): The links it was added by (at a call, or
-            by Chainer's ``add_hook``), whose next calls add nothing.
-    """
+    """The ``links`` a copy of a hook waits for: ``expected``, those still
+    to call it; ``added``, those it was added by (at a call or by
+    ``add_hook``)."""
 
     def __init__(self, hook, links):
         self.hook = hook
@@ -38,8 +27,7 @@ class Waiting:
                           added=self.add, deleted=self.delete)
 
     def forward_preprocess(self, args):
-        """The copy's ``forward_preprocess``: added by a link holding it at
-        its first call, then the hook's own."""
+        """The copy's: added by a holding link at its first call."""
         hook = self.hook
         link = args.link
         if link not in self.added and not hook.in_thread:
@@ -56,14 +44,14 @@ class Waiting:
         method(args)
 
     def add(self, link):
-        """The copy's ``added``: Chainer's ``add_hook`` added it."""
+        """The copy's ``added`` (Chainer's ``add_hook``)."""
         type(self.hook).added(self.hook, link)
         if link is not None:
             self.added.add(link)
 
     def delete(self, link):
-        """The copy's ``deleted``: nothing for a link that never called
-        it, the hook's own for one that added it."""
+        """The copy's ``deleted``: the hook's own for a link that added it.
+        """
         hook = self.hook
         if link is None or link in self.added:
             self.added.discard(link)
@@ -80,9 +68,8 @@ class Waiting:
         _observer.changed(self.hook)
 
     def state(self, state):
-        """Returns ``state`` (the copy's attributes) as a copy of it holds
-        them: the links still expected in its count, none of this
-        object's methods."""
+        """Returns ``state`` (the copy's attributes) for a copy of the copy:
+        the links still expected counted, none of this object's methods."""
         self._put_back(state)
         state['held_by_links'] = state.get('held_by_links', 0) + (
             self.expected)
@@ -90,8 +77,7 @@ class Waiting:
         return state
 
     def _put_back(self, attributes):
-        # The hook's own methods in its attributes (or a copy of them); a
-        # method put there since (use_method: a timer's on a GPU) stays.
+        # A method put there since (use_method: a timer's on a GPU) stays.
         for name in ('added', 'deleted'):
             attributes.pop(name, None)
         if attributes.get('forward_preprocess') == self.forward_preprocess:

@@ -1,11 +1,10 @@
 """Running statistics of CuPy arrays: one kernel launch per array.
 
-The device side of :mod:`._running_statistics` (docs/statistics.md): each
-key keeps one float64 *state* array on the device; each array adds its
-statistics to it with one launch of :data:`SOURCE`'s kernel (one pass over
-the array on every multiprocessor, the blocks' partial rows merged by the
-last block to end), without a synchronisation.  The first array of a key
-takes a second launch before it, which sets the shift (its mean).
+The device side of :mod:`._running_statistics` (docs/debugging.md,
+"`ActivationStatistics`"): each key keeps one float64 state array on the
+device, to which each array adds with one launch, no synchronisation (the
+last block to end merges the blocks' partial rows).  A key's first array
+takes a launch more before it, which sets the shift (its mean).
 """
 
 import numpy
@@ -23,7 +22,9 @@ PER_THREAD = 4
 ROW = 7
 STATE = 8 + 6 * MAX_BLOCKS + 1
 
-_KERNEL = r'''
+
+def _kernel_source(name, ctype, load):
+    return rf'''
 extern "C" __global__ void statistics_{name}(
         const {ctype}* x, long long n, double* state, int first) {{
     __shared__ Part shared[BLOCK];
@@ -38,10 +39,11 @@ extern "C" __global__ void statistics_{name}(
 }}
 '''
 
+
 #: The CUDA source: one kernel per floating-point dtype, no header needed.
-SOURCE = r'''
-#define BLOCK {block}
-#define MAX_BLOCKS {max_blocks}
+SOURCE = rf'''
+#define BLOCK {BLOCK}
+#define MAX_BLOCKS {MAX_BLOCKS}
 
 struct Part {{ double sum, squares, lo, hi, zeros, x2; }};
 
@@ -139,9 +141,8 @@ __device__ void end_block(Part p, Part* shared, bool* last, double* state,
         *counter = 0u;
     }}
 }}
-'''.format(block=BLOCK, max_blocks=MAX_BLOCKS) + ''.join(
-    _KERNEL.format(name=name, ctype=ctype, load=load)
-    for name, ctype, load in (
+''' + ''.join(
+    _kernel_source(name, ctype, load) for name, ctype, load in (
         ('float16', 'unsigned short', 'from_half(x[i])'),
         ('float32', 'float', '(double)x[i]'),
         ('float64', 'double', 'x[i]')))
@@ -163,8 +164,8 @@ def _kernel(device, dtype):
 
 
 class DeviceRunning:
-    """Running values of one key of CuPy arrays: the element count and the
-    number of arrays (Python ints) and the state on the device."""
+    """Running values of one key of CuPy arrays: the element count, the
+    number of arrays and the state on the device."""
 
     __slots__ = ('count', 'calls', 'state')
 
@@ -181,7 +182,7 @@ class DeviceRunning:
 
     def add(self, array):
         """Adds ``array`` (non-empty, floating point, on the state's
-        device) with one kernel launch."""
+        device)."""
         self.count += array.size
         self.calls += 1
         _launch(array, self.state, 0)
@@ -193,7 +194,7 @@ class DeviceRunning:
 
 
 def _launch(array, state, first):
-    # One launch: ``first`` sets the shift, else the array is added.
+    # first: set the shift, else add the array.
     if not array.flags.c_contiguous:
         array = cuda.cupy.ascontiguousarray(array)
     n = array.size

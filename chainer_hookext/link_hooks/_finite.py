@@ -16,7 +16,7 @@ _cupy_kernel = None
 
 
 def code(array):
-    """Returns the finiteness code of ``array`` (see the module)."""
+    """Returns the finiteness code of ``array``."""
     xp = backend.get_array_module(array)
     if xp is numpy:
         if numpy.isfinite(array).all():
@@ -37,18 +37,10 @@ def _cupy_code(array):
 
 
 def forward_cause(args):
-    """Says where a link call's non-finite output comes from.
-
-    ``args`` is the ``forward_postprocess`` argument.  Checks each input
-    array, then each initialised parameter of the link and its descendants
-    (a synchronisation for device arrays): call it only for a finding
-    reported at once.
-
-    Returns:
-        Cause: ``hint``, a sentence for the finding, and ``param``, the path
-        of the first non-finite parameter below the link (``'W'``,
-        ``'l1/W'``), or ``None``.
-    """
+    """Returns the :class:`Cause` of a link call's non-finite output
+    (``args``: ``forward_postprocess``'s), checking its inputs, then its
+    tree's parameters: a synchronisation per device array, so only for a
+    finding reported at once."""
     inputs = (('args', args.args), ('kwargs', args.kwargs))
     for prefix, value in inputs:
         for keys, array in _arrays.walk(value):
@@ -67,8 +59,8 @@ def forward_cause(args):
                  'link\'s forward', None)
 
 
-#: What :func:`forward_cause` says: ``hint`` (str) and ``param`` (str or
-#: ``None``).
+#: ``hint``, a sentence; ``param``, the first non-finite parameter's path
+#: below the link (``'l1/W'``) or ``None``.
 Cause = collections.namedtuple('Cause', 'hint param')
 
 

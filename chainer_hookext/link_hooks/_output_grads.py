@@ -1,56 +1,8 @@
-"""The thread's one node tagger: link outputs' gradients, LinkMemory's nodes.
-
-Four hooks read function nodes through one function hook per thread, the
-thread's :class:`OutputGrads`, a node tagger (:mod:`chainer_hookext._tagging`)
-registered once through :mod:`chainer_hookext._registry` while any of them
-listens (:func:`subscribe`, :func:`unsubscribe`: counted, removed when the
-last one leaves): :class:`~chainer_hookext.NonFiniteHook` (its gradient
-check), :class:`~chainer_hookext.CallbackHook` (``backward=``),
-:class:`~chainer_hookext.GradientStatisticsHook`, which read what flows
-backward into a link's outputs, and ``LinkMemory``'s
-:class:`~chainer_hookext.memory.tracer.MemoryTracer`, which keeps the nodes
-of its measured iteration.
-
-* **Forward.** Each new function node is tagged with the tag of the
-  thread's running links (:attr:`~chainer_hookext._running_links.
-  RunningLinks.tag`: the innermost running link of each listener that
-  tags, one immutable tuple shared by the nodes made under the same links).
-  At the end of a link call a listener calls
-  :meth:`~OutputGrads.mark` with the call's outputs (and, to have them, its
-  inputs): it makes one :class:`Call` record and adds ``(call, position,
-  index)`` to the tag of the node that created each output Variable
-  (``creator_node``; ``index``: which output of that node it is).  A
-  listener that only reads each gradient (``GradientStatisticsHook``)
-  calls :meth:`~OutputGrads.watch` instead: no record, ``(read, key,
-  index)`` on the node's tag.
-* **Backward.** Chainer gives the step of a node the gradient w.r.t. each
-  of its outputs (``out_grad``), before that node's backward runs.  The
-  step listeners check it (every tagged node), then each watch of the node
-  hands its output's gradient to ``read(key, grad)`` and each mark to its
-  call's listener (``output_grad(call, position, grad)``); each reads it at
-  once, and a node's watches and marks are read once (not again in a
-  second backward over the graph).  A call whose every marked node was
-  seen is done (``call_done(call)``: the user's callback).  Readers come
-  before callbacks at each step, so a callback cannot change what was
-  read.
-* **Outputs that get no gradient.** A node nothing downstream uses is never
-  stepped; nor is one none of whose inputs needs a gradient (Chainer calls
-  no hook for it).  A call some of whose nodes were seen is done with
-  ``None`` there when the next forward starts (the next link call of a
-  listener outside a backward step), at :meth:`~OutputGrads.flush`, or when
-  its listener leaves.  A call none of whose nodes is stepped (no backward)
-  is never done; its record dies with the nodes.
-* **F.forget.** Its forward runs the link without a graph: no node, no
-  mark.  Its backward step calls the link again (``in_recomputing``) and
-  runs a backward of its own over the new nodes, where the marks of that
-  call are seen: one call done per call of the user's forward.
-* **LinkMemory.** Its tracer, a *node listener*, is told of each node
-  created (it may give the node another name of its own, that of the
-  backward step it is created in) and of each backward step's start and
-  end.  Its work is a pause of every measurement
-  (:mod:`chainer_hookext.timing.pauses`): while it listens the tagger is
-  first in the thread's function hooks, before any other hook reads the
-  clock.
+"""The thread's one node tagger, :class:`OutputGrads`: the gradients w.r.t.
+link outputs (``NonFiniteHook``, ``CallbackHook(backward=...)``,
+``GradientStatisticsHook``) and ``LinkMemory``'s nodes, through one function
+hook per thread (docs/internals.md, "The gradients w.r.t. a link's outputs"
+and "Node tagging").
 """
 
 import threading
@@ -71,26 +23,16 @@ _WAITING = object()
 
 
 def subscribe(listener, steps=False, nodes=False):
-    """Makes ``listener`` listen to the thread's :class:`OutputGrads`.
+    """Makes ``listener`` listen to the thread's :class:`OutputGrads`
+    (counted: each call needs one :func:`unsubscribe`); returns the tagger.
 
-    Counted: each call needs one :func:`unsubscribe`.
-
-    Args:
-        listener: A hook; one that calls :meth:`~OutputGrads.mark` has
-            ``output_grad(call, position, grad)`` (returns what the call
-            keeps for that position), ``call_done(call)`` and ``waits``
-            (whether a call it marks waits for every node); with
-            ``steps=True`` a hook with ``grad_step(function, running,
-            out_grad, prev)``, called at every backward step
-            (``running``: the node's tag of running links); with
-            ``nodes=True`` one with ``tag_node(function, in_data, tag)``
-            (returns the tag to store), ``backward_step_started(function,
-            tag)`` and ``backward_step_ended(function, tag)``.
-        steps (bool): Whether it is a step listener.
-        nodes (bool): Whether it is the node listener (one at a time).
-
-    Returns:
-        OutputGrads: The thread's tagger, registered.
+    A listener that calls :meth:`~OutputGrads.mark` has ``output_grad(call,
+    position, grad)`` (what the call keeps), ``call_done(call)`` and
+    ``waits``; with ``steps`` it has ``grad_step(function, running,
+    out_grad, prev)``, called at every backward step; with ``nodes`` (one
+    at a time) ``tag_node(function, in_data, tag)`` (returns the tag),
+    ``backward_step_started(function, tag)`` and
+    ``backward_step_ended(function, tag)``.
     """
     tagger = _tagging.register(getattr(_local, 'tagger', None), OutputGrads)
     _local.tagger = tagger
@@ -103,14 +45,9 @@ def subscribe(listener, steps=False, nodes=False):
 
 
 def unsubscribe(tagger, listener):
-    """Takes back one :func:`subscribe` of ``listener``.
-
-    On its last, the listener's calls still waiting are done (with
-    ``None`` for the nodes not seen).
-
-    Returns:
-        OutputGrads: ``tagger`` while still registered, else ``None``.
-    """
+    """Takes back one :func:`subscribe`; on the last, the listener's calls
+    still waiting are done.  Returns ``tagger`` while registered, else
+    ``None``."""
     if tagger is None:
         return None
     try:
@@ -122,21 +59,11 @@ def unsubscribe(tagger, listener):
     return left
 
 
-class Call(object):
-    """One call of a link, as a listener marked it.
-
-    Attributes:
-        listener: The hook that marked it.
-        link (~chainer.Link): The link called.
-        name (str): Its name, as the listener names it.
-        keys (list of tuple): Where each output array is in the output
-            (:func:`~chainer_hookext._arrays.walk`), one per output
-            position.
-        grads (list): One per position, outputs then inputs: what the
-            listener kept of its gradient, or ``None``.
-        waiting (int): The marks not seen yet.
-        started (bool): Whether a mark of it was seen.
-    """
+class Call:
+    """One call of a link, as a listener marked it: ``keys``, where each
+    output array is in the output; ``grads``, one per position (outputs,
+    then inputs), what the listener kept of its gradient or ``None``;
+    ``waiting``, the marks not seen yet; ``started``, whether one was."""
 
     __slots__ = ('listener', 'link', 'name', 'keys', 'grads', 'waiting',
                  'started')
@@ -152,20 +79,17 @@ class Call(object):
 
     @property
     def grad_outputs(self):
-        """The kept gradients w.r.t. the outputs, a tuple."""
         return tuple(self.grads[:len(self.keys)])
 
     @property
     def grad_inputs(self):
-        """The kept gradients w.r.t. the inputs, a tuple."""
         return tuple(self.grads[len(self.keys):])
 
 
-class Marked(object):
-    """The tag of a node that created a link call's output: what it would
-    be tagged with (``running``), ``marks``, ``[(call, position, index)]``
-    (:meth:`OutputGrads.mark`), and ``reads``, ``[(read, key, index)]``
-    (:meth:`OutputGrads.watch`); each list ``None`` until needed."""
+class Marked:
+    """The tag of a node that created a link call's output: ``running``
+    (its tag otherwise), ``marks`` ``[(call, position, index)]`` and
+    ``reads`` ``[(read, key, index)]``, each ``None`` until needed."""
 
     __slots__ = ('running', 'marks', 'reads')
 
@@ -179,12 +103,11 @@ class OutputGrads(_tagging.NodeTagger):
     """The thread's tagger of link outputs' gradients (see the module).
 
     Attributes:
-        links (~chainer_hookext._running_links.RunningLinks): The thread's
-            running links, whose tag each new node gets.
+        links: The thread's ``RunningLinks``, whose tag each node gets.
         recorder: The node listener, or ``None``.
         started (list of Call): Calls of waiting listeners partly seen.
-        prev: A weak reference to the node of the last backward step, while
-            a step listener listens.
+        prev: A weak reference to the last backward step's node, while a
+            step listener listens.
     """
 
     name = 'OutputGrads'
@@ -204,8 +127,8 @@ class OutputGrads(_tagging.NodeTagger):
         if nodes and self.recorder is not listener:
             if self.recorder is not None:
                 raise RuntimeError(
-                    '{}: {!r} listens to the nodes already; one node '
-                    'listener at a time.'.format(self.name, self.recorder))
+                    f'{self.name}: {self.recorder!r} listens to the nodes '
+                    'already; one node listener at a time.')
             self._record(listener)
         count = self._counts.get(listener, 0)
         self._counts[listener] = count + 1
@@ -232,9 +155,8 @@ class OutputGrads(_tagging.NodeTagger):
             self.links = _running_links.unsubscribe(self.links, self)
 
     def _record(self, recorder):
-        # The node listener joins (first in the function hooks: its work
-        # is a pause told of before another hook reads the clock) or
-        # leaves (``None``).
+        # The node listener first in the function hooks: its work is a
+        # pause told of before another hook reads the clock.
         self.recorder = recorder
         self.put_first(recorder is not None)
         _observer.use_method(self, 'backward_postprocess', None if (
@@ -248,19 +170,10 @@ class OutputGrads(_tagging.NodeTagger):
         function._chainer_hookext_links = tag
 
     def mark(self, listener, link, name, out, inputs=None):
-        """Marks the nodes that created the outputs of one link call.
-
-        Args:
-            listener: The hook marking it (see :func:`subscribe`).
-            link (~chainer.Link): The link.
-            name (str): Its name.
-            out: The call's output (``args.out``).
-            inputs: The call's inputs (``(args.args, args.kwargs)``) to have
-                their gradients too, or ``None``.
-
-        Returns:
-            Call: The record, or ``None`` when no output has a node.
-        """
+        """Marks the nodes that created the outputs (``args.out``) of one
+        link call, and of ``inputs`` (``(args.args, args.kwargs)``) unless
+        ``None``; returns the :class:`Call`, or ``None`` when no output has
+        a node."""
         if isinstance(out, chainer.Variable):
             keys, values = [()], [out]
         else:
@@ -290,13 +203,9 @@ class OutputGrads(_tagging.NodeTagger):
         return call
 
     def watch(self, read, name, out):
-        """Has ``read((name, key), grad)`` called with the gradient w.r.t.
-        each output Variable of one link call (``key``: where it is in
-        ``out``), at the backward step of the node that created it, once.
-
-        The light :meth:`mark` of a listener that reads each gradient at
-        once and keeps no record of the call (no ``call_done``).
-        """
+        """Has ``read((name, key), grad)`` called once with the gradient
+        w.r.t. each output Variable of a call, at its node's step: a
+        :meth:`mark` keeping no record of the call."""
         outputs = (((), out),) if isinstance(out, chainer.Variable) else (
             _arrays.walk(out, variables=True))
         for key, value in outputs:
@@ -310,9 +219,8 @@ class OutputGrads(_tagging.NodeTagger):
             tag.reads.append((read, (name, key), index))
 
     def _marked(self, variable):
-        # The Marked tag of the node that created ``variable`` (made if
-        # need be) and which of its outputs it is; (None, None) when it
-        # has no node.
+        # The Marked tag of variable's creator (made if need be) and which
+        # of its outputs it is; (None, None) without one.
         node = variable.creator_node
         if node is None:
             return None, None
@@ -333,8 +241,8 @@ class OutputGrads(_tagging.NodeTagger):
         return tag, index
 
     def name_of(self, listener, function):
-        """The name of the innermost link running for ``listener`` when
-        ``function`` was made (``None`` when none)."""
+        """The innermost link running for ``listener`` when ``function``
+        was made, or ``None``."""
         try:
             tag = function._chainer_hookext_links
         except AttributeError:
@@ -400,9 +308,8 @@ class OutputGrads(_tagging.NodeTagger):
             call.listener.call_done(call)
 
     def forward_begins(self):
-        """Called by a waiting listener at a link call: outside a backward
-        step (``F.forget``'s recomputation), the calls partly seen are done.
-        """
+        """At a waiting listener's link call outside a backward step (not
+        ``F.forget``'s recomputation), the calls partly seen are done."""
         if self.started and not _chainer.is_recomputing():
             self.flush()
 
@@ -429,7 +336,6 @@ class OutputGrads(_tagging.NodeTagger):
 
 
 def _output_index(outputs, variable_node):
-    # Which of a node's ``outputs`` (weak references) ``variable_node`` is.
     for index, ref in enumerate(outputs):
         if ref() is variable_node:
             return index

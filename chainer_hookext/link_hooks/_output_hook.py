@@ -6,29 +6,18 @@ from chainer_hookext.link_hooks import scoped_link_hook
 
 
 class OutputHook(scoped_link_hook.ScopedLinkHook):
-    """Calls :meth:`process` with each scoped link's name after its forward.
+    """Calls ``process(name, args)`` (``args``: ``forward_postprocess``'s)
+    with each scoped link's name after its forward.
 
-    Names come from the scope (:meth:`set_scope`, as
-    :class:`~chainer_hookext.LinkHookExtension` sets it: ``main/predictor/l1``)
-    or, without a scope, from the thread's running links
-    (:mod:`chainer_hookext._running_links`: ``MLP/l1``).  The hook tells
-    them of its links' calls only when it needs them: without a scope, or
-    when :attr:`track_links` is true (its innermost running link tags the
-    function nodes).  With a scope and no tracking, ``forward_preprocess``
-    does nothing.
-
-    ``train`` / ``eval`` are the hook's own modes; a scope narrows them
-    (:class:`~chainer_hookext.link_hooks.ScopedLinkHook`).
-
-    Subclasses implement ``process(name, args)``, where ``args`` is the
-    ``forward_postprocess`` argument (``args.out``, ``args.args``,
-    ``args.kwargs``, ``args.link``), and call this class's ``added`` and
-    ``deleted`` (``super().added(link)``).
+    Names come from the scope (``main/predictor/l1``) or, without one, from
+    the thread's running links (``MLP/l1``), which the hook tells of its
+    calls only without a scope or with :attr:`track_links` (its innermost
+    running link tags the nodes).  Subclasses call this class's ``added``
+    and ``deleted``.
     """
 
     track_links = False
-    #: The thread's running links, while the hook is added.
-    _running = None
+    _running = None  # the thread's RunningLinks, while added
 
     def __init__(self, train=True, eval=True):
         super().__init__(train=train, eval=eval)

@@ -1,11 +1,7 @@
-"""Running statistics of arrays, by key, without keeping the arrays.
-
-What :class:`~chainer_hookext.ActivationStatisticsHook` and
-:class:`~chainer_hookext.GradientStatisticsHook` accumulate (docs/debugging.md,
-the statistics sections): per key a :class:`Row` of sums in float64 about a
-shift, for NumPy arrays here as Python floats, for CuPy arrays on the device
-(:mod:`._device_statistics`: one kernel launch per array), with one
-device-to-host copy per device at :meth:`Table.values`.
+"""Running statistics of arrays, by key, without keeping the arrays: what
+``ActivationStatisticsHook`` and ``GradientStatisticsHook`` accumulate
+(docs/debugging.md, "`ActivationStatistics`"); NumPy here, CuPy in
+:mod:`._device_statistics`.
 """
 
 import collections
@@ -20,25 +16,17 @@ from chainer_hookext.link_hooks import _device_statistics
 #: Per-call rows kept before they are folded into one (NumPy).
 FOLD = 64
 
-#: What a key keeps, in this order on the device too: of its values less
-#: ``shift`` (the mean of its first array since the last reset, so that the
-#: variance loses nothing when the mean is large beside the spread) the
-#: ``sum`` and the sum of ``squares``; ``min``, ``max`` and the number of
-#: ``zeros`` of the values; ``norms``, the sum over the arrays of each one's
-#: L2 norm (kept for gradients only); ``shift``.
+#: What a key keeps, in this order on the device too: ``sum`` and
+#: ``squares`` of its values less ``shift`` (its first array's mean: the
+#: variance loses nothing when the mean is large beside the spread);
+#: ``min``, ``max``, ``zeros``; ``norms``, the sum of each array's L2 norm.
 Row = collections.namedtuple(
     'Row', ('sum', 'squares', 'min', 'max', 'zeros', 'norms', 'shift'))
 
 
 class Table:
-    """The running values of each key of one hook, and its report.
-
-    Args:
-        statistics (tuple of str): The names reported.
-        key (callable): ``key(*table_key, statistic)``: the reported key
-            (:mod:`chainer_hookext.report.keys`).
-        norm (bool): Report each array's L2 norm too (gradients).
-    """
+    """The running values of each key of one hook; ``key(*table_key,
+    statistic)`` makes the reported keys."""
 
     def __init__(self, statistics, key, norm=False):
         self.statistics = statistics
@@ -56,8 +44,7 @@ class Table:
         running.add(array)
 
     def values(self):
-        """Returns ``{reported key: float}``, one device-to-host copy per
-        device."""
+        """Returns ``{reported key: float}``: one host copy per device."""
         keys = list(self.running)
         rows = _arrays.to_host([self.running[k].row() for k in keys])
         values = {}
@@ -85,9 +72,8 @@ def figures(row, count, calls):
 
 
 class Running:
-    """Running values of one key of NumPy arrays: the element count and
-    the number of arrays (Python ints), the shift (a Python float) and the
-    per-call rows (tuples of Python floats, :class:`Row`'s first six)."""
+    """Running values of one key of NumPy arrays: counts, the shift and the
+    per-call rows (:class:`Row`'s first six, Python floats)."""
 
     __slots__ = ('count', 'calls', 'shift', 'rows', 'norm')
 
@@ -108,13 +94,11 @@ class Running:
             rows[:] = [_fold(rows)]
 
     def row(self):
-        """The folded row and the shift: a float64 :class:`Row` array."""
+        """The folded row and the shift, as a float64 array."""
         return numpy.append(_fold(self.rows), self.shift)
 
 
 def _row(array, shift, norm):
-    # The row of one array: sums of its values less the shift, min, max,
-    # zeros, and its L2 norm (0.0 unless ``norm``).
     flat = array.ravel()
     d = numpy.subtract(flat, shift, dtype=numpy.float64)
     total = float(d.sum())
@@ -141,8 +125,6 @@ def _norm(flat, shift, total, squares):
 
 
 def _fold(rows):
-    # Rows to one row (a float64 array): sums, min, max, then sums again
-    # (zeros, norms).
     m = numpy.array(rows, numpy.float64)
     return numpy.concatenate([
         m[:, :2].sum(axis=0), m[:, 2:3].min(axis=0), m[:, 3:4].max(axis=0),
@@ -150,14 +132,7 @@ def _fold(rows):
 
 
 def check_statistics(call, statistics, choices):
-    """Returns ``statistics`` as a tuple of names of ``choices``.
-
-    Raises:
-        TypeError: Naming ``call``, when it is not a name or an iterable of
-            names.
-        ValueError: Naming ``call``, when it is empty or names one not in
-            ``choices``.
-    """
+    """Returns ``statistics`` as a tuple of names of ``choices``."""
     what = f"pass a non-empty tuple of {', '.join(map(repr, choices))}."
     try:
         names = ((statistics,) if isinstance(statistics, str)

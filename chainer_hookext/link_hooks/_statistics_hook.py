@@ -8,22 +8,12 @@ class StatisticsHook(_output_hook.OutputHook):
     """An :class:`~._output_hook.OutputHook` adding arrays to a
     :class:`~._running_statistics.Table`.
 
-    Subclasses set :attr:`STATISTICS` (the choices), :attr:`report_key`
-    (``report_key(name, output, statistic)``, from
-    :mod:`chainer_hookext.report.keys`) and :attr:`norm`, and add arrays
-    with ``self._table.add((name, output), array)``.
-
-    Args:
-        statistics (tuple of str): Which of :attr:`STATISTICS` to return.
-        train (bool): Watch calls made while ``chainer.config.train`` is
-            true.
-        eval (bool): Watch calls made while it is false.
-        call (str): The name in the errors; the class's by default.
+    Subclasses set :attr:`STATISTICS` (the choices), ``report_key(name,
+    output, statistic)`` and :attr:`norm` (keep each array's L2 norm), and
+    add arrays with ``self._table.add((name, output), array)``.
     """
 
-    #: The statistics a hook can return.
     STATISTICS = ()
-    #: Whether each array's L2 norm is kept too.
     norm = False
     report_key = None
 
@@ -38,14 +28,8 @@ class StatisticsHook(_output_hook.OutputHook):
 
     @classmethod
     def check_statistics(cls, call, statistics):
-        """Returns ``statistics`` as a tuple of names of :attr:`STATISTICS`.
-
-        Raises:
-            TypeError: Naming ``call``, when it is not a name or an
-                iterable of names.
-            ValueError: Naming ``call``, when it is empty or names one not
-                in :attr:`STATISTICS`.
-        """
+        """Returns ``statistics`` as a tuple of names of :attr:`STATISTICS`
+        (``TypeError`` or ``ValueError`` naming ``call`` otherwise)."""
         return _running_statistics.check_statistics(
             call, statistics, cls.STATISTICS)
 

@@ -1,5 +1,5 @@
 """ActivationStatisticsHook: statistics of the links' forward outputs
-(docs/debugging.md)."""
+(docs/debugging.md, "`ActivationStatistics`")."""
 
 from chainer_hookext import _arrays
 from chainer_hookext.link_hooks import _statistics_hook
@@ -12,32 +12,17 @@ STATISTICS = ('mean', 'std', 'min', 'max', 'zero_fraction')
 class ActivationStatisticsHook(_statistics_hook.StatisticsHook):
     """Link hook that accumulates statistics of the links' forward outputs.
 
-    For each floating-point array of each hooked link's output it computes,
-    on the array's device and in float64, the sum and the sum of squares of
-    the values less a shift (the mean of the first output of that key since
-    :meth:`reset`, so that the variance's subtraction loses nothing when the
-    mean is large beside the spread), the minimum, the maximum and the
-    number of zeros, and adds them to running values, without keeping the
-    array.  For CuPy arrays the running values stay on the device (no
-    synchronisation per call: one kernel launch per array); for NumPy they
-    are Python floats.
-    :meth:`statistics` computes, with one device-to-host copy per device,
-
-    * ``mean``, ``std`` (population), ``min``, ``max``;
-    * ``zero_fraction``: fraction of elements exactly zero (dead ReLUs).
-
-    Keys are ``<link>/out/<statistic>`` for a single output, and
-    ``<link>/out/<index or key>/<statistic>`` for each array of a tuple, list
-    or dict output.  :class:`~chainer_hookext.ActivationStatistics` owns this
-    hook in a trainer and names links ``main/predictor/l1``; without a trainer
-    links are named after their parents (``MLP/l1``).
+    Each floating-point output array adds to running sums on its device,
+    without keeping the array; :meth:`statistics` returns ``mean``, ``std``
+    (population), ``min``, ``max`` and ``zero_fraction`` under
+    ``<link>/out/<statistic>`` (docs/debugging.md, "`ActivationStatistics`").
+    Without a trainer links are named after their parents (``MLP/l1``).
 
     Args:
         statistics (tuple of str): Which of :data:`STATISTICS` to return.
         train (bool): Accumulate while ``chainer.config.train`` is true.
-        eval (bool): Accumulate while ``chainer.config.train`` is false.
-        call (str): The name in errors (an extension's); the class's by
-            default.
+        eval (bool): Accumulate while it is false.
+        call (str): The name in errors; the class's by default.
 
     .. admonition:: Example
 

@@ -10,50 +10,14 @@ from chainer_hookext.link_hooks import scoped_link_hook
 class CallbackHook(scoped_link_hook.ScopedLinkHook):
     """Link hook built from plain callables.
 
-    For users who want a hook without subclassing :class:`chainer.LinkHook`.
     ``prehook(link, args, kwargs)`` runs before each
-    :meth:`Link.forward() <chainer.Link.forward>` and
-    ``posthook(link, args, kwargs, out)`` after it, where ``args`` and
-    ``kwargs`` are the arguments of the forward call and ``out`` its result.
-
-    ``backward(link, grad_outputs)`` runs in backward, once per call of the
-    link whose outputs a backward reached: ``grad_outputs`` is a tuple with
-    one gradient (an array) per array of the call's output, in the order of
-    the output (a tuple's, a list's, a dict's items'; a single Variable: a
-    1-tuple), ``None`` where an output got no gradient (unused downstream,
-    not a Variable, or made without a graph).  It runs when the backward
-    has stepped every node that created an output; when one is never
-    stepped (an output nothing uses), when the next forward starts (the
-    next call of a hooked link outside a backward step), or when the hook
-    is removed.  Under ``F.forget`` it runs from the recomputation inside
-    the backward, once per call of the forward.  A call made without a graph
-    (``chainer.no_backprop_mode``) has no backward and no callback.
-
-    With ``grad_inputs=True`` it is called as ``backward(link,
-    grad_outputs, grad_inputs=grad_inputs)``, ``grad_inputs`` a tuple with
-    one entry per array of the call's positional then keyword arguments,
-    after the backward has also stepped the nodes that created them: the
-    gradient of the loss w.r.t. that input as Chainer accumulates it (its
-    total, through every function that used the input, not only this
-    link's: Chainer's hooks see no gradient of one use).  It is ``None`` for
-    an input that is a raw array or needs no gradient, and for a Variable
-    no function created (the model's input, a leaf, or under ``F.forget``
-    the recomputation's copies): Chainer writes its gradient to
-    ``x.grad`` after the whole backward, where no hook sees it.
-
-    The callback reads: the gradients are the arrays the backward passes on
-    (a read-only view of a NumPy array; a CuPy array as it is). Changing a
-    gradient needs a :class:`chainer.FunctionNode` in the forward, whose
-    ``backward`` returns the new one.  Statistics and checks of the same
-    gradients (``GradientStatisticsHook``, ``NonFiniteHook``) are computed
-    before any callback of the step runs.
-
-    A :class:`~chainer_hookext.link_hooks.ScopedLinkHook`:
-    :class:`~chainer_hookext.LinkHookExtension` registers it directly and
-    scopes it to the model; its ``train`` / ``eval`` then narrow this hook's
-    own, never widen them (``CallbackHook(f, eval=False)`` never fires in
-    evaluation, whatever the extension's modes).  ``backward`` runs for the
-    calls made in scope, in a mode the hook acts in.
+    :meth:`Link.forward() <chainer.Link.forward>`, ``posthook(link, args,
+    kwargs, out)`` after it, and ``backward(link, grad_outputs)`` once per
+    call whose outputs a backward reached (one read-only gradient or
+    ``None`` per output array): when, and what ``grad_inputs`` holds,
+    docs/debugging.md, "Gradients per link".  Its ``train`` / ``eval``
+    combine with a scope's (docs/debugging.md, "Any link hook, for exactly
+    as long as training").
 
     Args:
         prehook (callable): Called before each forward, or ``None``.
@@ -87,7 +51,7 @@ class CallbackHook(scoped_link_hook.ScopedLinkHook):
     """
 
     name = 'CallbackHook'
-    #: Its calls wait for every node (the callback gets them all at once).
+    #: Its calls wait for every node: the callback gets them all at once.
     waits = True
 
     def __init__(self, prehook: typing.Optional[typing.Callable] = None,
@@ -154,14 +118,13 @@ class CallbackHook(scoped_link_hook.ScopedLinkHook):
                 args.args, args.kwargs) if self.grad_inputs else None)
 
     def output_grad(self, call, position, grad):
-        """Keeps a gradient for the callback (the tagger calls it)."""
+        # A NumPy gradient as a read-only view: the callback reads only.
         if isinstance(grad, numpy.ndarray):
             grad = grad.view()
             grad.flags.writeable = False
         return grad
 
     def call_done(self, call):
-        """Calls ``backward`` (the tagger calls it)."""
         if self.grad_inputs:
             self.backward(call.link, call.grad_outputs,
                           grad_inputs=call.grad_inputs)

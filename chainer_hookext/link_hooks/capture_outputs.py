@@ -1,5 +1,5 @@
 """CaptureOutputsHook: the latest forward output of each link
-(docs/debugging.md)."""
+(docs/debugging.md, "`CaptureOutputs`")."""
 
 import chainer
 
@@ -10,17 +10,9 @@ from chainer_hookext.link_hooks import _output_hook
 class CaptureOutputsHook(_output_hook.OutputHook):
     """Link hook that keeps the latest forward output of each hooked link.
 
-    The output is kept detached: a :class:`~chainer.Variable` becomes its
-    array, tuples, lists and dicts are rebuilt around the arrays, so the
-    computational graph is not kept alive.  Each call replaces the link's
-    previous output, so memory is bounded by one output per hooked link
-    (about one forward pass's worth of the hooked links' activations, held
-    until :meth:`clear`).  Arrays stay on their device.
-
-    Without a scope every link called while the hook is registered is
-    captured, named after its parents (``MLP/l1``);
-    :class:`~chainer_hookext.CaptureOutputs` owns this hook in a trainer,
-    scopes it to chosen links and names them ``main/predictor/l1``.
+    Outputs are kept detached from the graph (Variables as their arrays,
+    on their device), one per link until :meth:`clear`.  Without a scope
+    every link is captured, named after its parents (``MLP/l1``).
 
     Args:
         copy (bool): Keep a copy of each array instead of the array itself,
@@ -29,8 +21,8 @@ class CaptureOutputsHook(_output_hook.OutputHook):
         eval (bool): Capture while ``chainer.config.train`` is false.
 
     Attributes:
-        outputs (dict): ``{link name: output}``, latest output of each link,
-            in the order the links were first captured.
+        outputs (dict): ``{link name: latest output}``, in order of first
+            capture.
 
     .. admonition:: Example
 

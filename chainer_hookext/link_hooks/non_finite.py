@@ -26,17 +26,14 @@ class NonFiniteHook(_output_hook.OutputHook):
 
     Checks each hooked link's forward outputs and, with ``backward=True``,
     the gradients w.r.t. the outputs of the nodes made in its forward;
-    :meth:`check_grads` checks the parameters' gradients.  NumPy arrays are
-    checked at once, CuPy arrays at :meth:`check` (one host copy).
-    :class:`~chainer_hookext.NonFiniteGuard` owns it in a trainer; what a
-    finding says: docs/debugging.md.
+    :meth:`check_grads` checks the parameters' gradients.  What a finding
+    says: docs/debugging.md, "`NonFiniteGuard`".
 
     Args:
         backward (bool): Also check gradients in backward.
         action (str): ``'raise'`` a :class:`NonFiniteError` at the first
-            finding; ``'warn'`` (a ``RuntimeWarning`` for the first finding
-            at each place) and go on; or ``'report'``: only record it in
-            :attr:`findings` and :attr:`counts`.
+            finding; ``'warn'`` once per place and go on; or ``'report'``
+            in :attr:`findings` and :attr:`counts` only.
         deferred (bool): ``None`` (default): NumPy at once, others at
             :meth:`check`.  ``True``: everything at :meth:`check`.
             ``False``: everything at once (synchronises a GPU per call).
@@ -85,7 +82,7 @@ class NonFiniteHook(_output_hook.OutputHook):
         self.counts = {}
         self._places = set()
         self._pending = []
-        self._grads = None  # the thread's OutputGrads, while listening
+        self._grads = None  # the thread's OutputGrads, while added
 
     def added(self, link: typing.Optional[chainer.Link]) -> None:
         super().added(link)
@@ -111,9 +108,7 @@ class NonFiniteHook(_output_hook.OutputHook):
                   out_grad: tuple, prev: typing.Optional[
                       typing.Callable[[], chainer.FunctionNode]]) -> None:
         """Checks the gradients w.r.t. the outputs of a node made in a
-        hooked link's forward, before its backward runs (the thread's
-        :class:`~chainer_hookext.link_hooks._output_grads.OutputGrads`
-        calls it at each backward step)."""
+        hooked link's forward, at its backward step."""
         name = _running_links.name_in(running, self)
         if name is None:
             return
@@ -129,11 +124,8 @@ class NonFiniteHook(_output_hook.OutputHook):
     def check_grads(self, link: chainer.Link) -> None:
         """Checks the gradients of the parameters of ``link`` and below,
         after backward and before the update (clear them before the
-        backward: Chainer starts them at NaN).
-
-        A finding is a ``'backward'`` one of the parameter's link, counted
-        under ``(link, 'grad')``; with a scope, only links in scope are
-        checked, named by it; without, named from ``link`` (``MLP/l1/W``).
+        backward: Chainer starts them at NaN); with a scope, of the links
+        in scope only.
 
         Args:
             link (~chainer.Link): The model (or a part of it) whose
@@ -235,10 +227,8 @@ class NonFiniteHook(_output_hook.OutputHook):
         return _Record(name, iteration, 'backward', output, hint, None, mode)
 
     def _found(self, code, record, args=None):
-        # args: the forward_postprocess argument of a forward finding checked
-        # at once, to say where the value comes from (for the first finding
-        # at a place, or one raised: the cause costs a check of every input
-        # and parameter).
+        # args: of a forward finding checked at once, for its cause (only
+        # for a first or raised finding: it checks every input and param).
         key = record.link, 'out' if record.phase == 'forward' else 'grad'
         self.counts[key] = self.counts.get(key, 0) + 1
         place = record.link, record.phase, record.output
@@ -268,8 +258,6 @@ _Record = collections.namedtuple(
 
 
 def check_action(call, action):
-    """Returns ``action``; raises unless it is a :class:`NonFiniteHook`
-    action (``TypeError`` for a value that is not a string, ``ValueError``
-    for an unknown one); ``call`` names the call in the message."""
-    return _checks.check_choice(call, 'action', action, tuple(_ACTIONS),
+    """Returns ``action``, checked as :class:`NonFiniteHook`'s."""
+    return _checks.check_choice(call, 'action', action, _ACTIONS,
                                 'an action')

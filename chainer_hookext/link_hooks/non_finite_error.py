@@ -14,14 +14,10 @@ class NonFiniteError(FloatingPointError):
             forward; ``'gradient w.r.t. output 0 of LinearFunction'`` or
             ``'gradient w.r.t. parameter W'`` in backward.
         kind (str): ``'NaN'``, ``'Inf'`` or ``'NaN and Inf'``.
-        hint (str): Where to look: whether a forward's inputs or parameters
-            were already non-finite; in backward, the backward step run just
-            before, or the parameter's full name.
-        param (str): Full name of the parameter involved, e.g.
-            ``'main/predictor/l1/W'``: the one whose gradient is non-finite,
-            or the non-finite parameter a forward used; ``None`` otherwise.
-        mode (str): ``'training'`` or ``'evaluation'``
-            (``chainer.config.train`` when the value was checked).
+        hint (str): Where to look (docs/debugging.md, "`NonFiniteGuard`").
+        param (str): Full name of the parameter involved (whose gradient is
+            non-finite, or non-finite and used by a forward), or ``None``.
+        mode (str): ``'training'`` or ``'evaluation'``.
 
     >>> print(NonFiniteError('main/l1', 4, 'forward', 'output', 'NaN',
     ...                      mode='evaluation'))

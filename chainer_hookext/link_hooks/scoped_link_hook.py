@@ -1,5 +1,6 @@
 """The base of the package's link hooks: each filters links and modes
-itself (docs/internals.md, "Modes")."""
+itself (docs/internals.md, "Why hooks are registered globally, and
+filtered")."""
 
 import typing
 
@@ -14,12 +15,12 @@ from chainer_hookext.link_hooks import _copied_hooks
 class ScopedLinkHook(chainer.LinkHook):
     """Base class of link hooks that filter links and modes themselves.
 
-    Registered globally, it acts only on the links and in the modes of
-    :meth:`set_scope`, narrowed by its own ``train`` / ``eval``
-    (docs/internals.md, "Modes").  Subclasses read :attr:`link_names` and
-    :attr:`config_train` in their hot path, or call :meth:`in_scope`; their
-    ``added`` and ``deleted`` call this class's, so that a copy of the hook
-    is added again by each link holding it (docs/debugging.md).
+    It acts only on the links and in the modes of :meth:`set_scope`, which
+    narrow its own ``train`` / ``eval`` (docs/debugging.md, "Any link hook,
+    for exactly as long as training").  Subclasses read :attr:`link_names`
+    and :attr:`config_train` in their hot path, or call :meth:`in_scope`;
+    their ``added`` and ``deleted`` call this class's, so that each link
+    holding a copy adds it again (docs/debugging.md, "Copies").
 
     Args:
         train (bool): Act while ``chainer.config.train`` is true.
@@ -71,15 +72,13 @@ no mode to act in: ...
                       typing.Mapping[int, str]] = None,
                   train: bool = True, eval: bool = True) -> None:
         """Sets the links and modes this hook acts on; the modes narrow the
-        hook's own, which it keeps, so a later call may widen them back.
+        hook's own (kept: a later call may widen them back).
 
         Args:
             link_names (dict): ``{id(link): name}`` of the links to act on,
                 or ``None`` for every link.
-            train (bool): Allow acting while ``chainer.config.train`` is
-                true.
-            eval (bool): Allow acting while ``chainer.config.train`` is
-                false.
+            train (bool): Allow acting while ``chainer.config.train``.
+            eval (bool): Allow acting while not ``chainer.config.train``.
 
         Raises:
             ValueError: When ``train`` and ``eval`` are both false, or allow
@@ -101,10 +100,8 @@ no mode to act in: ...
         self.scope_modes = scope
         self.config_train = mode
 
-    # -- where it is registered, and copies ---------------------------------
     def added(self, link: typing.Optional[chainer.Link]) -> None:
-        """Counts where the hook is registered: ``link``, or the thread
-        (``None``)."""
+        """Counts where the hook is registered: ``link`` or the thread."""
         if link is None:
             self.in_thread += 1
         else:
@@ -131,14 +128,11 @@ no mode to act in: ...
             links, self.held_by_links = self.held_by_links, 0
             self.waiting = _copied_hooks.Waiting(self, links)
 
-    # -- with hook: ----------------------------------------------------------
-    #: The registration of ``with hook:``, while in it.
-    _with = None
+    _with = None  # the registration of ``with hook:``, while in it
 
     def __enter__(self):
-        """Registers the hook in the thread, as one of the package's: a
-        listener of its one entry in the registry, under a key of its own
-        (``chainer_hookext.<name>``, so that the plain name stays free)."""
+        """Registers the hook in the thread under a key of the package's
+        (``chainer_hookext.<name>``: the plain name stays free)."""
         if self._with is not None:
             raise RuntimeError(
                 f'{type(self).__name__}: `with hook:` entered again inside '
@@ -163,7 +157,7 @@ _NO_MODE = object()
 
 
 def _combined_mode(own, scope):
-    # The rule of the class docstring, as the value of ``config_train``.
+    # The value of config_train: the modes both allow.
     train = own.train and scope.train
     eval = own.eval and scope.eval
     if train and eval:

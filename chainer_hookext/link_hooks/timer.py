@@ -24,25 +24,21 @@ from chainer_hookext.timing import spans
 
 
 _BY = {'path': 'path', 'name': 'name', 'class': 'class_name'}
-#: The modes each ``mode`` argument covers.
 _MODES = {None: records.MODES, **{m: (m,) for m in records.MODES}}
-#: What a snapshot keeps of each call record: ``{column: attribute}``.
+#: What a snapshot keeps: ``{column: record attribute}``.
 _SAVED = {'elapsed_time': 'elapsed', 'occurrence': 'count',
           'backward_time': 'backward', 'flops': 'flops', 'bytes': 'bytes',
           'backward_flops': 'backward_flops',
           'backward_bytes': 'backward_bytes'}
 #: Columns a snapshot of an earlier version lacks: they load as zeros.
 _ADDED = ('flops', 'bytes', 'backward_flops', 'backward_bytes')
-#: The backward timer's class, by ``(flops, functions)``.
 _BACKWARD_TIMERS = {
     (False, False): backward_module.BackwardTimer,
     (True, False): counter.FlopCounter,
     (False, True): backward_module.FunctionTimer,
     (True, True): counter.FunctionFlopCounter,
 }
-#: What a snapshot keeps of each function type's figures under a record.
 _FUNCTION_SAVED = ('forward', 'count', 'backward', 'flops', 'backward_flops')
-#: What a snapshot keeps of each mode's ``(outside)`` record.
 _SAVED_OUTSIDE = {'backward_time': 'backward',
                   'backward_flops': 'backward_flops',
                   'backward_bytes': 'backward_bytes'}
@@ -119,7 +115,6 @@ class TimerHook(call_stack.CallStack, scoped_link_hook.ScopedLinkHook):
         self._pause_listeners = None  # the timed thread's, from added
         self._warned_gpu_functions = False
 
-    # -- registration --------------------------------------------------------
     def added(self, link: typing.Optional[chainer.Link]) -> None:
         """Starts timing in the calling thread (and backward, if asked)."""
         super().added(link)
@@ -148,12 +143,11 @@ class TimerHook(call_stack.CallStack, scoped_link_hook.ScopedLinkHook):
             self, parts: typing.Optional[iteration_parts.IterationParts]
     ) -> None:
         """Takes each call's mode from where it runs in a trainer's loop
-        (docs/timing.md, "Which calls count"), or from
-        ``chainer.config.train`` again (``None``).
+        (docs/timing.md, "Which calls count").
 
         Args:
             parts (~chainer_hookext.run.iteration_parts.IterationParts):
-                The loop's parts (``TrainingLoop.parts``), or ``None``.
+                The loop's parts, or ``None``: ``chainer.config.train``.
         """
         if self.parts is not None:
             self.parts.remove_callback(self._update_changed)
@@ -163,8 +157,7 @@ class TimerHook(call_stack.CallStack, scoped_link_hook.ScopedLinkHook):
         self._update_changed()
 
     def _update_changed(self, in_update=None):
-        # The loop's update started or ended: the backward timer's flag,
-        # and the phase marks its reads go to.
+        # The loop's update started or ended.
         timer = self._backward_timer
         if timer is not None:
             timer.paused = paused = self.outside_update()
@@ -181,9 +174,8 @@ class TimerHook(call_stack.CallStack, scoped_link_hook.ScopedLinkHook):
         return marks
 
     def start_spans(self, recording: spans.Recording) -> None:
-        """Keeps the span of each call (``recording.forward``) and backward
-        step (``recording.backward``) it times, until :meth:`stop_spans`.
-        """
+        """Keeps the span of each call and backward step it times in
+        ``recording``, until :meth:`stop_spans`."""
         super().start_spans(recording)
         if self._backward_timer is not None:
             self._backward_timer.start_spans(
@@ -199,19 +191,14 @@ class TimerHook(call_stack.CallStack, scoped_link_hook.ScopedLinkHook):
     def set_scope(self, link_names: typing.Optional[
                       typing.Mapping[int, str]] = None,
                   train: bool = True, eval: bool = True) -> None:
-        """Sets the links and modes to time, as in :class:`ScopedLinkHook`.
-
-        The figures so far are kept; later calls are named by the new scope.
-        A link added to a root's tree later is in scope when its parent is,
-        named after it (``'main/predictor'`` and ``'/l2'``).
-        """
+        """Sets the links and modes to time, as in :class:`ScopedLinkHook`;
+        the figures so far are kept (docs/timing.md, "`TimerHook`")."""
         self.store(self._stored, forget_paths=False)
         super().set_scope(link_names, train=train, eval=eval)
 
     def add_root(self, link: chainer.Link, path: str = '/') -> None:
-        """Takes the paths of ``link`` and its descendants from ``link``,
-        not from the outermost link of each call, until the hook is next
-        removed.
+        """Takes the paths of ``link``'s tree from ``link``, not from the
+        outermost link of each call, until the hook is next removed.
 
         Args:
             link (~chainer.Link): The root.
@@ -232,8 +219,8 @@ class TimerHook(call_stack.CallStack, scoped_link_hook.ScopedLinkHook):
         self.paths.add_root(link, path)
 
     def paused(self, name: str, start: float, end: float) -> None:
-        """Takes a pause of our own work (:mod:`..timing.pauses`) out of the
-        running calls and backward step."""
+        """Takes a pause of our own work out of the running calls and step.
+        """
         super().paused(name, start, end)
         if self._backward_timer is not None:
             self._backward_timer.own_work_done(start, end)
@@ -254,10 +241,9 @@ class TimerHook(call_stack.CallStack, scoped_link_hook.ScopedLinkHook):
                 'need a CUDA event pair per node); the figures by function '
                 'type stay empty.', RuntimeWarning)
 
-    # -- figures -------------------------------------------------------------
     def flush(self) -> None:
-        """Ends the calls left open by exceptions and resolves CUDA events;
-        from another thread than the timed one it does nothing."""
+        """Ends the calls left open by exceptions and resolves CUDA events
+        (only in the timed thread)."""
         if self.thread not in (None, threading.get_ident()):
             return
         self.flush_calls()
@@ -276,7 +262,7 @@ class TimerHook(call_stack.CallStack, scoped_link_hook.ScopedLinkHook):
         return sum(self.outside[m].backward for m in _MODES[mode])
 
     def _outside_entry(self, mode):
-        # The (outside) row: backward time and costs, or None when empty.
+        # The (outside) row, or None when empty.
         outside = records.CallRecord()
         for m in _MODES[mode]:
             outside.backward += self.outside[m].backward
@@ -301,7 +287,7 @@ class TimerHook(call_stack.CallStack, scoped_link_hook.ScopedLinkHook):
         return sum(r.elapsed for r in root.children.values())
 
     def total_calls(self, mode: typing.Optional[str] = None) -> int:
-        """Returns the number of outermost timed calls (see total_time)."""
+        """Returns the number of outermost timed calls."""
         root = self._merged('TimerHook.total_calls', mode)
         return sum(r.count for r in root.children.values())
 
@@ -315,13 +301,9 @@ class TimerHook(call_stack.CallStack, scoped_link_hook.ScopedLinkHook):
 
     def entries(self, by: str = 'path', mode: typing.Optional[str] = None
                 ) -> typing.List[records.Entry]:
-        """Returns the summary as rows, the structured form of :meth:`summary`.
-
-        Returns:
-            list of ~chainer_hookext.timing.records.Entry: Named tuples
-            with ``key``, ``parent`` (the key of the first caller) and the
-            fields of :meth:`summary`.
-        """
+        """Returns the summary as :class:`~.records.Entry` rows (``key``,
+        ``parent``, the key of the first caller, and :meth:`summary`'s
+        fields)."""
         _checks.check_choice('TimerHook.summary', 'by', by, tuple(_BY),
                              'a way to key the summary')
         root = self._merged('TimerHook.summary', mode)
@@ -345,8 +327,7 @@ class TimerHook(call_stack.CallStack, scoped_link_hook.ScopedLinkHook):
 
         Returns:
             list of ~chainer_hookext.timing.records.FunctionEntry: Links in
-            order of first call (``'(outside)'`` last: nodes made outside
-            every timed link), each's types in order of first use.
+            order of first call, ``'(outside)'`` last.
         """
         _checks.check_choice('TimerHook.function_entries', 'by', by,
                              ('path', 'name'), 'a way to key the links')
@@ -368,9 +349,7 @@ class TimerHook(call_stack.CallStack, scoped_link_hook.ScopedLinkHook):
 
         Returns:
             collections.OrderedDict: ``{class name: {link key: nodes}}``,
-            nodes applied in the link's forward or its backward steps
-            (:data:`~.keys.OUTSIDE` for steps outside every link), by
-            first occurrence.
+            by first occurrence.
         """
         _checks.check_choice('TimerHook.unknown_functions', 'by', by,
                              ('path', 'name'), 'a way to key the links')
@@ -396,18 +375,11 @@ class TimerHook(call_stack.CallStack, scoped_link_hook.ScopedLinkHook):
             mode (str): ``'train'``, ``'eval'`` or ``None`` (both).
 
         Returns:
-            collections.OrderedDict: ``{key: {'elapsed_time': seconds,
-            'self_time': seconds, 'occurrence': calls}}`` (by class,
-            Chainer's keys and ``self_time``), classes in order
-            of first return as Chainer's hook gives them, paths and names
-            in order of first call, with ``'backward_time'`` and
-            ``'backward_self_time'`` too (and the FLOPs and bytes with
-            ``flops=True``); the last key is ``'(outside)'``
-            when backward steps of nodes created outside the timed links
-            were timed.  With ``functions=True``, by path or name, each
-            link's ``'functions'``: ``{type: {'time', 'backward_time',
-            'occurrence'}}`` (and ``'flops'``, ``'backward_flops'``), and
-            its ``'rest_time'``: its self time outside its nodes' forward.
+            collections.OrderedDict: ``{key: {'elapsed_time', 'self_time',
+            'occurrence', ...}}`` (seconds and calls), in Chainer's order by
+            class, else in order of first call with backward figures and
+            ``'(outside)'`` last; the keys by option: docs/timing.md,
+            "`TimerHook`" and "Inside a link: time per function type".
         """
         fields = records.FIELDS
         if by == 'class':  # as Chainer's: no backward times
@@ -457,7 +429,6 @@ class TimerHook(call_stack.CallStack, scoped_link_hook.ScopedLinkHook):
                     self.function_entries(by, mode), self_times, unit, file,
                     backward=True, flops=self.flops, top=None)
 
-    # -- snapshots -----------------------------------------------------------
     def serialize(self, serializer: chainer.AbstractSerializer) -> None:
         """Saves or restores all accumulated times and counts (loading
         replaces the hook's figures).
@@ -506,14 +477,13 @@ class TimerHook(call_stack.CallStack, scoped_link_hook.ScopedLinkHook):
                     attribute, values[attribute]))
 
     def _saved_records(self, trees):
-        # The records of the saved call rows (modes in turn), then each
-        # mode's outside: what rows by type refer to by index.
+        # What rows by type refer to by index: the call rows' records, then
+        # each mode's outside.
         return [r for m in _MODES[None] for _, r in records.walk(
             trees[m])] + [self.outside[m] for m in _MODES[None]]
 
     def _save_by_type(self, serializer):
-        # Rows [index of the record, class name]: the unknown nodes, and
-        # the figures by function type.
+        # Rows [record index, class name]: unknown nodes, figures by type.
         saved = self._saved_records(
             {m: self._merged(None, m) for m in _MODES[None]})
         labels, nodes = [], []
@@ -550,7 +520,6 @@ def _load_by_type(serializer, table, fields):
 
 
 def _by_record(saved, rows, what):
-    # Yields (record, class name, values) of rows [index, class name].
     for (index, name), values in rows:
         if not 0 <= index < len(saved):
             raise ValueError(f'TimerHook.serialize: bad {what} row '
@@ -559,7 +528,6 @@ def _by_record(saved, rows, what):
 
 
 def _add_functions(summary, rows, flops):
-    # Each link's split by function type, and the rest of its self time.
     fields = [f for f in records.FUNCTION_FIELDS
               if flops or f not in ('flops', 'backward_flops')]
     for row in rows:
@@ -595,6 +563,6 @@ def _trees_from_rows(rows):
 
 
 def _number(attribute, value):
-    # A saved value (float64) as the record keeps it: counts as integers.
+    # Saved as float64: counts back to integers.
     return value if attribute in ('elapsed', 'backward', 'forward') else int(
         value)
