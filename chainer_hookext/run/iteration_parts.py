@@ -14,49 +14,32 @@ from chainer_hookext import _copies
 
 
 class IterationParts:
-    """Which part of one trainer's iterations runs.
-
-    Args:
-        trainer (~chainer.training.Trainer): The trainer, or ``None`` (what
-            a pickle or a copy holds: parts of no loop).
-
-    Attributes:
-        in_update (bool): Whether the trainer's update runs.  A plain
-            attribute, cheap to read.
-        evaluator (~chainer.training.extensions.Evaluator): The
-            ``Evaluator`` (or subclass) the loop is calling, or ``None``.
-
-    Both are kept only while a callback is added (:meth:`add_callback`):
-    otherwise the entries' triggers are left alone, ``in_update`` lasts to
-    the iteration's end and ``evaluator`` stays ``None``.
+    """Which part of one trainer's (``None``: no loop's) iterations runs:
+    ``in_update``, whether the update runs, and ``evaluator``, the
+    ``Evaluator`` being called or ``None``.  Both are exact only while a
+    callback is added; else ``in_update`` lasts to the iteration's end.
     """
 
     in_update = False
     evaluator = None
-    #: The loop's :class:`~chainer_hookext.timing.marks.PhaseMarks` while
-    #: they run (``TimedLoop``, ``Timeline``), else ``None``: the timers
-    #: give them their clock reads, so that a phase starts and ends where
-    #: the link spans beside it do.
+    #: The loop's ``PhaseMarks`` while they run, else ``None``: the timers
+    #: give them their clock reads, so that phases and link spans align.
     phase_marks = None
 
     def __init__(self, trainer):
         self._trainer = (_no_trainer if trainer is None
                          else weakref.ref(trainer))
         self._callbacks = []  # called with in_update when it changes
-        self._stand_ins = None  # the _ConsultedTrigger of the loop
+        self._stand_ins = None  # the loop's _ConsultedTriggers
         self._standing = 0  # how many stand in now
 
     def __reduce__(self):
-        # A pickle or a copy (of a hook holding these parts) has parts of no
-        # loop, with no callback and no marks.
+        # A pickle or a copy has parts of no loop.
         return IterationParts, (None,)
 
     def add_callback(self, callback):
-        """Calls ``callback(in_update)`` whenever :attr:`in_update` changes.
-
-        For a hot path that reads a flag of its own rather than this
-        object's (one attribute read less per call).
-        """
+        """Calls ``callback(in_update)`` whenever :attr:`in_update` changes
+        (a hot path's own flag is one attribute read less per call)."""
         self._callbacks.append(callback)
 
     def remove_callback(self, callback):
@@ -65,12 +48,9 @@ class IterationParts:
             self._callbacks.remove(callback)
 
     def set_phase_reader(self, timer):
-        """Gives the phase marks the reads of ``timer`` only (``None``:
-        of any timer), and tells every callback.
-
-        A ``Timeline`` window with a timer of its own: its spans and the
-        phases come from the same reads.
-        """
+        """Gives the phase marks the reads of ``timer`` only (``None``: of
+        any), and tells every callback: a ``Timeline`` window's spans and
+        the phases come from the same reads."""
         marks = self.phase_marks
         if marks is None:
             return
@@ -93,8 +73,7 @@ class IterationParts:
         self._standing = len(self._stand_ins)
 
     def iteration_ended(self):
-        """Nothing of an iteration runs; every trigger is the entry's own.
-        """
+        """Nothing of an iteration runs; every trigger is the entry's own."""
         if self.in_update:  # twice an iteration: a call saved
             self._set_in_update(False)
         self.evaluator = None
@@ -120,9 +99,8 @@ def _no_trainer():
 
 
 def _stand_ins(parts, trainer):
-    # A _ConsultedTrigger for the entries whose consult changes a flag: in
-    # Trainer.run's order (chainer/training/trainer.py, ``extension_order``)
-    # the first, each Evaluator's and the one after it.
+    # The entries whose consult changes a flag, in Trainer.run's order
+    # (its extension_order): the first, each Evaluator's and the next.
     entries = _chainer.extension_entries(trainer)
     order = [entries[name] for name in sorted(
         entries, key=lambda name: entries[name].priority, reverse=True)]
@@ -134,9 +112,8 @@ def _stand_ins(parts, trainer):
 
 
 class _ConsultedTrigger:
-    # Stands in for one extension entry's trigger from the update's start
-    # until it is consulted: puts the trigger back, tells the parts, then
-    # asks it.  Everything else is the trigger's (``serialize`` ...).
+    # An entry's trigger from the update's start until consulted: puts it
+    # back, tells the parts, then asks it; every other attribute is its.
 
     __slots__ = ('parts', 'entry', 'trigger', 'evaluator')
 

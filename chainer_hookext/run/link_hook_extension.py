@@ -21,19 +21,17 @@ from chainer_hookext.run import scope_filter
 from chainer_hookext.run import training_loop
 
 
-# Hooks registered, or waiting for a loop to be, by an extension, to refuse
-# a second owner: {hook: extension}.
+# {hook: extension} registered or waiting for a loop, to refuse a second
+# owner.
 _owners = weakref.WeakKeyDictionary()
 
 
 class LinkHookExtension(extension.Extension):
     """Trainer extension that owns a link hook for the length of training.
 
-    The hook is registered in the thread when ``Trainer.run`` enters its
-    loop, acts on the trained model's links (or ``links``) only, and is
-    removed on every way out, before any ``finalize`` (docs/internals.md,
-    "The lifecycle of `LinkHookExtension`").  Hooks that need their link in
-    ``added(link)`` (``SpectralNormalization``) are refused.
+    The hook is registered when ``Trainer.run`` enters its loop, acts on
+    the model's links (or ``links``) only, and is removed on every way out
+    (docs/internals.md, "The lifecycle of `LinkHookExtension`").
 
     Args:
         hook (chainer.LinkHook): The hook to own.
@@ -122,17 +120,15 @@ class LinkHookExtension(extension.Extension):
 
     def scope_link_names(self, trainer: chainer.training.Trainer
                          ) -> typing.Dict[int, str]:
-        """Returns ``{id(link): name}`` of the links this extension hooks
-        (:func:`scope_link_names`)."""
+        """Returns ``{id(link): name}`` of the links this extension hooks.
+        """
         return scope_link_names(type(self).__name__, self.links, trainer)
 
     def _holds(self, trainer):
-        # Whether the hook is registered, or waiting for this trainer's run.
         return self._registered is not None or (
             self._entry is not None and self._entry.trainer is trainer)
 
     def _register(self):
-        # The loop's start (TrainingLoop).
         hook, self._pending = self._pending, None
         if hook is None:
             return
@@ -144,8 +140,7 @@ class LinkHookExtension(extension.Extension):
         self._registered = handle, hook
 
     def registered_hook(self) -> typing.Optional[chainer.LinkHook]:
-        """Returns the hook while it is registered (the loop runs), else
-        ``None``."""
+        """Returns the hook while it is registered, else ``None``."""
         registered = self._registered
         return None if registered is None else registered[1]
 
@@ -212,21 +207,9 @@ class LinkHookExtension(extension.Extension):
 
 
 def scope_link_names(call, links, trainer):
-    """Returns ``{id(link): name}`` of ``links`` and their descendants.
-
-    Names are in the reporter's shape: ``main``, ``main/predictor``, ...
-
-    Args:
-        call (str): The class to name in errors.
-        links (tuple of ~chainer.Link): The roots of the scope; ``None``:
-            the ``main`` optimizer's target.
-        trainer (~chainer.training.Trainer): The trainer.
-
-    Raises:
-        ValueError: When ``links`` is ``None`` and the updater has no
-            ``main`` optimizer, or when a link in ``links`` is not part of
-            any optimizer's target.
-    """
+    """Returns ``{id(link): name}`` of ``links`` (``None``: the ``main``
+    optimizer's target) and their descendants, named as the reporter names
+    them (``main/predictor``); ``call`` names the class in errors."""
     model = link_names.model_link_names(trainer)
     roots = links
     if roots is None:
@@ -250,8 +233,7 @@ def scope_link_names(call, links, trainer):
     return names
 
 
-# Chainer's hooks that need their link in ``added(link)`` and change its
-# weights: part of the model, not hooks to own for training.
+# Chainer's hooks that need their link in added(link): part of the model.
 _PER_LINK_HOOKS = (spectral_normalization.SpectralNormalization,
                    weight_standardization.WeightStandardization)
 

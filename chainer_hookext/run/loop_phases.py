@@ -1,6 +1,6 @@
 """One phase clock and one set of marks per trainer's loop, shared by
 ``TimedLoop`` and ``Timeline`` (docs/internals.md, "Layout"; docs/timing.md,
-"`TimedLoop`", Lifecycle).
+"`TimedLoop`: where each iteration goes").
 """
 
 import gc
@@ -22,22 +22,14 @@ _shared = weakref.WeakKeyDictionary()
 
 
 class LoopPhases:
-    """The phase clock of one trainer's loop and the marks that drive it.
-
-    Use :meth:`subscribe`.
-
-    Attributes:
-        clock (~.phases.PhaseClock): The clock, from the loop's start.
-        iteration_start (float): The clock's time at the running
-            iteration's start.
-        parts (~.iteration_parts.IterationParts): Which part of an
-            iteration runs (the loop's, ``TrainingLoop.parts``).
-    """
+    """The phase clock of one trainer's loop (from its start) and the
+    marks that drive it; ``iteration_start``, the clock's time at the
+    running iteration's start.  Use :meth:`subscribe`."""
 
     def __init__(self, trainer):
         self._trainer = weakref.ref(trainer)
         self._readers = []
-        self._calls = ((), (), ())  # see _calls
+        self._calls = ((), (), ())
         self.clock = None
         self.iteration_start = None
         self._marks = None
@@ -47,8 +39,7 @@ class LoopPhases:
             trainer, self._enter, self._end, self._iteration, self._check)
 
     def __reduce__(self):
-        # A pickle or a copy of a reader (the trainer's, during training)
-        # reads no loop: it is not running.
+        # A pickle or a copy of a reader reads no loop.
         return _copies.same, (None,)
 
     @property
@@ -57,14 +48,9 @@ class LoopPhases:
 
     @classmethod
     def subscribe(cls, trainer, reader):
-        """Returns ``trainer``'s loop phases, read by ``reader`` from now.
-
-        ``reader`` has ``iteration_ended(trainer)`` and
-        ``iteration_started(trainer)``, called in turn at each iteration's
-        start once the clock has started it, ``iteration_ending(trainer)``,
-        called before each call of the stop trigger, and ``release()``,
-        called when the loop ends and which calls :meth:`unsubscribe`.
-        """
+        """Returns ``trainer``'s loop phases, read by ``reader`` (a
+        :class:`LoopExtension`'s methods; its ``release()``, called when the
+        loop ends, calls :meth:`unsubscribe`) from now."""
         shared = _shared.get(trainer)
         if shared is None:
             shared = _shared[trainer] = cls(trainer)
@@ -82,7 +68,7 @@ class LoopPhases:
             self._close()
 
     def _close(self):
-        # The marks removed, the loop forgotten; safe to call again.
+        # Safe to call again.
         trainer = self._trainer()
         if trainer is not None and _shared.get(trainer) is self:
             del _shared[trainer]
@@ -115,8 +101,8 @@ class LoopPhases:
         self._pauses = pauses.listen(self.clock)
 
     def _check(self):
-        # Before each call of the stop trigger: its time is ``other``, from
-        # the end of the first iteration.
+        # Before each call of the stop trigger: ``other`` from the end of
+        # the first iteration.
         if self._marks is None:
             return
         if self.clock.phase is not None:
@@ -133,8 +119,7 @@ class LoopPhases:
         self._marks.iteration_started()
         self.iteration_start = self.clock.started
         # Every reader sees the clock exact at the start before any does
-        # work of its own there (own_work).  Only the readers overriding a
-        # method are called (_calls).
+        # work of its own there (own_work).
         ended, started, _ = self._calls
         for method in ended:
             method(trainer)
@@ -143,11 +128,8 @@ class LoopPhases:
 
     def own_work(self, name):
         """Returns a context charging the time inside to
-        ``extension/<name>``, and to no phase or link running around it:
-        an extension's own work at an iteration's start (a ``Timeline``
-        window opened or written) is never ``data``
-        (:func:`.timing.pauses.own_work`).
-        """
+        ``extension/<name>``, to no phase or link around it
+        (:func:`.timing.pauses.own_work`)."""
         return pauses.own_work(name)
 
     def _end(self):
@@ -163,8 +145,8 @@ class LoopPhases:
 
 
 def _calls(readers):
-    # The readers' iteration_ended and iteration_started that do something
-    # (a copy: a reader may leave while they are called).
+    # The readers' methods that override LoopExtension's (a copy: a reader
+    # may leave while they are called).
     return tuple(
         tuple(getattr(reader, name) for reader in readers
               if getattr(type(reader), name) is not getattr(
@@ -176,20 +158,15 @@ def _calls(readers):
 class LoopExtension(extension.Extension):
     """Base of :class:`~chainer_hookext.TimedLoop` and
     :class:`~chainer_hookext.Timeline`: reads its trainer's
-    :class:`LoopPhases`.
-
-    Subclasses call ``super().initialize(trainer)`` and may override
-    :meth:`iteration_started`; a ``release`` of their own calls
-    ``super().release()``.
-    """
+    :class:`LoopPhases`.  Subclasses call ``super().initialize(trainer)``
+    and, in a ``release`` of their own, ``super().release()``."""
 
     def __init__(self):
-        self._loop = None  # LoopPhases, while reading them
+        self._loop = None  # LoopPhases, while read
         self._trainer = None
 
     @property
     def _clock(self):
-        # The running loop's clock, or None.
         loop = self._loop
         return None if loop is None else loop.clock
 
@@ -199,22 +176,17 @@ class LoopExtension(extension.Extension):
         self._loop = LoopPhases.subscribe(trainer, self)
 
     def iteration_ended(self, trainer: chainer.training.Trainer) -> None:
-        """Called at each iteration's start, once the clock has started it,
-        before any reader's :meth:`iteration_started`: the clock's totals
-        are those of :attr:`LoopPhases.iteration_start`.
-        """
+        """Called at each iteration's start once the clock has started it,
+        before any reader's :meth:`iteration_started`."""
 
     def iteration_started(self, trainer: chainer.training.Trainer
                           ) -> None:
-        """Called at each iteration's start, once the clock has started it.
+        """Called at each iteration's start once the clock has started it.
         """
 
     def iteration_ending(self, trainer: chainer.training.Trainer) -> None:
-        """Called before each call of the stop trigger (the iteration's
-        extensions done, the clock in ``other``), and before the first:
-        work done here is in no phase that a trace draws, and before the
-        next iteration starts.
-        """
+        """Called before each call of the stop trigger, the first
+        included (the clock in ``other``, no phase a trace draws)."""
 
     def release(self) -> None:
         """Stops reading the loop's phases; safe to call many times."""

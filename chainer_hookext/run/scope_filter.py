@@ -1,16 +1,13 @@
+"""A plain ``chainer.LinkHook`` behind a scope's filter (docs/internals.md,
+"Why hooks are registered globally, and filtered")."""
+
 from chainer_hookext import _chainer
 from chainer_hookext.link_hooks import scoped_link_hook
 
 
 class ScopeFilter(scoped_link_hook.ScopedLinkHook):
-    """Registers a plain :class:`chainer.LinkHook` for a scope of links.
-
-    Forwards ``forward_preprocess`` / ``forward_postprocess`` to the wrapped
-    hook only for links in scope and in the chosen modes, and forwards
-    ``added`` / ``deleted`` as they come.  Used by
-    :class:`~chainer_hookext.LinkHookExtension` for hooks that are not
-    :class:`~chainer_hookext.link_hooks.ScopedLinkHook`.
-    """
+    """Forwards a plain :class:`chainer.LinkHook`'s calls for the links in
+    scope, in the chosen modes (``added`` / ``deleted`` always)."""
 
     def __init__(self, hook, name):
         self.hook = hook

@@ -1,8 +1,6 @@
-"""The trainer's training loop: callbacks at its start, iterations and end.
-
-Why and how it stands in for ``trainer.stop_trigger`` and
-``trainer.reporter.scope``: docs/internals.md, "The lifecycle of
-``LinkHookExtension``".
+"""The trainer's training loop: callbacks at its start, iterations and end,
+standing in for ``trainer.stop_trigger`` and ``trainer.reporter.scope``
+(docs/internals.md, "The lifecycle of `LinkHookExtension`").
 """
 
 import collections
@@ -19,7 +17,6 @@ _WAITING = 'waiting'
 _RUNNING = 'running'
 _ENDED = 'ended'
 _MISSING = object()
-#: What an owner asked for (see :meth:`TrainingLoop.install`).
 _Callbacks = collections.namedtuple(
     '_Callbacks', ('enter', 'end', 'iteration', 'check'))
 
@@ -30,14 +27,9 @@ _local = threading.local()
 
 
 class TrainingLoop:
-    """Stands in for ``trainer.stop_trigger`` until the loop ends.
-
-    Use :meth:`install`; one object serves every callback of a trainer's run.
-
-    Attributes:
-        parts (~.iteration_parts.IterationParts): Which part of the
-            iterations runs (the update, an ``Evaluator``).
-    """
+    """Stands in for ``trainer.stop_trigger`` until the loop ends; one
+    serves every callback of a run (use :meth:`install`).  ``parts``: which
+    part of the iterations runs."""
 
     def __init__(self, trainer):
         trigger = trainer.stop_trigger
@@ -59,12 +51,10 @@ class TrainingLoop:
 
     @property
     def trainer(self):
-        """The trainer whose loop this object watches."""
         return self._trainer()
 
     @property
     def trigger(self):
-        """The stop trigger this object takes the place of."""
         return self._trigger
 
     @property
@@ -74,25 +64,12 @@ class TrainingLoop:
 
     @classmethod
     def install(cls, trainer, enter, end=None, iteration=None, check=None):
-        """Arranges for ``enter()`` and ``end()`` at the loop's two ends,
-        after :func:`end_loops_left_running`.
-
-        Args:
-            trainer (~chainer.training.Trainer): The trainer to watch.
-            enter (callable): Called with no argument when ``trainer.run``
-                enters its loop, inside its ``try``.
-            end (callable): Called with no argument when the loop ends, or
-                ``None``.
-            iteration (callable): Called with the trainer at each
-                iteration's start (the stop trigger said go on), or
-                ``None``.  Extensions that time the loop
-                (``TimedLoop``, ``Timeline``) see the iterations here, so
-                that no second replacement is stacked over this one.
-            check (callable): Called with no argument before each call of
-                the stop trigger in the loop, or ``None``.
-
-        Returns:
-            TrainingLoop: The object to pass ``enter`` to :meth:`discard`.
+        """Arranges for ``enter()`` when ``trainer.run`` enters its loop
+        (inside its ``try``), ``end()`` when it ends, ``iteration(trainer)``
+        at each iteration's start and ``check()`` before each call of the
+        stop trigger (each but ``enter`` may be ``None``), after
+        :func:`end_loops_left_running`.  Returns the loop, to pass
+        ``enter`` to :meth:`discard`.
         """
         end_loops_left_running()
         entry = _waiting_for(trainer)
@@ -161,12 +138,8 @@ class TrainingLoop:
         return stop
 
     def end(self):
-        """Ends the loop: takes the replacements off, runs each end callback.
-
-        Every callback runs once, even when an earlier one raises; the first
-        error is raised after all have run.  Does nothing unless the loop is
-        running.
-        """
+        """Ends a running loop: takes the replacements off and runs every
+        end callback, then raises the first error."""
         if self._state is not _RUNNING:
             return
         callbacks = [c.end for c in self._callbacks if c.end is not None]
@@ -182,7 +155,7 @@ class TrainingLoop:
             raise error
 
     def _run_enter_callbacks(self):
-        # Only the callbacks with an end are kept: the others are done.
+        # Only the callbacks with something left to call are kept.
         callbacks = self._callbacks
         self._callbacks = [
             c for c in callbacks
@@ -324,12 +297,9 @@ def _running():
 
 
 def end_loops_left_running():
-    """Ends the thread's loops whose ``Trainer.run`` has returned.
-
-    Such a loop ended unseen (docs/internals.md, "The lifecycle of
-    `LinkHookExtension`", its last way out); its end callbacks run now, with
-    a ``RuntimeWarning``.
-    """
+    """Ends, with a ``RuntimeWarning``, the thread's loops whose
+    ``Trainer.run`` returned unseen (docs/internals.md, "The lifecycle of
+    `LinkHookExtension`", its last way out)."""
     running = _running()
     if not running:
         return
