@@ -1,10 +1,8 @@
-"""Figures of every ChainerMN worker, summarised on rank 0.
+"""Figures of every ChainerMN worker, summarised on rank 0 (docs/chainermn.md;
+docs/internals.md, "Adding a per-link figure").
 
-:func:`collect` is the one gather across ranks of every extension; the rest
-summarises what it brings: a :class:`Spread` (mean, min, max, the slowest
-rank) per figure, reported with :mod:`~chainer_hookext.report.keys`
-(``docs/timing.md``, ChainerMN).  Every worker calls :func:`collect` at the
-same iteration, and nothing between two calls may raise on one worker only.
+Every worker calls :func:`collect`, the one gather, at the same iteration:
+nothing between two calls may raise on one worker only.
 """
 
 import collections
@@ -13,15 +11,13 @@ from chainer_hookext.report import keys
 from chainer_hookext.timing import records
 
 
-#: A figure over the workers that reported it: its mean, and each of
-#: :data:`.keys.STATISTICS`.
+#: A figure over the workers that reported it.
 Spread = collections.namedtuple('Spread', ('mean',) + keys.STATISTICS)
-#: One entry gathered over workers: ``spreads`` is ``{field: Spread}``.
+#: ``spreads``: ``{field: Spread}``.
 GatheredEntry = collections.namedtuple(
     'GatheredEntry', ('key', 'parent', 'spreads'))
-#: One mode's :class:`~.keys.Report` gathered over ``workers`` processes:
-#: ``entries`` are :class:`GatheredEntry` s; ``functions`` too, one per
-#: function type (its ``key``), of each worker's sum over its links.
+#: One mode's :class:`~.keys.Report` over ``workers``: ``entries`` and
+#: ``functions`` (one per type, each worker's sum) are GatheredEntry s.
 Gathered = collections.namedtuple(
     'Gathered', ('mode', 'workers', 'entries', 'functions'), defaults=((),))
 
@@ -42,30 +38,13 @@ pass chainermn.create_communicator(...), or None for one process.
 
 
 def collect(comm, sent, root=0):
-    """Gathers what each worker ``sent`` on ``root``: the one collective.
-
-    Returns:
-        list: On ``root``, every worker's ``sent`` in rank order; elsewhere
-        ``None``.
-    """
+    """Every worker's ``sent`` in rank order on ``root``, else ``None``."""
     return comm.gather_obj(sent, root=root)
 
 
 def gather(comm, reports, backward, root=0, flops=False, functions=False):
-    """Gathers every worker's reports and summarises them on ``root``.
-
-    Args:
-        comm (chainermn.CommunicatorBase): The workers' communicator.
-        reports (list of ~.keys.Report): This worker's, one per mode.
-        backward (bool): Backward is timed (which figures are reported).
-        root (int): Rank that receives the summary.
-        flops (bool): FLOPs are counted (reported too).
-        functions (bool): Function types' figures are reported.
-
-    Returns:
-        list of Gathered: On ``root``, one per report of ``root``;
-        elsewhere ``None``.
-    """
+    """Gathers every worker's :class:`~.keys.Report` s; on ``root`` a
+    :class:`Gathered` per report of ``root``, elsewhere ``None``."""
     per_rank = collect(comm, list(reports), root)
     if per_rank is None:
         return None
@@ -86,8 +65,7 @@ def gather(comm, reports, backward, root=0, flops=False, functions=False):
     return gathered
 
 
-#: A function type's total over one worker's links, as :func:`summarise`
-#: reads rows: ``key`` is the type's name.
+#: A function type's total over one worker's links, as a row.
 _TypeTotal = collections.namedtuple(
     '_TypeTotal', ('key', 'parent') + records.FUNCTION_FIELDS)
 
@@ -106,17 +84,9 @@ def _reported_fields(mode, backward, flops):
 
 
 def summarise(per_rank, fields):
-    """Summarises rows per key over ranks.
-
-    Args:
-        per_rank (list): ``per_rank[r]`` is rank ``r``'s list of rows
-            (objects with ``key``, ``parent`` and the fields, e.g.
-            :class:`~.records.Entry`); a key missing on a rank (a link never
-            called there) is summarised over the others.
-        fields: ``fields(row)`` gives the fields to summarise.
-
-    Returns:
-        list of GatheredEntry: In first-seen order.
+    """:class:`GatheredEntry` s, in first-seen order, of each rank's rows
+    (with ``key`` and ``parent``), over the ranks that have the key;
+    ``fields(row)`` names the fields.
 
     >>> Row = collections.namedtuple('Row', ('key', 'parent', 'seconds'))
     >>> rows = summarise([[Row('main', None, 0.25)],
@@ -138,10 +108,8 @@ def summarise(per_rank, fields):
 
 
 def spreads(per_rank):
-    """Returns ``{name: Spread}`` of the ranks' ``{name: value}``.
-
-    Each name over the ranks that have it, in first-seen order; the slowest
-    rank is the lowest of those with the largest value.
+    """``{name: Spread}`` of the ranks' ``{name: value}``, over the ranks
+    that have it; the slowest rank is the lowest with the largest value.
 
     >>> spreads([{'data': 1.0}, {'data': 3.0}, {'data': 3.0}])['data']
     Spread(mean=2.3333333333333335, min=1.0, max=3.0, slowest_rank=1)
@@ -161,8 +129,8 @@ def spreads(per_rank):
 
 
 def spread_figures(key, spread):
-    """Returns ``{reported key: value}`` of a :class:`Spread`: the mean under
-    ``key``, each statistic below it.
+    """``{key: value}`` of a :class:`Spread`: the mean under ``key``, each
+    statistic below it.
 
     >>> sorted(spread_figures('time/loop/data', Spread(2.0, 1.0, 3.0, 1)))
     ['time/loop/data', 'time/loop/data/max', 'time/loop/data/min', \
@@ -175,9 +143,8 @@ def spread_figures(key, spread):
 
 
 def spread_observation(per_rank, key=None):
-    """Returns ``{reported key: value}`` of the ranks' ``{name: value}``:
-    each name's :func:`spread_figures`, keyed by ``key(name)`` (by
-    default the name is the key).
+    """Each name's :func:`spread_figures` of the ranks' ``{name: value}``,
+    under ``key(name)`` (by default the name).
 
     >>> spread_observation([{'memory/main/params': 4}, {}])
     ... # doctest: +NORMALIZE_WHITESPACE
@@ -191,7 +158,7 @@ def spread_observation(per_rank, key=None):
 
 
 def figures(gathered):
-    """Returns ``{reported key: value}`` of a :class:`Gathered`."""
+    """``{key: value}`` of a :class:`Gathered`."""
     out = {}
     for entry in gathered.entries:
         for field, spread in entry.spreads.items():
@@ -206,14 +173,8 @@ def figures(gathered):
 
 
 def slowest_worker(tails):
-    """Returns the tail of ``TimedLoop`` over workers: the slowest
-    iteration of any worker (the lowest rank of equals) with its figures
-    and :data:`~.keys.SLOWEST_RANK`, the percentiles' means over the
-    workers that have a tail.
-
-    Args:
-        tails (list of dict): ``tails[r]``, rank ``r``'s ``{figure:
-            value}`` (``{}`` without one).
+    """TimedLoop's tail over the ranks' ``{figure: value}`` (docs/timing.md,
+    "The tail and the garbage collector").
 
     >>> slowest_worker([{'iteration/max': 2.0, 'iteration/p50': 1.0,
     ...                  'iteration/p90': 2.0, 'slowest': 7},

@@ -1,5 +1,5 @@
-"""Names of the links of a trainer's models as Chainer's reporter spells
-them (``main``, ``main/predictor/l1``): the names of every key and scope.
+"""Names of a trainer's links as Chainer's reporter spells them
+(``main/predictor/l1``): the names of every key and scope.
 """
 
 import warnings
@@ -8,7 +8,7 @@ import chainer
 
 
 def link_name(prefix, path):
-    """Returns the reporter-style name of the link at ``path``.
+    """The reporter-style name of the link at ``path``.
 
     >>> link_name('main', '/')
     'main'
@@ -19,17 +19,9 @@ def link_name(prefix, path):
 
 
 def model_link_names(trainer):
-    """Maps ``id(link)`` to its name for every link of the trainer's models,
-    as ``Trainer`` names the reporter's observers (a link reachable under two
-    names keeps the last).
-
-    Args:
-        trainer (~chainer.training.Trainer): Trainer whose updater's
-            optimizers own the models.
-
-    Returns:
-        dict: ``{id(link): (name, link)}``.
-    """
+    """``{id(link): (name, link)}`` of every link of the trainer's models,
+    named as ``Trainer`` names the reporter's observers (the last name of a
+    link reachable under two)."""
     names = {}
     for prefix, optimizer in trainer.updater.get_all_optimizers().items():
         for path, link in optimizer.target.namedlinks():
@@ -38,8 +30,7 @@ def model_link_names(trainer):
 
 
 def insert_added(names, name, parent):
-    """Inserts ``name``, a link added under ``parent``, in a list of names
-    in tree order: after ``parent`` and the names under it.
+    """Inserts ``name``, added under ``parent``, in tree-ordered ``names``.
 
     >>> names = ['main', 'main/predictor', 'main/predictor/l1', 'main/x']
     >>> insert_added(names, 'main/predictor/l3', 'main/predictor')
@@ -54,13 +45,8 @@ def insert_added(names, name, parent):
 
 
 def warn_unhooked(call, named_links):
-    """Warns about links that override ``__call__`` (Chainer 1 style):
-    ``Link.__call__`` runs the link hooks, so no hook sees them.
-
-    Args:
-        call (str): The class to name in the warning.
-        named_links (iterable): ``(name, link)`` pairs in scope.
-    """
+    """Warns about ``(name, link)`` pairs whose link overrides
+    ``__call__``: ``Link.__call__`` runs the link hooks, so none sees them."""
     names = [name for name, link in named_links
              if type(link).__call__ is not chainer.Link.__call__]
     if names:

@@ -1,6 +1,5 @@
-"""Every printed text table, from structured rows: Chainer's ``TimerHook``
-table, the link tree, function types, ChainerMN spreads, shares, memory;
-laid out for the console (docs/profile.md, "Console").
+"""Every printed text table, from structured rows, laid out for the console
+(docs/profile.md, "Console").
 """
 
 from chainer_hookext.report import console
@@ -8,11 +7,8 @@ from chainer_hookext.report import keys
 from chainer_hookext.report import units
 
 
-#: The links a console table shows, those taking the most first chosen.
 TOP = 15
-#: The widest key column: a longer key keeps its end, after ``...``.
 KEY_WIDTH = 40
-#: Where the rows left out of a table are, said below it.
 EVERY_LINK = 'summary() and profile.json (ProfileReport) have them all'
 
 
@@ -27,20 +23,8 @@ def print_class_table(entries, unit, file):
 
 def print_tree_table(entries, unit, file, header='LinkPath',
                      backward=False, points=None, top=TOP):
-    """Prints :class:`~.records.Entry` rows as an indented tree.
-
-    Args:
-        entries (list of Entry): Parents before their children.
-        unit (str): A unit of :data:`.units.UNITS`.
-        file: Stream to write to.
-        header (str): Title of the key column.
-        backward (bool): Add the backward columns.
-        points (dict): ``{key: LinkPoints}``
-            (:meth:`.costs.roofline.Roofline.link_points`): add the
-            roofline's columns.
-        top (int): The links to show, by forward and backward time
-            (``None``: all).
-    """
+    """Prints :class:`~.records.Entry` rows, parents first, as a tree;
+    ``points`` (``Roofline.link_points``) adds the roofline's columns."""
     shown = top_rows(entries, top, lambda e: e.elapsed_time + e.backward_time)
     left_out, entries = len(entries) - len(shown), shown
     figures = keys.link_figures(backward)
@@ -82,34 +66,16 @@ def _roofline_cells(link_points, backward):
     return cells
 
 
-#: The label of a link's self time outside its nodes' forward.
 REST = '(rest)'
 
 
 def print_function_table(rows, self_times, unit, file, backward=False,
                          flops=False, top=TOP):
     """Prints each link's self figures split by function type, then each
-    type's total, largest first::
+    type's total (docs/timing.md, "Inside a link: time per function type").
 
-        Link / Function       Time   BackwardTime  Calls
-        main/predictor/l1  30.00us        50.00us
-          LinearFunction   20.00us        50.00us      1
-          (rest)           10.00us
-        (all links)
-          LinearFunction   20.00us        50.00us      1
-
-    Args:
-        rows (list of ~.records.FunctionEntry): By link, in link order.
-        self_times (dict): ``{link: (self time, backward self time)}`` of
-            the links to show, in order; a link's ``(rest)`` is its self
-            time minus its types' forward.
-        unit (str): A unit of :data:`.units.UNITS`.
-        file: Stream to write to.
-        backward (bool): Add the backward columns.
-        flops (bool): Add the FLOPs columns.
-        top (int): The rows of links to show, with their types, those
-            whose self time is the largest chosen first, and the types to
-            show below (``None``: all).
+    ``self_times``: ``{link: (self, backward self)}`` in order; ``top``: the
+    rows of links (with their types) and the types to show.
     """
     by_link = {}
     for row in rows:
@@ -151,8 +117,7 @@ def print_function_table(rows, self_times, unit, file, backward=False,
 
 
 def _links_within(self_times, by_link, top):
-    # The links of the most self time whose rows (the link's, its types'
-    # and its rest) fit in ``top`` rows; the first whatever its rows.
+    # The first link whatever its rows, then others while ``top`` rows fit.
     if top is None:
         return set(self_times)
     shown, used = set(), 0
@@ -167,18 +132,8 @@ def _links_within(self_times, by_link, top):
 
 def print_spread_table(entries, unit, file, header='LinkName',
                        backward=False, top=TOP):
-    """Prints figures gathered over workers as an indented tree: the first
-    figure's mean, min, max and slowest rank, the others' mean.
-
-    Args:
-        entries (list of ~.gather.GatheredEntry): Parents before their
-            children.
-        unit (str): A unit of :data:`.units.UNITS`.
-        file: Stream to write to.
-        header (str): Title of the key column.
-        backward (bool): Add the backward columns.
-        top (int): The links to show, by their mean times (``None``: all).
-    """
+    """Prints :class:`~.gather.GatheredEntry` rows as a tree: the first
+    figure's mean, min, max and slowest rank, the others' mean."""
     shown = top_rows(entries, top, lambda e: sum(
         e.spreads[field].mean for field in ('elapsed_time', 'backward_time')
         if field in e.spreads))
@@ -206,15 +161,7 @@ def print_spread_table(entries, unit, file, header='LinkName',
 
 def print_share_table(seconds, whole, unit, file,
                       titles=('Phase', 'PerIteration', 'Share')):
-    """Prints times, each with its share of a whole.
-
-    Args:
-        seconds (dict): ``{label: seconds}``, in table order.
-        whole (float): What the shares are of; none when it is 0.
-        unit (str): A unit of :data:`.units.UNITS`.
-        file: Stream to write to.
-        titles (tuple of str): The three columns' titles.
-    """
+    """Prints ``{label: seconds}``, each with its share of ``whole``."""
     fmt = units.formatter(unit, list(seconds.values()))
     rows = [list(titles)]
     for label, value in seconds.items():
@@ -224,8 +171,7 @@ def print_share_table(seconds, whole, unit, file,
 
 
 def tree_labels(rows):
-    """Returns the label of each row (``key`` and ``parent``): indented
-    one step below its parent's, without the parent's key in front."""
+    """Each row's label: indented below its parent, without its key."""
     depths = {}
     labels = []
     for row in rows:
@@ -243,16 +189,8 @@ def tree_labels(rows):
 
 
 def print_memory_table(rows, file, gpu, top=TOP):
-    """Prints :class:`~chainer_hookext.memory.figures.LinkFigures` rows as
-    an indented tree, bytes with binary prefixes.
-
-    Args:
-        rows (list): Parents before their children; ``(outside)`` last.
-        file: Stream to write to.
-        gpu (bool): Add the peaks' columns.
-        top (int): The links to show, by their bytes kept for backward and
-            held between iterations (``None``: all).
-    """
+    """Prints ``LinkFigures`` rows, parents first, as a tree; ``gpu``
+    adds the peaks."""
     kept = top_rows(rows, top, lambda row: sum(getattr(row, field) or 0 for
                                                field in _INCLUSIVE_BYTES))
     left_out, rows = len(rows) - len(kept), kept
@@ -275,14 +213,8 @@ _INCLUSIVE_BYTES = ('activations', 'params', 'grads', 'optimizer_state')
 
 
 def top_rows(rows, top, size):
-    """Returns the ``top`` rows of the largest ``size(row)``, with their
-    ancestors (``parent``), in their order.
-
-    Args:
-        rows (list): Rows with ``key`` and ``parent``, parents first.
-        top (int): How many (``None``: all).
-        size: Function of a row to rank it by.
-    """
+    """The ``top`` rows of the largest ``size(row)`` (``None``: all), with
+    their ancestors, in their order."""
     if top is None or len(rows) <= top:
         return list(rows)
     ranked = sorted(range(len(rows)), key=lambda i: -size(rows[i]))
@@ -302,8 +234,8 @@ def _more(count, noun):
 
 
 def _write(rows, aligns, file, groups=None, more=()):
-    # The table in blocks of whole column groups, each block with the key
-    # column and as wide as the console at most; then the lines ``more``.
+    # Blocks of whole column groups, each with the key column, each as
+    # wide as the console at most.
     rows = [[_shorten(row[0])] + row[1:] for row in rows]
     widths = [max(len(row[i]) for row in rows) for i in range(len(aligns))]
     if groups is None:

@@ -1,19 +1,17 @@
-"""Units of the printed tables: times as Chainer's ``TimerHook`` spells them
-(``unit``: ``'sec'``, ``'ms'``, ``'us'``, ``'ns'``, ``'auto'``, one for the
-table, or ``'auto_foreach'``), counts with SI prefixes, bytes with binary ones.
+"""Units of the printed tables: times as Chainer's ``TimerHook`` spells
+them, counts with SI prefixes, bytes with binary ones.
 """
 
 from chainer_hookext import _checks
 
 
-#: Each unit's factor from seconds, largest unit first.
+#: Largest unit first.
 FACTORS = {'sec': 1, 'ms': 10 ** 3, 'us': 10 ** 6, 'ns': 10 ** 9}
-#: The units a table takes.
 UNITS = tuple(FACTORS) + ('auto', 'auto_foreach')
 
 
 def check_unit(call, unit):
-    """Returns ``unit``; raises naming ``call`` unless it is known.
+    """Returns ``unit``; raises ``ValueError`` naming ``call`` unless known.
 
     >>> check_unit('TimerHook.print_report', 'min')
     Traceback (most recent call last):
@@ -25,7 +23,7 @@ use one of 'sec', 'ms', 'us', 'ns', 'auto', 'auto_foreach'.
 
 
 def choose_unit(seconds):
-    """Returns ``(factor, unit)``: the largest unit in which ``seconds`` >= 1.
+    """``(factor, unit)``: the largest unit in which ``seconds`` >= 1.
 
     >>> choose_unit(0.0123)
     (1000, 'ms')
@@ -39,12 +37,8 @@ def choose_unit(seconds):
 
 
 def formatter(unit, seconds):
-    """Returns a function formatting seconds as Chainer does (``'3.20ms'``).
-
-    Args:
-        unit (str): A unit of :data:`UNITS` (checked by the caller).
-        seconds (iterable of float): The times of the table; ``'auto'``
-            takes its unit from the largest of them.
+    """A function formatting seconds as Chainer does; ``'auto'`` takes the
+    unit of the largest of ``seconds``.
 
     >>> fmt = formatter('auto', [0.5, 0.002])
     >>> fmt(0.5), fmt(0.002)
