@@ -1,7 +1,6 @@
 """FLOPs and bytes per link: the backward timer that also counts each node
 when Chainer applies it, charged as its time is (docs/flops.md; the stages:
-docs/internals.md, "Adding a per-link figure").
-"""
+docs/internals.md, "Adding a per-link figure")."""
 
 from chainer_hookext import _chainer
 from chainer_hookext import _frames
@@ -10,11 +9,8 @@ from chainer_hookext.timing import backward
 
 
 class FlopCounter(backward.BackwardTimer):
-    """Backward timer charging each node's FLOPs and bytes to a record.
-
-    Make it with ``_tagging.new_tagger(FlopCounter, calls, name)``, as a
-    :class:`~chainer_hookext.timing.backward.BackwardTimer`.
-    """
+    """Backward timer charging each node's FLOPs and bytes to a record;
+    made with ``_tagging.new_tagger(FlopCounter, calls, name)``."""
 
     # -- hot path: a few hundred instructions per node, not calls ------------
     def forward_preprocess(self, function, in_data):
@@ -64,14 +60,12 @@ class FlopCounter(backward.BackwardTimer):
     counts_flops = True
 
     def node_flops(self, function, in_data):
-        """The FLOPs of a node, 0 without a formula (counted again: the
-        formulas' results are memoized)."""
+        # 0 without a formula; counted again: the costs are memoized.
         cost = flops.count(function, in_data)
         return 0 if cost is None else cost.flops
 
     def step_node_applied(self, function, in_data):
-        """Charges a node applied in a step to the step's type, as backward
-        FLOPs."""
+        # A node applied in a step: the step's type's backward FLOPs.
         running = self._running
         tag = self.tag_of(running)
         rec = self._outside() if tag is None else tag.charged
@@ -89,8 +83,8 @@ class FlopCounter(backward.BackwardTimer):
 
 
 class FunctionFlopCounter(FlopCounter):
-    """Flop counter splitting its figures by function type, each node's
-    forward timed too (``TimerHook(flops=True, functions=True)``)."""
+    """Flop counter by function type (``TimerHook(flops=True,
+    functions=True)``)."""
 
     functions = True
     forward_preprocess = backward.BackwardTimer._function_forward_preprocess

@@ -1,6 +1,5 @@
 """The machine's peaks: FLOP/s of a square GEMM (2·n³ FLOPs), bytes/s of a
-copy, kept per machine, device and dtype (docs/flops.md, "Peaks").
-"""
+copy, kept per machine, device and dtype (docs/flops.md, "Peaks")."""
 
 import collections
 import datetime
@@ -23,9 +22,8 @@ Peaks = collections.namedtuple('Peaks', ('flops', 'bandwidth'))
 
 #: The environment variable naming the cache file.
 ENVIRONMENT = 'CHAINER_HOOKEXT_PEAKS'
-#: Seconds each of the two measurements repeats its work for, at least.
+#: Seconds each measurement repeats its work for, at least.
 SECONDS = 0.5
-#: GEMM sizes and copy bytes, on the CPU and on a GPU.
 _GEMM = {'cpu': 512, 'gpu': 4096}
 _COPY_BYTES = {'cpu': 1 << 25, 'gpu': 1 << 28}
 _LEAST_REPEATS = 5
@@ -34,11 +32,7 @@ _measured = {}  # {(cache file, key): Peaks}
 
 
 def cache_path() -> str:
-    """Returns the path of the file keeping the peaks measured.
-
-    ``$CHAINER_HOOKEXT_PEAKS`` when set, else ``peaks.json`` in
-    ``$XDG_CACHE_HOME/chainer_hookext`` (``~/.cache/chainer_hookext``).
-    """
+    """Returns the path of the file keeping the peaks measured."""
     path = os.environ.get(ENVIRONMENT)
     if path:
         return path
@@ -48,17 +42,9 @@ def cache_path() -> str:
 
 
 def measure(xp=numpy, dtype=numpy.float32, again: bool = False) -> Peaks:
-    """Returns the :class:`Peaks` of ``xp``'s current device in ``dtype``.
-
-    Read from the cache file (:func:`cache_path`) when the machine's are
-    there; otherwise measured and written to it.
-
-    Args:
-        xp: ``numpy``, or ``cupy`` for the current CUDA device.
-        dtype: The model's floating dtype.
-        again (bool): Measure even when the file has the peaks, and
-            replace them there.
-    """
+    """Returns the :class:`Peaks` of ``xp``'s current device in ``dtype``,
+    from :func:`cache_path`, else measured and kept there (``again``:
+    measured whatever the file has)."""
     dtype = numpy.dtype(dtype)
     path, key = cache_path(), _cache_key(xp, dtype)
     peaks = None if again else _measured.get((path, key))
@@ -74,12 +60,8 @@ def measure(xp=numpy, dtype=numpy.float32, again: bool = False) -> Peaks:
 
 
 def measure_for(param) -> Peaks:
-    """Returns the :class:`Peaks` of ``param``'s device and dtype.
-
-    Args:
-        param (~chainer.Parameter): An initialised parameter of the model,
-            or ``None``: float32 on the CPU.
-    """
+    """Returns the :class:`Peaks` of an initialised ``param``'s device and
+    dtype; ``None``: float32 on the CPU."""
     if param is None:
         return measure()
     device = chainer.backend.get_device_from_array(param.array)
@@ -89,8 +71,7 @@ def measure_for(param) -> Peaks:
 
 
 def _cache_key(xp, dtype):
-    # The machine, the device and the dtype: '<host> cpu float32',
-    # '<host> cuda:0 NVIDIA H100 80GB HBM3 float16'.
+    # '<host> cpu float32', '<host> cuda:0 NVIDIA H100 80GB HBM3 float16'.
     if xp is numpy:
         device = 'cpu'
     else:
@@ -103,7 +84,7 @@ def _cache_key(xp, dtype):
 
 
 def _peaks_of(entry):
-    # The Peaks of a cache entry, or None for an entry unusable.
+    # None for an entry unusable.
     try:
         peaks = Peaks(float(entry['flops']), float(entry['bandwidth']))
     except (KeyError, TypeError, ValueError):
@@ -112,8 +93,7 @@ def _peaks_of(entry):
 
 
 def _read(path):
-    # {key: entry} of the cache file; {} without one, and with a broken
-    # one (warned: it is measured again and written over).
+    # {} without a file, and (warned) with a broken one.
     try:
         with open(path, encoding='utf-8') as f:
             found = json.load(f)['peaks']
@@ -131,7 +111,6 @@ def _read(path):
 
 
 def _write(path, key, peaks, seconds):
-    # Adds one entry to the file: written beside it, then renamed over it.
     found = _read_quietly(path)
     found[key] = dict(peaks._asdict(), seconds=round(seconds, 3),
                       measured=datetime.datetime.now().isoformat(
@@ -179,7 +158,6 @@ def _measure(xp, dtype):
 
 
 def _best(xp, work):
-    # The shortest of the repeats of ``work`` over SECONDS at least.
     work()  # warm-up: allocations, kernels compiled
     best = float('inf')
     repeats = 0
@@ -202,13 +180,9 @@ def _synchronize(xp):
 
 def measure_again(device: typing.Optional[int] = None,
                   dtype: str = 'float32') -> str:
-    """Measures the peaks again, keeps them, and says what they are:
-    ``python -m chainer_hookext peaks [--device 0] [--dtype float16]``.
-
-    Args:
-        device (int): A CUDA device id; ``None``: the CPU.
-        dtype (str): The dtype measured in.
-    """
+    """Measures the peaks of a CUDA ``device`` (``None``: the CPU) again,
+    keeps them, and says what they are (``python -m chainer_hookext
+    peaks``)."""
     if device is None:
         where, peaks = 'the CPU', measure(numpy, dtype, again=True)
     else:

@@ -1,6 +1,5 @@
 """A link's place under the roofline: achieved FLOP/s against the peaks
-(docs/flops.md, "The roofline").
-"""
+(docs/flops.md, "The roofline")."""
 
 import collections
 import warnings
@@ -8,25 +7,16 @@ import warnings
 from chainer_hookext.costs import peaks as peaks_module
 
 
-#: Work below this percentage of the roof over its intensity is
-#: overhead-bound: neither the FLOP/s nor the bytes/s of the machine hold
-#: it back, but its Python and launch time.
+#: Below this percent of the roof over its intensity, work is
+#: overhead-bound.
 OVERHEAD_PERCENT = 10.0
 
-#: Where one link's work lies: ``flops`` and ``bytes`` counted, ``seconds``
-#: measured, ``rate`` (FLOP/s), ``intensity`` (FLOPs per byte; ``None``
-#: with no byte), ``percent`` of what its intensity can reach, ``bound``:
-#: ``'compute'``, ``'memory'`` or ``'overhead'`` (below
-#: :data:`OVERHEAD_PERCENT`), ``roof``: the roof over its intensity,
-#: ``'compute'`` or ``'memory'``, and ``label``, the words to print:
-#: ``'memory-bound'``, ``'overhead-bound (3% of the compute roof)'``.
+#: Where one link's work lies (``intensity`` ``None`` with no byte).
 Point = collections.namedtuple('Point', (
     'flops', 'bytes', 'seconds', 'rate', 'intensity', 'percent', 'bound',
     'roof', 'label'))
 
-
-#: A link's :class:`Point` s, ``forward`` and ``backward`` (``None`` where
-#: it has no timed work).
+#: A link's :class:`Point` s (``None`` without timed work).
 LinkPoints = collections.namedtuple('LinkPoints', ('forward', 'backward'))
 
 
@@ -35,11 +25,7 @@ class Roofline:
 
     Args:
         peaks (~.peaks.Peaks): FLOP/s and bytes/s.
-        owner (str): Who names the peaks in a warning (e.g.
-            ``'TimedLinks'``).
-
-    Attributes:
-        peaks (~.peaks.Peaks): The ceilings, as raised so far.
+        owner (str): Who warns (``'TimedLinks'``).
     """
 
     def __init__(self, peaks, owner):
@@ -54,14 +40,8 @@ class Roofline:
         return self.peaks.flops / self.peaks.bandwidth
 
     def point(self, name, flops, bytes, seconds):
-        """Returns the :class:`Point` of some work, or ``None`` untimed.
-
-        Args:
-            name (str): The work's name (a link's), for the warning.
-            flops (int): FLOPs counted.
-            bytes (int): Bytes moved.
-            seconds (float): The time it took.
-        """
+        """Returns the :class:`Point` of some work (``name`` for the
+        warning), or ``None`` untimed."""
         if seconds <= 0 or (flops <= 0 and bytes <= 0):
             return None
         rate, byte_rate = flops / seconds, bytes / seconds
@@ -97,13 +77,8 @@ class Roofline:
             RuntimeWarning)
 
     def link_points(self, entries):
-        """Returns the :class:`LinkPoints` of each :class:`~.records.Entry`.
-
-        Each link's inclusive FLOPs, bytes and time, forward and backward.
-
-        Returns:
-            collections.OrderedDict: ``{entry key: LinkPoints}``.
-        """
+        """Returns ``{entry key: LinkPoints}`` of :class:`~.records.Entry` s,
+        from their inclusive figures."""
         return collections.OrderedDict((e.key, LinkPoints(
             self.point(e.key, e.flops, e.bytes, e.elapsed_time),
             self.point(e.key + ' (backward)', e.backward_flops,

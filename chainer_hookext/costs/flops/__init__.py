@@ -1,7 +1,6 @@
 """FLOPs and bytes of one function node, from its inputs: :func:`count`
 looks the node's class up in :data:`FORMULAS`, registered beside each
-formula with :func:`register` (docs/flops.md, "Convention", "The registry").
-"""
+formula with :func:`register` (docs/flops.md, "Convention", "The registry")."""
 
 import warnings
 
@@ -35,20 +34,11 @@ __all__ = [
 
 
 def count(node, in_data):
-    """Returns the :class:`Cost` of ``node`` applied to ``in_data``.
-
-    Args:
-        node (~chainer.FunctionNode): The node, as a function hook gets it.
-        in_data (tuple of arrays): Its inputs (``None`` for an input not
-            kept).
-
-    Returns:
-        Cost: Or ``None`` when its class has no formula or its formula
-        failed.
-    """
-    # Every node of a training iteration passes here: most are looked up
-    # in the memo by their inputs' shapes and dtypes (and the attributes
-    # their entry is keyed by), a third of what computing them takes.
+    """Returns the :class:`Cost` of ``node`` applied to ``in_data`` (as a
+    function hook gets them), or ``None`` without a formula or when it
+    failed."""
+    # Every node of an iteration passes here; the memo (docs/flops.md,
+    # "Memo") takes a third of the instructions of computing the cost.
     cls = type(node)
     if cls is function.FunctionAdapter:  # an old-style Function
         node = node.function

@@ -62,8 +62,7 @@ register(
     concat.Concat, stack.Stack, hstack.Hstack, vstack.Vstack, dstack.Dstack,
     transpose_sequence.TransposeSequence, identity.Identity,
     n_step_rnn.CudnnRNNWeightConcat, keyed_by=())(_generic.gather_copy)
-# Its forward applies the nodes it wraps (each counted); so does its
-# backward, again.
+# Its forward and its backward apply the nodes it wraps, each counted.
 register(forget.Forget)(_generic.nothing)
 
 
@@ -81,8 +80,7 @@ def _broadcast(node, in_data):
 
 @register(cast.Cast, keyed_by=('type',))
 def _cast(node, in_data):
-    x = in_data[0]  # a copy: its bytes in the new type, counted in the
-    # input's float size (as count writes outputs)
+    x = in_data[0]  # the new type's bytes, in the input's float size
     itemsize = x.itemsize if x.dtype.kind == 'f' else 4
     return Work(0, -(-x.size * numpy.dtype(node.type).itemsize // itemsize))
 

@@ -219,8 +219,7 @@ def _tensordot(node, in_data):
     return Work(2 * rows * k * columns, rows * columns)
 
 
-# Recurrent cells: an activation (sigmoid, tanh) counted 1 per unit, as in
-# LSTM's formula of issue #22.
+# Recurrent cells: an activation (sigmoid, tanh) counts 1 per unit.
 @register(lstm.LSTM, keyed_by=())
 def _lstm(node, in_data):
     c, x = in_data  # 4 gates: 3 sigmoids, 2 tanh, 3 mul, 1 add per unit

@@ -8,8 +8,8 @@ from chainer_hookext.costs.flops._registry import Work
 
 
 def elementwise(per_element, outputs=1):
-    """``per_element`` FLOPs per element of the broadcast inputs; as many
-    output arrays of that size as ``outputs``."""
+    """``per_element`` FLOPs and ``outputs`` outputs per element of the
+    broadcast inputs."""
     def formula(node, in_data):
         n = broadcast_size([x.shape for x in in_data if x is not None])
         return Work(per_element * n, outputs * n)
@@ -56,9 +56,8 @@ def reduction(node, in_data):
 
 
 def broadcast_grad(per_element):
-    """The gradient of a binary elementwise node ``(x0, x1, gy)``:
-    ``per_element`` FLOPs per element of ``gy``, and a ``sum_to`` (one
-    addition per element of ``gy``) for each input smaller than ``gy``."""
+    """The gradient ``(x0, x1, gy)`` of a binary elementwise node, plus a
+    ``sum_to`` of ``gy`` per input smaller than it."""
     def formula(node, in_data):
         x0, x1, gy = in_data
         n = gy.size

@@ -21,8 +21,7 @@ from chainer_hookext.costs.flops import _generic
 from chainer_hookext.costs.flops._registry import Work
 from chainer_hookext.costs.flops._registry import register
 
-# The predicted label equal to the true (the argmax of a row counted 1
-# per element), the mean.
+# The argmax of a row (1 per element) equal to the label, the mean.
 register(accuracy.Accuracy, keyed_by=())(_generic.elementwise(1))
 # x0 - x1, its square or absolute value.
 register(squared_error.SquaredError, absolute_error.AbsoluteError,
@@ -32,8 +31,7 @@ register(binary_accuracy.BinaryAccuracy, keyed_by=())(_generic.elementwise(2))
 
 
 def _to_one(per_element):
-    """A loss reduced to one value: ``per_element`` FLOPs per element of
-    its first input and one division."""
+    """``per_element`` FLOPs per element of the first input, a division."""
     def formula(node, in_data):
         return Work(per_element * in_data[0].size + 1, 1)
     formula.__qualname__ = f'_to_one({per_element})'
@@ -44,8 +42,7 @@ def _to_one(per_element):
 register(mean_squared_error.MeanSquaredError, keyed_by=())(_to_one(3))
 # difference, absolute value, sum, a division
 register(mean_absolute_error.MeanAbsoluteError, keyed_by=())(_to_one(3))
-# the mean of y, y - it, squared and summed, 1 - the ratio (with the
-# prediction's residuals)
+# the mean of y, y - it squared and summed, 1 - the residuals' ratio
 register(r2_score.R2_score, keyed_by=())(_to_one(7))
 
 
@@ -91,9 +88,8 @@ def _huber_loss(node, in_data):
 
 
 def _reduce(node, per_element, rows, x):
-    """A loss of ``per_element`` FLOPs per element of ``x`` and 4 per
-    row (a square root, margin minus it, its max with 0, squared), its
-    mean when ``node.reduce == 'mean'``."""
+    """``per_element`` FLOPs per element of ``x``, 4 per row (sqrt, margin
+    minus it, max with 0, squared), their mean with ``reduce='mean'``."""
     flops = per_element * x.size + 4 * rows
     if node.reduce == 'mean':
         return Work(flops + rows, 1)
@@ -143,8 +139,7 @@ def _decov(node, in_data):
 
 @register(classification_summary.ClassificationSummary)
 def _classification_summary(node, in_data):
-    # An argmax per row, two selects and three counts per sample; per
-    # label precision, recall, F and support.
-    y, t = in_data
+    y, t = in_data  # argmax, 2 selects, 3 counts per sample; per label
+    # precision, recall, F and support
     labels = node.label_num or y.shape[1]
     return Work(y.size + 5 * t.size + 8 * labels, 4 * labels)

@@ -27,10 +27,9 @@ register(batch_normalization.FixedBatchNormalizationGrad,
          keyed_by=())(_generic.copy_with(6))
 register(batch_renormalization.BatchRenormalizationFunction,
          keyed_by=())(_generic.copy_with(9))
-# Group normalization's backward: x_hat = (x - mean) inv_std; the scale's
-# and shift's gradients (gy gamma, the sums of gy x_hat and of gy); x_hat's
-# gradient (gx_hat, minus its mean, minus x_hat times the mean of their
-# product, times inv_std); z = y inv_std (its double backward).
+# Group normalization's backward: x_hat = (x - mean) inv_std; x_hat's
+# gradient (gx_hat - its mean - x_hat mean(gx_hat x_hat), times inv_std);
+# z = y inv_std (its double backward).
 register(group_normalization._XHat, keyed_by=())(_generic.copy_with(2))
 register(group_normalization._XHatGrad,
          keyed_by=())(_generic.elementwise(7))
@@ -81,9 +80,7 @@ def _normalize_l2(node, in_data):
 
 
 def _whitened(node, x):
-    """The per group sizes of a decorrelated normalization of ``x``."""
-    c = x.shape[1] // node.groups  # channels per group
-    return c, x.size
+    return x.shape[1] // node.groups, x.size  # channels per group, n
 
 
 @register(_decorrelated.DecorrelatedBatchNormalization,

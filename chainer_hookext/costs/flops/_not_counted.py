@@ -1,8 +1,5 @@
-"""Node classes of Chainer known and left without a formula, and why.
-
-Their nodes count as unknown (listed, never as zero); ``register`` gives
-one a formula.
-"""
+"""Chainer's node classes left without a formula, and why (docs/flops.md,
+"Not yet covered"): their nodes count as unknown."""
 
 from chainer.functions.loss import ctc
 from chainer.functions.math import cholesky

@@ -1,7 +1,6 @@
 """The one table of formulas, ``{node class: Formula}``, and
 :func:`register`, as ``torch.utils.flop_counter.register_flop_formula``
-(docs/flops.md, "The registry").
-"""
+(docs/flops.md, "The registry")."""
 
 import collections
 
@@ -10,16 +9,12 @@ Cost = collections.namedtuple('Cost', ('flops', 'bytes'))
 #: What a formula returns: the node's FLOPs and its output elements.
 Work = collections.namedtuple('Work', ('flops', 'outputs'))
 
-#: One entry of :data:`FORMULAS`: the formula and, for a memoized class,
-#: the names of the node attributes its cost depends on besides its
-#: inputs' shapes and dtypes (``None``: computed each time).
+#: One entry of :data:`FORMULAS` (``keyed_by`` ``None``: not memoized).
 Formula = collections.namedtuple('Formula', ('function', 'keyed_by'))
 
-#: {node class: :class:`Formula`}: every class with a formula.
+#: {node class: :class:`Formula`}.
 FORMULAS = {}
-
-#: {node class: why it has no formula}: the node classes of Chainer known
-#: and left without one; their nodes count as unknown.
+#: {node class: why it has no formula}: Chainer's classes left unknown.
 NOT_COUNTED = {}
 
 
@@ -27,31 +22,24 @@ def register(*classes, keyed_by=None):
     """Registers the decorated function as the formula of ``classes``.
 
     Args:
-        classes (types): Node classes (:class:`~chainer.FunctionNode` or
-            old-style :class:`~chainer.Function` subclasses).
-        keyed_by (tuple of str): To memoize the cost by the inputs'
-            shapes and dtypes and these node attributes (``()`` for none);
-            only if the formula reads no other attribute nor any array's
-            values.  ``None`` (the default): computed for each node.
-
-    Returns:
-        The decorator, which returns the function unchanged.
+        classes (types): ``FunctionNode`` or old-style ``Function`` classes.
+        keyed_by (tuple of str): Memoize the cost by the inputs' shapes and
+            dtypes and these node attributes, if the formula reads nothing
+            else; ``None``: computed for each node.
 
     Raises:
         ValueError: A class already has a formula.
 
-    .. admonition:: Example
-
-        >>> import chainer
-        >>> from chainer_hookext.costs import flops
-        >>> class Twice(chainer.FunctionNode):
-        ...     def forward(self, inputs):
-        ...         return inputs[0] * 2,
-        >>> @flops.register(Twice, keyed_by=())
-        ... def _twice(node, in_data):
-        ...     return flops.Work(flops=in_data[0].size,
-        ...                       outputs=in_data[0].size)
-        >>> del flops.FORMULAS[Twice]
+    >>> import chainer
+    >>> from chainer_hookext.costs import flops
+    >>> class Twice(chainer.FunctionNode):
+    ...     def forward(self, inputs):
+    ...         return inputs[0] * 2,
+    >>> @flops.register(Twice, keyed_by=())
+    ... def _twice(node, in_data):
+    ...     return flops.Work(flops=in_data[0].size,
+    ...                       outputs=in_data[0].size)
+    >>> del flops.FORMULAS[Twice]
     """
     for cls in classes:
         if cls in FORMULAS:
