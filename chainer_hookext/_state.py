@@ -74,12 +74,14 @@ def save_rows(serializer, labels, columns):
         serializer(field, numpy.asarray(values, numpy.float64))
 
 
-def load_rows(serializer, fields):
+def load_rows(serializer, fields, optional=()):
     """Reads what :func:`save_rows` wrote.
 
     Args:
         serializer: A Chainer deserializer.
         fields (tuple of str): The numeric fields to read.
+        optional (tuple of str): Those of ``fields`` that a table saved by
+            an earlier version may lack: they read as zeros.
 
     Returns:
         list: ``(labels, {field: value})`` per row.
@@ -93,7 +95,13 @@ def load_rows(serializer, fields):
         numpy.asarray(labels, numpy.uint8).tobytes().decode('utf-8'))
     columns = {}
     for field in fields:
-        values = numpy.asarray(read(serializer, field), numpy.float64)
+        try:
+            values = read(serializer, field)
+        except MissingState:
+            if field not in optional:
+                raise
+            values = numpy.zeros(len(labels))
+        values = numpy.asarray(values, numpy.float64)
         columns[field] = values.ravel()
         if len(columns[field]) != len(labels):
             raise ValueError(
