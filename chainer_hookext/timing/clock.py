@@ -1,7 +1,6 @@
-"""The one clock of every measurement (:func:`now`), and CUDA events.
-
-Tests replace the clock here only; see docs/internals.md, "How backward
-time is charged to links", for the event queue.
+"""The one clock of every measurement (:func:`now`; tests replace it here
+only), and the CUDA event queue (docs/internals.md, "How backward time is
+charged to links").
 """
 
 import collections
@@ -10,11 +9,9 @@ import time
 from chainer.backends import cuda
 
 
-#: The host clock, in seconds.
 now = time.perf_counter
 
-#: CUDA event pairs an :class:`EventQueue` keeps before it resolves the
-#: oldest half.
+#: Pending event pairs past which the oldest half is resolved.
 MAX_PENDING = 1 << 14
 
 
@@ -24,8 +21,8 @@ def is_gpu(link):
 
 
 def record_event(event=None):
-    """Records ``event`` on the current stream, or a new CUDA event when
-    ``None``, and returns it."""
+    """Records ``event`` (a new one when ``None``) on the current stream,
+    and returns it."""
     if event is None:
         event = cuda.Event()
     event.record()
@@ -39,30 +36,22 @@ def elapsed(start, stop):
     return cuda.cupy.cuda.get_elapsed_time(start, stop) / 1000
 
 
-#: A pair of CUDA events waiting for its time: ``record`` the record it is
-#: charged to, ``backward`` whether to its ``charged.backward`` (a backward
-#: step) or its own ``elapsed`` (a call).
+#: CUDA events waiting for their time: charged to ``record.charged.backward``
+#: (a step, charged when resolved: the record may have been stored since)
+#: or to ``record.elapsed`` (a call).
 EventPair = collections.namedtuple(
     'EventPair', ('record', 'start', 'stop', 'backward'))
 
 
 class EventQueue:
-    """CUDA event pairs waiting for their time, and the events to reuse.
-
-    Each pair is pushed with the record it is charged to: a call's own
-    ``elapsed`` (forward), or the ``backward`` of the record's ``charged``
-    (a backward step, charged when resolved, so that a record moved into
-    stored trees meanwhile charges the stored one).
-
-    Events come from :meth:`record`, which records again one that an
-    earlier :meth:`resolve` gave back: a timed run creates about as many
-    events as wait at once, not one per call.
+    """CUDA event pairs waiting for their time, and resolved events that
+    :meth:`record` records again.
 
     Args:
         in_use (callable): Returns the events recorded but not pushed yet
-            (a running call's start), which are never given back, or
-            ``None`` to give back none (a window's spans still hold them);
-            ``None``: nothing is given back.
+            (a running call's start), never given back; or returns
+            ``None`` (a window's spans hold them). ``None``: nothing is
+            given back.
 
     Attributes:
         pending (list of EventPair): The pairs not resolved yet.
@@ -94,8 +83,8 @@ class EventQueue:
             self.resolve(MAX_PENDING // 2)
 
     def resolve(self, n=None):
-        """Adds the time of the first ``n`` (all) pending pairs, and gives
-        their events back (see the class)."""
+        """Adds the time of the first ``n`` (all) pending pairs and gives
+        their events back."""
         pending = self.pending
         n = len(pending) if n is None else n
         for pair in pending[:n]:
@@ -111,9 +100,8 @@ class EventQueue:
         del pending[:n]
 
     def _give_back(self, pairs, keep):
-        # Each event once (a stop is often the next pair's start); those
-        # still to be read are held back until a later call finds them
-        # free.
+        # Each event once (a stop is often the next start); those still to
+        # be read are held until a later call finds them free.
         kept = {id(e) for e in keep}
         seen = set()
         held, self._held = self._held, []

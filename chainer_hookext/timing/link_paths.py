@@ -1,5 +1,5 @@
-"""The path of each timed link: ``/``, ``/predictor/l1``, ``/#2``,
-``/predictor/<Linear>`` (docs/timing.md).
+"""The path of each timed link: ``/``, ``/predictor/l1``, ``/#2``
+(docs/timing.md, "`TimerHook`: in place of `chainer.link_hooks.TimerHook`").
 """
 
 
@@ -8,13 +8,13 @@ class LinkPaths:
 
     def __init__(self):
         self._paths = {}  # {link: path}
-        self._owners = {}  # {root path: root link}
+        self._owners = {}  # {root path: root}
 
     def __contains__(self, link):
         return link in self._paths
 
     def get(self, link):
-        """Returns the path of ``link``, or ``None`` if it is not indexed."""
+        """Returns the path of ``link``, or ``None``."""
         return self._paths.get(link)
 
     def add_root(self, root, path='/', override=True):
@@ -22,8 +22,7 @@ class LinkPaths:
 
         Args:
             root (~chainer.Link): The root.
-            path (str): Its path; made unique (``/#2``) if another root has
-                it.
+            path (str): Its path; ``/#2`` ... if another root has it.
             override (bool): Re-index links that already have a path.
 
         Returns:
@@ -43,21 +42,17 @@ class LinkPaths:
         return path
 
     def refresh(self):
-        """Indexes the links added under the roots since they were indexed.
-
-        A layer replaced during training (``del model.l2`` then
-        ``model.add_link('l2', ...)``) is a new link at an old path.
+        """Indexes the links added under the roots since (a layer replaced
+        during training is a new link at an old path).
 
         Returns:
-            list: ``(link, parent, suffix)`` for each link indexed now, in
-            :meth:`~chainer.Link.namedlinks` order (a parent before its
-            children): its parent link and its path past the parent's
-            (``'/l2'``).
+            list: ``(link, parent, suffix)`` per new link, parents first;
+            ``suffix`` its path past the parent's (``'/l2'``).
         """
         added = []
         for path, root in list(self._owners.items()):
             parent = path.rstrip('/')
-            at = {}  # {path: link} of this root's tree
+            at = {}  # {sub path: link}
             for sub, link in root.namedlinks():
                 at[sub] = link
                 if link in self._paths:
@@ -68,6 +63,5 @@ class LinkPaths:
         return added
 
     def clear(self):
-        """Forgets every link."""
         self._paths.clear()
         self._owners.clear()

@@ -1,5 +1,5 @@
 """Where each phase of an iteration starts, seen through Chainer's hook
-points (the marks: docs/timing.md, "`TimedLoop`").
+points (docs/timing.md, "`TimedLoop`: where each iteration goes", the marks).
 """
 
 import collections
@@ -14,12 +14,11 @@ from chainer_hookext.timing import clock
 from chainer_hookext.timing import phases
 
 
-#: The name of every mark's registration, after ``chainer_hookext.``.
 NAME = 'loop_phases'
 
-#: Functions applied after a backward, a forward if a backward follows:
-#: when the first was applied, the rank of the last backward step before it,
-#: and whether an optimizer updated since the backward started.
+#: Functions applied after a backward (a forward if a new walk follows):
+#: the first's time, the last step's rank before it, whether an optimizer
+#: updated since the backward started.
 Candidate = collections.namedtuple(
     'Candidate', ('start', 'step_rank', 'updated'))
 
@@ -39,22 +38,22 @@ class PhaseMarks(function_hook.FunctionHook):
     def __init__(self, clock, count_updates):
         self.clock = clock
         self.count_updates = count_updates
-        self.watch_forward = False  # a function applied is looked at
-        self.watch_backward = False  # a backward step is looked at
+        self.watch_forward = False
+        self.watch_backward = False
         self.after_backward = False  # a forward must be followed by one
         self.steps = 0  # backward steps running
-        self.step_end = None  # when the last backward step ended
-        self.step_rank = 0  # the rank of its function node
-        self.candidate = None  # a Candidate, while one waits
+        self.step_end = None
+        self.step_rank = 0  # the last step's node's
+        self.candidate = None
         self.updates = 0  # count_updates() at the backward's start
         self.warned = False
         # The backward timer's read at the start or end of
-        # ``read_function``'s step, until taken; the first link call's.
+        # read_function's step, until taken.
         self.read_function = None
         self.read_time = None
         self.call_start = None  # the first link call of a forward waited
-        #: The timer whose reads are taken (a ``Timeline`` window's own),
-        #: or ``None``: any timer's.
+        # The timer whose reads are taken (a Timeline window's), or None:
+        # any timer's.
         self.reader = None
 
     # The hot path: one call each per function applied and backward step.
@@ -77,11 +76,10 @@ class PhaseMarks(function_hook.FunctionHook):
             self.step_end = clock.now()
         self.step_rank = function.rank
 
-    # -- the timers' reads -------------------------------------------------
     def link_call_started(self, t):
-        """An outermost link call of the update, or a function node timed
-        by type, started at ``t`` (a timer's read): a forward waited for
-        starts there."""
+        """An outermost link call of the update, or a node timed by type,
+        started at ``t`` (a timer's read): a forward waited for starts
+        there."""
         if self.watch_forward and not self.steps and self.call_start is None:
             self.call_start = t
 
@@ -89,25 +87,19 @@ class PhaseMarks(function_hook.FunctionHook):
     def _function_applied(self):
         self.watch_forward = False
         self.watch_backward = True
-        # The forward starts at its first link call, or now (its first
-        # function applied outside every link).
         start, self.call_start = self.call_start, None
         if start is None:
             start = clock.now()
         if self.after_backward:
-            # A forward if a new backward walk follows (_step_started).
             self.candidate = Candidate(
                 start, self.step_rank, self.count_updates() != self.updates)
         else:
-            # The update's first function, or the first after ChainerMN's
-            # update: nothing but a forward comes there.
             self.switch(phases.FORWARD, start)
 
     def _step_started(self, function):
         self.watch_backward = False
         self.watch_forward = self.after_backward = True
         self.call_start = None
-        # The backward timer's read at this step's start, or None.
         start = self.read_time if self.read_function is function else None
         candidate, self.candidate = self.candidate, None
         if candidate is None:  # the first step after a forward
@@ -126,8 +118,7 @@ class PhaseMarks(function_hook.FunctionHook):
             self.clock.switch(phases.BACKWARD, start)
 
     def backward_ended(self):
-        """When the running ``backward`` ended (its last step's end), or
-        ``None`` when no ``backward`` runs or no step of it has ended."""
+        """The running ``backward``'s last step's end, or ``None``."""
         clock = self.clock
         end = self.step_end
         if clock.phase == phases.BACKWARD and end is not None and (
@@ -136,8 +127,8 @@ class PhaseMarks(function_hook.FunctionHook):
         return None
 
     def switch(self, phase, t=None):
-        """Starts ``phase`` at ``t`` or now; a ``backward`` running ends at
-        its last step, the time since is ``optimizer``."""
+        """Starts ``phase`` at ``t`` or now; the time since a running
+        ``backward``'s last step is ``optimizer``."""
         clock = self.clock
         if clock.phase == phases.BACKWARD:
             end = self.backward_ended()
@@ -146,8 +137,7 @@ class PhaseMarks(function_hook.FunctionHook):
         clock.switch(phase, t)
 
     def start(self):
-        """The update starts, or starts again after ChainerMN's update: the
-        first function applied is a forward."""
+        """The update starts, or starts again after ChainerMN's update."""
         self.watch_forward = self.watch_backward = True
         self.after_backward = False
         self.candidate = None
@@ -156,9 +146,7 @@ class PhaseMarks(function_hook.FunctionHook):
 
     def stop(self):
         """The update has ended: nothing is looked at until :meth:`start`.
-
-        Functions applied after an optimizer's update and followed by no
-        backward step are ``optimizer``: warns once.
+        Warns once of functions applied after an update, with no backward.
         """
         candidate = self.candidate
         if candidate is not None and candidate.updated and not self.warned:
@@ -175,17 +163,8 @@ class PhaseMarks(function_hook.FunctionHook):
 
 class UpdateMark(_registry.OptimizerHook):
     """ChainerMN's multi-node optimizer's first ``pre`` hook: its update
-    starts, after the gradients' all-reduce.
-
-    Added to that optimizer only (the time from the last backward step to
-    its update is ``allreduce``): an updater's other optimizers are seen
-    through their ``t``.  Chainer's ``GradientMethod.call_hook`` runs
-    ``reallocate_cleared_grads()``, a walk over every parameter, after each
-    hook: that costs more than the rest of ``TimedLoop``
-    (``benchmarks/README.md``).
-
-    Args:
-        marks (Marks): What it tells.
+    starts, after the all-reduce.  On no other optimizer (docs/timing.md,
+    "Why so few optimizer hooks").
     """
 
     def __init__(self, marks):
@@ -198,11 +177,9 @@ class UpdateMark(_registry.OptimizerHook):
 
 
 class TimedTrigger:
-    """An extension entry's trigger that starts the extension's phase.
-
-    Forwards everything else (``serialize``, ``finished`` ...) to the
-    trigger, so snapshots are unchanged.  Passes through once the loop has
-    ended (:attr:`marks` is ``None``).
+    """An extension entry's trigger that starts the extension's phase;
+    forwards every attribute to the trigger (snapshots unchanged), and
+    passes through once :attr:`marks` is ``None``.
     """
 
     def __init__(self, marks, trigger, phase):
@@ -227,14 +204,11 @@ class TimedTrigger:
         return getattr(trigger, name)
 
     def __reduce__(self):
-        # A pickle or a copy of the trainer holds the entry's own trigger.
         return _copies.same, (self.trigger,)
 
 
 class Marks:
     """Every mark of one trainer's loop, on one :class:`~.phases.PhaseClock`.
-
-    :meth:`add` registers them, :meth:`remove` removes exactly them.
 
     Attributes:
         clock (~.phases.PhaseClock): The clock they switch.
@@ -246,7 +220,7 @@ class Marks:
         self.in_update = False
         self._hook = None
         self._hook_handle = None
-        self._optimizer_hooks = []  # handles
+        self._optimizer_hooks = []
         self._triggers = []  # (extension entry, TimedTrigger)
 
     def add(self, trainer, function_hooks):
@@ -266,17 +240,14 @@ class Marks:
     def _add(self, trainer, function_hooks):
         optimizers = tuple(trainer.updater.get_all_optimizers().values())
         for optimizer in optimizers:
-            # ChainerMN's multi-node optimizer keeps its communicator in
-            # its own __dict__ (chainermn/optimizers.py).  Ours first among
-            # the pre hooks: the user's (WeightDecay ...) are optimizer time.
+            # ChainerMN's multi-node optimizer keeps its communicator in its
+            # own __dict__.  First: the user's pre hooks are optimizer time.
             if 'communicator' in vars(optimizer):
                 self._optimizer_hooks.append(_registry.add_optimizer_hook(
                     optimizer, UpdateMark(self), NAME, 'pre', first=True))
 
         def count_updates():
-            # Each update adds one to the optimizer's t (Chainer's
-            # GradientMethod.update); read at a backward's start and after
-            # it only.  A loop: no generator made per call.
+            # Each update adds one to t; a loop, not sum(): no generator.
             total = 0
             for optimizer in optimizers:
                 total += optimizer.t
@@ -311,7 +282,7 @@ class Marks:
             _registry.remove(self._hook_handle, hook)
 
     def iteration_started(self):
-        """Starts ``data``: the update begins."""
+        """The update begins: ``data``."""
         self.in_update = True
         hook = self._hook
         hook.start()
@@ -319,7 +290,7 @@ class Marks:
         self.clock.switch(phases.DATA)
 
     def outside_update(self, phase):
-        """Starts ``phase`` of the loop (an extension, the stop trigger)."""
+        """Starts ``phase`` (an extension's, the stop trigger's)."""
         self.in_update = False
         hook = self._hook
         if hook.watch_forward or hook.watch_backward:
@@ -333,4 +304,4 @@ class Marks:
         if end is not None:
             self.clock.switch(phases.ALLREDUCE, end)
         hook.switch(phases.OPTIMIZER)
-        hook.start()  # the next loss's forward and backward
+        hook.start()

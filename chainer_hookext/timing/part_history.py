@@ -1,5 +1,5 @@
-"""The recent seconds of each part of the training loop's iterations, for
-:class:`~chainer_hookext.Timeline`'s outlier traces.
+"""The recent seconds of each part of the loop's iterations, for
+``Timeline``'s outlier traces (docs/timing.md, "Outlier traces").
 """
 
 import collections
@@ -8,7 +8,6 @@ from chainer_hookext import _state
 from chainer_hookext.timing import phases
 from chainer_hookext.timing import running_median
 
-#: The name of the update's history (in a snapshot's rows).
 UPDATE = 'update'
 
 
@@ -17,16 +16,14 @@ class PartHistory:
 
     Args:
         size (int): Runs kept per part.
-        sets (int): Sets of extensions called together whose runs are
-            kept; past it, the set seen least recently is forgotten.
+        sets (int): Sets of extensions called together kept; past it, the
+            one seen least recently is forgotten.
 
     Attributes:
         update (RunningMedian): The update's seconds.
         extensions (collections.OrderedDict): ``{called: {phase:
-            RunningMedian}}``: ``called`` the ``frozenset`` of the
-            extensions' phases (:class:`~.phases.ExtensionPhase`) called
-            in an iteration, the least recently seen first; ``phase`` one
-            of them.
+            RunningMedian}}``, ``called`` the ``frozenset`` of extension
+            phases called in an iteration, least recently seen first.
 
     .. admonition:: Example
 
@@ -45,9 +42,8 @@ class PartHistory:
         self.extensions = collections.OrderedDict()
 
     def runs(self, called: frozenset) -> dict:
-        """Returns ``{phase: RunningMedian}`` of the extensions' runs in
-        the iterations calling ``called`` (an empty dict the first time);
-        ``called`` is then the set seen most recently."""
+        """Returns ``{phase: RunningMedian}`` of the runs in iterations
+        calling ``called``, now the set seen most recently."""
         extensions = self.extensions
         runs = extensions.get(called)
         if runs is None:
@@ -59,9 +55,8 @@ class PartHistory:
         return runs
 
     def add(self, update: float, called: dict, runs: dict) -> None:
-        """Adds an iteration: the ``update``'s seconds, and ``called``,
-        ``{phase: seconds}`` of its extensions, to ``runs`` (what
-        :meth:`runs` gave for them)."""
+        """Adds an iteration: the ``update``'s seconds, and ``called``
+        (``{phase: seconds}``) to ``runs`` (from :meth:`runs`)."""
         self.update.add(update)
         for phase, seconds in called.items():
             self._add_run(runs, phase, seconds)
@@ -73,9 +68,8 @@ class PartHistory:
         history.add(seconds)
 
     def save(self, serializer):
-        """Saves every run kept: a row per value, labelled with its part's
-        name (:data:`UPDATE`, an extension's) and, for an extension, the
-        names of the extensions called beside it."""
+        """Saves a row per run kept, labelled with its part's name and, for
+        an extension, the names of those called beside it."""
         labels = [[UPDATE, None]] * len(self.update)
         seconds = self.update.values()
         for called, runs in self.extensions.items():
@@ -87,11 +81,7 @@ class PartHistory:
         _state.save_rows(serializer, labels, {'seconds': seconds})
 
     def load(self, serializer):
-        """Adds the runs :meth:`save` saved.
-
-        Raises:
-            ~chainer_hookext._state.MissingState: The snapshot has none.
-        """
+        """Adds the runs :meth:`save` saved (raises ``MissingState``)."""
         for (name, beside), value in _state.load_rows(
                 serializer, ('seconds',)):
             if beside is None:

@@ -1,8 +1,6 @@
-"""Our own work, taken out of every measurement running around it
-(docs/timing.md, "`TimedLoop`": a pause).
-
-:func:`own_work` (or :func:`paused`, on a hot path) tells the calling
-thread's listeners (``paused(name, start, end)``, :func:`listen`).
+"""Our own work (a pause), taken out of every measurement around it: the
+thread's listeners are told (docs/internals.md, "Layout"; docs/timing.md,
+"`TimedLoop`: where each iteration goes").
 """
 
 import bisect
@@ -15,8 +13,7 @@ from chainer_hookext import _copies
 from chainer_hookext.timing import clock
 
 
-#: One pause: ``name`` the extension whose work it was (its phase is
-#: ``extension/<name>``), ``start`` and ``end`` clock seconds.
+#: ``name`` the extension whose work it was; clock seconds.
 Pause = collections.namedtuple('Pause', ('name', 'start', 'end'))
 
 _local = threading.local()
@@ -31,11 +28,8 @@ def _listeners():
 
 
 def listen(listener):
-    """Tells ``listener`` of the calling thread's pauses from now on.
-
-    Returns:
-        Listening: The handle for :func:`stop_listening`, from any thread.
-    """
+    """Tells ``listener`` of the calling thread's pauses from now on;
+    returns the handle for :func:`stop_listening` (from any thread)."""
     listeners = _listeners()
     if not any(registered is listener for registered in listeners):
         listeners.append(listener)
@@ -44,8 +38,7 @@ def listen(listener):
 
 class Listening(collections.namedtuple(
         'Listening', ('listeners', 'listener'))):
-    """What :func:`listen` returns.  A pickle or a copy of it (of a hook,
-    during training) is ``None``: the copy listens to nothing."""
+    """What :func:`listen` returns; a pickle or copy of it is ``None``."""
 
     __slots__ = ()
 
@@ -54,8 +47,7 @@ class Listening(collections.namedtuple(
 
 
 def stop_listening(handle):
-    """Stops telling the listener of ``handle``; does nothing when it is
-    ``None`` or no longer listening."""
+    """Stops telling the listener of ``handle`` (if any)."""
     if handle is None:
         return
     listeners, listener = handle
@@ -66,16 +58,8 @@ def stop_listening(handle):
 
 
 def paused(name, start, end=None):
-    """Tells the thread's listeners that ``[start, end]`` was ``name``'s work.
-
-    Args:
-        name (str): The extension whose work it was.
-        start (float): When the work started (``clock.now()``).
-        end (float): When it ended; now when ``None``.
-
-    Returns:
-        float: ``end``.
-    """
+    """Tells the thread's listeners that ``[start, end]`` (``end`` now by
+    default) was extension ``name``'s work; returns ``end``."""
     if end is None:
         end = clock.now()
     for listener in list(_listeners()):
@@ -85,8 +69,8 @@ def paused(name, start, end=None):
 
 @contextlib.contextmanager
 def own_work(name):
-    """Takes the time inside out of every measurement running around it,
-    and charges it to ``extension/<name>``.
+    """Charges the time inside to ``extension/<name>``, not to what runs
+    around it.
 
     .. admonition:: Example
 
@@ -101,15 +85,9 @@ def own_work(name):
 
 
 class PauseIndex:
-    """The pauses of a window, to put its spans back on the clock.
-
-    A timer moves the start of a running call by each pause inside it, so
-    that ``end - start`` is the call's time without them: :meth:`start`
-    gives back where the call really started.  :meth:`cut` gives the parts
-    of a span outside the pauses (a phase's time without our work).
-
-    Args:
-        pauses (list of Pause): In order of time, not overlapping.
+    """A window's pauses (in order, not overlapping), to put its spans
+    back on the clock: a timer moves a running call's start past each pause
+    inside it.
     """
 
     def __init__(self, pauses):
@@ -117,7 +95,7 @@ class PauseIndex:
         self._ends = [p.end for p in self.pauses]
         lengths = [p.end - p.start for p in self.pauses]
         self._before = [0.0] + list(itertools.accumulate(lengths))
-        # each pause's start on the clock without the pauses before it
+        # each start on the clock without the pauses before it
         self._starts = [p.start - before
                         for p, before in zip(self.pauses, self._before)]
 
@@ -130,13 +108,9 @@ class PauseIndex:
             bisect.bisect_left(self._starts, virtual)]
 
     def cut(self, start, end):
-        """Returns the pieces of ``[start, end]`` outside the pauses.
-
-        Returns:
-            list of tuple: ``(start, end)`` of each piece, in order; the
-            span itself when no pause lies inside it; one empty piece at
-            the end of the pause that holds all of it.
-        """
+        """Returns the ``(start, end)`` pieces of ``[start, end]`` outside
+        the pauses, in order; one empty piece at the end of a pause holding
+        all of it."""
         pieces = []
         for pause in itertools.islice(
                 self.pauses, bisect.bisect_right(self._ends, start), None):

@@ -1,5 +1,7 @@
 """Time per phase of a training iteration (:class:`PhaseClock`), the garbage
-collector's apart, and the tail of an interval's iterations.
+collector's apart, and the tail of an interval's iterations (docs/timing.md,
+"`TimedLoop`: where each iteration goes", "The tail and the garbage
+collector").
 """
 
 import collections
@@ -20,21 +22,17 @@ OTHER = 'other'
 #: Phases of the update, in report order.
 UPDATE_PHASES = (DATA, FORWARD, BACKWARD, OPTIMIZER, ALLREDUCE)
 
-#: The phase of one of the trainer's extensions (its trigger and call):
-#: ``name`` is its name in the trainer.
+#: An extension's phase (its trigger and call), by its name in the trainer.
 ExtensionPhase = collections.namedtuple('ExtensionPhase', ('name',))
 
-#: One run of a phase (a name above, or an :class:`ExtensionPhase`):
-#: clock times in seconds.
+#: One run of a phase (a name above, or an :class:`ExtensionPhase`).
 Span = collections.namedtuple('Span', ('phase', 'start', 'end'))
 
-#: One garbage collection: ``generation`` and ``collected`` from the
-#: ``gc.callbacks`` info; clock times in seconds.
+#: One garbage collection (``generation``, ``collected``: gc's info).
 GcSpan = collections.namedtuple(
     'GcSpan', ('generation', 'collected', 'start', 'end'))
 
-# How many of the last collections added to PhaseClock.gc a pause may take
-# back: a pause is short, and its collections the last ones.
+# The last collections in PhaseClock.gc that a pause (short) may take back.
 _GC_RECENT = 8
 
 
@@ -43,26 +41,16 @@ class PhaseClock:
 
     Attributes:
         totals (dict): ``{phase: seconds}`` since the clock was made.
-        gc (float): Seconds in the garbage collector since the clock was
-            made, while :meth:`count_gc` is registered (inside the phases,
-            not added to them), but for the collections that started in an
-            extension's phase or in a pause (:meth:`paused`).
-        phase: The running phase (see :class:`Span`); ``None`` before
-            the first :meth:`switch` and after :meth:`stop`.
+        gc (float): Seconds in the garbage collector (inside the phases),
+            but for collections started in an extension's phase or a pause.
+        phase: The running phase, or ``None``.
         started (float): When the running phase started.
         makes_span (bool): Whether the running phase makes a span when it
-            ends; set ``False`` for one that is not to be drawn (an
-            extension not called), ``True`` again by each :meth:`switch`.
-        span_lists (list): Lists to which each ended phase is appended as
-            a :class:`Span` (a :class:`~chainer_hookext.Timeline` recording
-            adds one).
-        gc_lists (list): Lists to which each collection that ends while
-            :meth:`count_gc` is registered is appended as a
-            :class:`GcSpan` (a :class:`~chainer_hookext.Timeline` recording
-            adds one; with none, a collection costs two clock reads).
-        pause_lists (list): Lists to which each pause of our own work
-            (:meth:`paused`) is appended as a :class:`.pauses.Pause` (a
-            ``Timeline`` window adds one).
+            ends (``False``: an extension not called); each :meth:`switch`
+            sets it.
+        span_lists, gc_lists, pause_lists (list): Lists (a ``Timeline``
+            recording's) to which each ended :class:`Span`, each
+            :class:`GcSpan` and each :class:`.pauses.Pause` is appended.
     """
 
     def __init__(self):
@@ -74,29 +62,21 @@ class PhaseClock:
         self._mark = None  # the last charge's time
         self.makes_span = True
         self.gc = 0.0
-        self._gc_start = None  # when the running collection started
-        self._gc_counted = False  # whether it is added to gc
-        # The last collections added to gc, as GcSpans, for a pause that
-        # ends after them to take back (paused).
-        self._gc_recent = []
+        self._gc_start = None  # of the running collection
+        self._gc_counted = False
+        self._gc_recent = []  # GcSpans a pause may take back
         self.pause_lists = []
         self._pauses = []  # (start, end) of pauses not charged past yet
 
     def switch(self, phase, t=None):
-        """Ends the running phase and starts ``phase``, at ``t`` or now.
-
-        Switching to the running phase changes nothing.
-        """
+        """Ends the running phase and starts ``phase`` (if another), at
+        ``t`` or now."""
         if phase == self.phase:
             return
         if t is None:
             t = clock.now()
-        running = self.phase
-        if running is not None:
-            totals = self.totals
-            totals[running] = totals.get(running, 0.0) + (
-                t - self._mark - (self._paused_until(t) if self._pauses
-                                  else 0.0))
+        if self.phase is not None:
+            self._charge(t)
             if self.span_lists and self.makes_span:
                 self._add_span(t)
         self.phase = phase
@@ -121,22 +101,22 @@ class PhaseClock:
 
     def read(self, t=None):
         """Returns :attr:`totals` with the running phase charged up to
-        ``t`` or now.
-        """
+        ``t`` or now."""
         if self.phase is not None:
             if t is None:
                 t = clock.now()
-            totals = self.totals
-            totals[self.phase] = totals.get(self.phase, 0.0) + (
-                t - self._mark - (self._paused_until(t) if self._pauses
-                                  else 0.0))
+            self._charge(t)
             self._mark = t
         return dict(self.totals)
 
+    def _charge(self, t):
+        totals = self.totals
+        totals[self.phase] = totals.get(self.phase, 0.0) + (
+            t - self._mark - (self._paused_until(t) if self._pauses else 0.0))
+
     def paused(self, name, start, end):
-        """Charges a pause of our own work (:mod:`.pauses`) to
-        ``extension/<name>``, not to the phase it ran in, and appends it to
-        each of :attr:`pause_lists`."""
+        """Charges a pause (:mod:`.pauses`) to ``extension/<name>``, not to
+        the phase it ran in."""
         phase = ExtensionPhase(name)
         totals = self.totals
         totals[phase] = totals.get(phase, 0.0) + (end - start)
@@ -150,8 +130,8 @@ class PhaseClock:
                 spans.append(pause)
 
     def _paused_until(self, t):
-        # The seconds of the pauses that ended by ``t``, forgotten: the
-        # phases are charged in order of time, so none is charged twice.
+        # The seconds of the pauses ended by t, forgotten: phases are
+        # charged in order of time.
         pending = self._pauses
         total = 0.0
         i = 0
@@ -162,12 +142,9 @@ class PhaseClock:
         return total
 
     def count_gc(self, phase, info):
-        """A ``gc.callbacks`` entry: adds each collection's time to
-        :attr:`gc`, and each collection to :attr:`gc_lists`.  A collection
-        that starts in an extension's phase (a :class:`ExtensionPhase`) is
-        not added to :attr:`gc`: the extension set it off, and its phase
-        keeps that time.  A ``stop`` without its ``start`` (registered
-        during a collection) adds nothing."""
+        """A ``gc.callbacks`` entry: each collection to :attr:`gc` (unless
+        it starts in an extension's phase) and to :attr:`gc_lists`.  A
+        ``stop`` without its ``start`` adds nothing."""
         if phase == 'start':
             self._gc_start = clock.now()
             self._gc_counted = not isinstance(self.phase, ExtensionPhase)
@@ -186,8 +163,7 @@ class PhaseClock:
                 spans.append(span)
 
     def _take_back_gc(self, start, end):
-        # The collections added to gc inside the pause [start, end] are the
-        # pausing extension's time: taken back from gc, and forgotten.
+        # Collections inside the pause are its extension's: out of gc.
         kept = []
         for span in self._gc_recent:
             if start <= span.start and span.end <= end:
@@ -203,26 +179,17 @@ class PhaseClock:
 
 
 class IterationTimes:
-    """The iterations of an interval: a bounded sample of their seconds,
-    the slowest exactly.
-
-    The first ``size`` iterations are all kept; after them each replaces a
-    kept one at random (reservoir sampling, Algorithm R), so that the kept
-    ones stay a uniform sample of the interval.  The slowest is kept apart,
-    with what ``phases()`` gave when it was added.
-
-    Args:
-        size (int): How many iterations' seconds to keep at most.
-        seed (int): The seed of the sampling's own generator (the global
-            ``random`` is left alone).
+    """The iterations of an interval: at most ``size`` of their seconds
+    (reservoir sampling, Algorithm R, with a generator seeded ``seed``), the
+    slowest kept apart.
 
     Attributes:
         seconds (list of float): The kept iterations' seconds.
         count (int): How many iterations were added.
         slowest (int): The slowest iteration's number, or ``None``.
         max (float): Its seconds.
-        phases (dict): What ``phases()`` returned when it was added
-            (``{name: seconds}``, names that JSON writes, to be saved).
+        phases (dict): What ``phases()`` returned for it (``{name:
+            seconds}``, names that JSON writes).
     """
 
     def __init__(self, size, seed=0):
@@ -235,9 +202,8 @@ class IterationTimes:
         self._random = random.Random(seed)
 
     def add(self, iteration, seconds, phases):
-        """Adds iteration number ``iteration`` of ``seconds``;
-        ``phases()`` is called only when it is the slowest so far (the
-        first of equals stays)."""
+        """Adds iteration ``iteration`` of ``seconds``; ``phases()`` is
+        called only for a new slowest (the first of equals stays)."""
         self.count += 1
         kept = self.seconds
         if len(kept) < self.size:
@@ -250,9 +216,8 @@ class IterationTimes:
             self.slowest, self.max, self.phases = iteration, seconds, phases()
 
     def percentile(self, p):
-        """Returns the ``p`` th percentile of the kept seconds, by nearest
-        rank (one of them: the smallest with ``p`` % of them at or below
-        it), or ``None`` when none is kept.
+        """Returns the ``p`` th percentile of the kept seconds by nearest
+        rank, or ``None`` when none is kept.
 
         >>> times = IterationTimes(10)
         >>> for i, s in enumerate([4.0, 1.0, 3.0, 2.0]):
@@ -282,9 +247,7 @@ class IterationTimes:
     @classmethod
     def load(cls, serializer, size):
         """Returns what :meth:`save` saved as ``serializer['tail']``; empty
-        when it is missing (a snapshot of an earlier version).  The
-        sampling goes on from a seed of its own: exact while every
-        iteration is kept."""
+        when missing (an earlier version's snapshot)."""
         try:
             tail = _state.child(serializer, 'tail')
             seconds = _state.read(tail, 'seconds')

@@ -1,38 +1,31 @@
-"""Call trees: where a timer keeps its figures, one record per call path.
-
-A :class:`CallRecord` is a link called under a parent call; :func:`merge`
-folds it into a stored tree, :func:`entries` turns that into :class:`Entry`
-rows, the one shape that tables, keys, the ChainerMN gather and snapshots
-share.  docs/internals.md ("Adding a per-link figure") says how a counted
-figure goes from here to its key.
+"""Call trees: a timer's figures, one :class:`CallRecord` per call path,
+merged into stored trees and summed into :class:`Entry` rows, the shape
+every table, key, gather and snapshot is made of (docs/internals.md,
+"Layout" and "Adding a per-link figure").
 """
 
 import collections
 
 
-#: The modes timed apart, by ``chainer.config.train``: each has its trees.
+#: The modes timed apart, by ``chainer.config.train``.
 MODES = ('train', 'eval')
 
-#: The name of the backward steps of nodes created outside every timed
-#: link (a loss computed in the updater).
+#: The name of nodes created outside every timed link (docs/timing.md,
+#: "Backward time per link").
 OUTSIDE = '(outside)'
 
-#: What names a record: its reporter-style name (``main/predictor/l1``, or
-#: the path without a scope), its path from the root (``/predictor/l1``) and
-#: its class name.
+#: A record's reporter-style name (``main/predictor/l1``), path from the
+#: root (``/predictor/l1``) and class name.
 Labels = collections.namedtuple('Labels', ('name', 'path', 'class_name'))
 
-#: A figure a :class:`CallRecord` adds up per call path, besides its time:
-#: ``attribute`` of the record (the link's own share), the :class:`Entry`
-#: fields it gives, ``inclusive`` (summed over the link's callees) and
-#: ``own`` (the link's own; ``None``: not a field), ``zero`` (its type's)
-#: and ``cost`` (counted with ``flops=True`` only).
+#: A figure a :class:`CallRecord` adds up besides its time: the record's
+#: ``attribute`` (the link's own share); the :class:`Entry` fields
+#: ``inclusive`` (with the callees') and ``own`` (``None``: no field); its
+#: ``zero``; ``cost``: counted with ``flops=True`` only.
 Count = collections.namedtuple(
     'Count', ('attribute', 'inclusive', 'own', 'zero', 'cost'))
 
-#: The counted figures of a record, in :class:`Entry` order.  A counted
-#: figure of a link is one line here, the code that adds to its attribute,
-#: and its :class:`~chainer_hookext.report.keys.Figure`.
+#: The counted figures of a record, in :class:`Entry` order.
 COUNTS = (
     Count('backward', 'backward_time', 'backward_self_time', 0.0, False),
     Count('flops', 'flops', 'self_flops', 0, True),
@@ -42,12 +35,9 @@ COUNTS = (
     Count('backward_bytes', 'backward_bytes', None, 0, True),
 )
 
-#: One row of a summary.  ``key`` is a name, path or class name;
-#: ``parent`` the key of its first caller (``None`` at the top); times in
-#: seconds; ``occurrence`` the number of calls; FLOPs and bytes moved
-#: (counted with ``flops=True``, see :mod:`chainer_hookext.costs`) of the
-#: function nodes created in the link's forward, inclusive or self, and of
-#: the nodes applied in their backward (0 by default).
+#: One row of a summary: ``key`` a name, path or class name, ``parent`` its
+#: first caller's (``None`` at the top), seconds, calls (``occurrence``),
+#: then the :data:`COUNTS` fields (0 by default).
 Entry = collections.namedtuple('Entry', (
     'key', 'parent', 'elapsed_time', 'self_time', 'occurrence') + tuple(
     field for count in COUNTS for field in (count.inclusive, count.own)
@@ -62,12 +52,9 @@ COST_FIELDS = tuple(
     field for count in COUNTS if count.cost
     for field in (count.inclusive, count.own) if field is not None)
 
-#: One function type's figures in one link's self figures (``functions=True``,
-#: :class:`FunctionRecord`): ``link`` is the link's key (or :data:`OUTSIDE`),
-#: ``function`` the node's class name (``LinearFunction``); ``time`` the
-#: forward seconds of its nodes, ``backward_time`` their backward steps';
-#: ``occurrence`` the nodes applied; FLOPs as in :class:`Entry`, backward
-#: those of the gradient nodes applied in the steps.
+#: One function type's share of a link's self figures (``functions=True``):
+#: ``link`` the link's key or :data:`OUTSIDE`, ``function`` the node's class
+#: name, forward and backward seconds, nodes applied, FLOPs.
 FunctionEntry = collections.namedtuple('FunctionEntry', (
     'link', 'function', 'time', 'backward_time', 'occurrence', 'flops',
     'backward_flops'), defaults=(0, 0))
@@ -78,19 +65,9 @@ FUNCTION_FIELDS = tuple(
 
 
 class FunctionRecord:
-    """The figures of one function type under one call record.
-
-    A link's self figures split by the class of its function nodes
-    (``TimerHook(functions=True)``); kept per call path and type, never
-    per node.
-
-    Attributes:
-        name (str): The node's class name (:func:`.costs.flops.name_of`).
-        forward (float): Seconds of the forward of its nodes.
-        count (int): Nodes applied.
-        backward (float): Seconds of their backward steps.
-        flops, backward_flops (int): Their FLOPs, forward and of the
-            gradient nodes applied in their steps (``flops=True``).
+    """The figures of one function type under one call record
+    (``functions=True``): ``name`` the class name, ``forward`` and
+    ``backward`` seconds, ``count`` nodes, ``flops`` and ``backward_flops``.
     """
 
     __slots__ = ('name', 'forward', 'count', 'backward', 'flops',
@@ -102,7 +79,7 @@ class FunctionRecord:
         self.count = self.flops = self.backward_flops = 0
 
     def add(self, other):
-        """Adds the figures of ``other``, a record of the same type."""
+        """Adds ``other``'s figures."""
         self.forward += other.forward
         self.count += other.count
         self.backward += other.backward
@@ -111,7 +88,7 @@ class FunctionRecord:
 
 
 class _Sums:
-    """The sums of one key's records, as :func:`entries` adds them up."""
+    # The sums of one key's records, as entries adds them up.
 
     __slots__ = Entry._fields
 
@@ -142,46 +119,32 @@ backward_bytes=0)
 
 
 class CallRecord:
-    """A node of a call tree.
+    """A node of a call tree (docs/internals.md, "How backward time is
+    charged to links").
 
     Attributes:
-        key: The key of the record among its parent's children: the link,
-            the link's class (a link outside the model), or its labels in a
-            stored tree.
-        labels (Labels): ``None`` for a root and for a link out of scope.
-        parent (CallRecord): Where the stack returns when this call ends.
-        children (dict): Child records by key.
-        start (float): The clock's time (:func:`.clock.now`) when the
-            running call started.
-        start_event: The CUDA event recorded then, for a link on a GPU.
-        last_end (float): The clock's time when its last call ended.
-        call_number: On a GPU, the number of the running call (calls are
-            numbered as they start; events are reused, numbers are not).
-        ended_in: On a GPU, the ``call_number`` of the parent's call in
-            which its last call ended.
-        loop_code: The code that called a child of its link again within
-            one call, found to run inside that call (a loop).
-        elapsed (float): Inclusive seconds of the ended calls.
-        count (int): Number of ended calls.
-        backward (float): Seconds of the backward steps of the nodes created
-            in the link's own forward (its backward self time).
-        flops, bytes (int): FLOPs and bytes of the function nodes created
-            in the link's own forward (with ``flops=True``).
-        backward_flops, backward_bytes (int): Those of the nodes applied in
-            the backward steps of its nodes (its backward self cost).
-            These five are :data:`COUNTS`' attributes.
-        unknown (dict): ``{function class name: nodes}`` charged to the
-            record that have no formula (:func:`.costs.flops.count`), or
-            ``None`` when there was none.
-        functions (dict): With ``functions=True``, its self figures by
-            function type: ``{node class: FunctionRecord}`` (by class name
-            in a stored tree), or ``None`` when none was applied.
-        charged (CallRecord): The record charged for this record's backward
-            steps and costs: itself; for a link out of scope, its nearest timed
-            ancestor; after :func:`merge` with ``move=True``, the stored
-            record.
-        out_of_scope (bool): A link out of scope, kept on the stack so that it
-            stays balanced: its time is its parent's self time.
+        key: Its key among its parent's children: the link, its class (a
+            link outside the model), or its labels in a stored tree.
+        labels (Labels): ``None`` for a root and a link out of scope.
+        start, last_end (float): When the running call started, and the
+            last ended (:func:`.clock.now`); ``start_event`` on a GPU.
+        call_number, ended_in: On a GPU, the running call's number, and
+            the parent's call number its last call ended in (events are
+            reused, numbers are not).
+        loop_code: The code found calling a child of its link again
+            within one call (a loop).
+        elapsed (float), count (int): Inclusive seconds and ended calls.
+        unknown (dict): ``{class name: nodes}`` with no FLOP formula, or
+            ``None``.
+        functions (dict): ``{node class: FunctionRecord}`` (by class name
+            when stored), or ``None``.
+        charged (CallRecord): Charged for its backward steps and costs:
+            itself, its nearest timed ancestor (out of scope), or the
+            stored record after :func:`merge` with ``move=True``.
+        out_of_scope (bool): Kept on the stack only, to keep it balanced.
+
+    The :data:`COUNTS` attributes are the self figures of the nodes its
+    link's forward created, and of their backward steps.
     """
 
     __slots__ = ('key', 'labels', 'parent', 'children', 'start',
@@ -215,14 +178,10 @@ class CallRecord:
 def merge(src, dst, move=False):
     """Adds the tree under ``src`` to the stored tree under ``dst``.
 
-    Hidden records are left out, their children lifted to the nearest timed
-    ancestor.  Safe while another thread times into ``src``: each dict is
-    copied in one step (atomic under the GIL).
-
-    Args:
-        move (bool): ``src`` is dropped afterwards: its records let go of
-            their keys and children, and charge later backward steps (of
-            nodes still alive) to the stored records.
+    Records out of scope are left out, their children lifted.  Safe while
+    another thread times into ``src``: each dict is copied in one step.
+    With ``move``, ``src``'s records let go of their keys and children,
+    and charge later steps of nodes still alive to the stored records.
     """
     todo = [(src, dst)]
     while todo:
@@ -248,9 +207,8 @@ def merge(src, dst, move=False):
 
 
 def function_record(rec, key, name=None):
-    """Returns the :class:`FunctionRecord` under ``rec`` keyed by ``key``
-    (a node's class, or its name in a stored record), made when first
-    asked for and named ``name`` (by default ``key``)."""
+    """Returns ``rec``'s :class:`FunctionRecord` of ``key`` (a node's
+    class, or name when stored), made named ``name`` (``key``) if new."""
     functions = rec.functions
     if functions is None:
         functions = rec.functions = {}
@@ -261,9 +219,8 @@ def function_record(rec, key, name=None):
 
 
 def add_costs(src, dst):
-    """Adds every counted figure of ``src`` (:data:`COUNTS`) but its
-    backward time, its unknown nodes and function types' figures to ``dst``
-    (those of a stored record keyed by class name)."""
+    """Adds ``src``'s :data:`COUNTS` but ``backward``, its unknown nodes
+    and its function types' figures (by class name) to ``dst``."""
     if src.functions:
         for one in list(src.functions.values()):
             function_record(dst, one.name).add(one)
@@ -277,7 +234,6 @@ def add_costs(src, dst):
             dst.unknown[name] = dst.unknown.get(name, 0) + nodes
 
 
-#: What :func:`add_costs` adds.
 _ADDED = tuple(c.attribute for c in COUNTS if c.attribute != 'backward')
 
 
@@ -293,24 +249,18 @@ def walk(root):
 
 
 def entries(root, by):
-    """Returns the :class:`Entry` rows of a stored tree, one per key.
+    """Returns the :class:`Entry` rows of a stored tree, one per key
+    (``by``: ``'name'``, ``'path'`` or ``'class_name'``), in order of first
+    call.
 
-    Records with the same key (a link called from two places) are summed.
-    A record under an ancestor of the same key (a link calling itself) adds
-    its self times and calls, not its inclusive times, so that inclusive
-    time counts the outermost activation once.
-
-    Args:
-        root (CallRecord): A stored tree.
-        by (str): ``'name'``, ``'path'`` or ``'class_name'``.
-
-    Returns:
-        list of Entry: In order of first call.
+    Records of one key are summed; under an ancestor of the same key (a
+    link calling itself) only self figures and calls are added, so that
+    inclusive time counts the outermost activation once.
     """
     sums = collections.OrderedDict()
 
     def visit(record, parent_key, ancestors):
-        # Returns the sub-tree's sums of the COUNTS attributes.
+        # Returns the sub-tree's sums of COUNTS.
         own = record.elapsed - sum(c.elapsed for c in record.children.values())
         key = getattr(record.labels, by)
         row = sums.get(key)
@@ -339,19 +289,9 @@ def entries(root, by):
 
 
 def function_entries(root, by, outside=None):
-    """Returns the :class:`FunctionEntry` rows of a stored tree.
-
-    Records with the same key are summed, as in :func:`entries`.
-
-    Args:
-        root (CallRecord): A stored tree.
-        by (str): ``'name'`` or ``'path'``.
-        outside (CallRecord): The record of nodes made outside every link,
-            whose rows come last under :data:`OUTSIDE`.
-
-    Returns:
-        list of FunctionEntry: Links in order of first call, each's types
-        in order of first application.
+    """Returns the :class:`FunctionEntry` rows of a stored tree, by
+    ``'name'`` or ``'path'``, summed per key as in :func:`entries`; those
+    of ``outside`` (nodes made outside every link) last, as :data:`OUTSIDE`.
     """
     sums = collections.OrderedDict()  # {(link key, name): FunctionRecord}
     counted = [(getattr(record.labels, by), record)
@@ -370,11 +310,9 @@ def function_entries(root, by, outside=None):
 
 
 def class_entries(root):
-    """Returns the :class:`Entry` rows by class name, as Chainer's hook.
-
-    As Chainer's ``TimerHook``: every call's inclusive time summed per
-    class, classes in order of first return.  No backward times.
-    """
+    """Returns the :class:`Entry` rows by class name as Chainer's
+    ``TimerHook`` makes them: inclusive time per class, in order of first
+    return, no backward."""
     sums = collections.OrderedDict()
 
     def visit(record):

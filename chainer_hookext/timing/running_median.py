@@ -1,8 +1,6 @@
-"""The median of the last values added, in a window of fixed size.
-
-:class:`~chainer_hookext.Timeline`'s outlier traces keep one per part of an
-iteration (the update, each extension): each part is judged against its
-own recent runs, in bounded memory.
+"""The median of the last values added, in bounded memory: one per part of
+an iteration for ``Timeline``'s outlier traces (docs/timing.md, "Outlier
+traces").
 """
 
 import bisect
@@ -10,13 +8,7 @@ import collections
 
 
 class RunningMedian:
-    """The median of the last ``size`` values added.
-
-    Adding a value costs a ``bisect`` into a sorted list of at most
-    ``size`` values; memory does not grow past ``size``.
-
-    Args:
-        size (int): How many of the last values are kept.
+    """The median of the last ``size`` values added (a ``bisect`` each).
 
     .. admonition:: Example
 
@@ -37,7 +29,7 @@ class RunningMedian:
         return len(self._recent)
 
     def add(self, value: float) -> None:
-        """Adds ``value``; the oldest is dropped when ``size`` are kept."""
+        """Adds ``value``, dropping the oldest past ``size``."""
         recent = self._recent
         if len(recent) == recent.maxlen:
             del self._sorted[bisect.bisect_left(self._sorted, recent[0])]

@@ -1,4 +1,5 @@
-"""Spans of link calls and backward steps, kept while a Timeline records.
+"""Spans of link calls and backward steps, kept while a ``Timeline``
+records (docs/timing.md, "`Timeline`: a trace of chosen iterations").
 """
 
 import collections
@@ -7,24 +8,20 @@ from chainer_hookext.timing import clock
 from chainer_hookext.timing import records
 
 
-#: A link call or a backward step: ``record`` the call record timed (for a
-#: step, the one charged), ``start`` and ``end`` clock seconds, or CUDA
-#: events until :meth:`Recording.resolve`.
+#: A link call or a backward step: ``record`` the call record timed (or
+#: charged), clock seconds, or CUDA events until :meth:`Recording.resolve`.
 Span = collections.namedtuple('Span', ('record', 'start', 'end'))
 
 
-#: A function node's forward, or a backward step, by type
-#: (``functions=True``): ``record`` the call record charged, ``function``
-#: the node's class name, ``start`` and ``end`` clock seconds (the host
-#: clock's only), ``backward`` whether a step.
+#: A node's forward, or a backward step, by type (``functions=True``):
+#: ``function`` the node's class name, host clock seconds.
 FunctionSpan = collections.namedtuple(
     'FunctionSpan', ('record', 'function', 'start', 'end', 'backward'))
 
 
 def name_of(record):
-    """Returns the name of a span's record: its link's reporter-style name
-    (``main/predictor/l1``), or ``'(outside)'`` for steps of nodes created
-    outside every timed link."""
+    """Returns the reporter-style name of a span's record's link, or
+    :data:`.records.OUTSIDE`."""
     return records.OUTSIDE if record.labels is None else record.labels.name
 
 
@@ -32,10 +29,9 @@ class Recording:
     """The spans a timer kept for one window.
 
     Attributes:
-        forward (list of Span): Each ended call of a link in scope.
-        backward (list of Span): Each backward step, in order.
-        functions (list of FunctionSpan): With functions, each node's
-            forward and each step, by type.
+        forward, backward (list of Span): Each ended link call in scope,
+            each backward step.
+        functions (list of FunctionSpan): With ``functions=True``.
         gpu (bool): Whether the latest spans' times are CUDA events.
     """
 
@@ -45,13 +41,11 @@ class Recording:
         self.functions = []
         self.gpu = False
         self._origin = None  # (seconds, event) for the events not resolved
-        self._resolved = 0, 0  # spans resolved, forward and backward
+        self._resolved = 0, 0  # forward and backward spans resolved
 
     def use_gpu(self, gpu):
-        """Times later spans with CUDA events (``True``) or the clock.
-
-        The spans so far are resolved (a device change: rare).
-        """
+        """Times later spans with CUDA events or the clock (the spans so
+        far are resolved)."""
         self.resolve()
         self.gpu = gpu
         self._origin = (clock.now(), clock.record_event()) if gpu else None

@@ -1,5 +1,6 @@
-"""A window's spans as a Trace Event Format file (Perfetto), integer
-nanoseconds written as microseconds Perfetto reads back exactly.
+"""Trace Event Format files for Perfetto, integer nanoseconds written as
+microseconds it reads back exactly (docs/timing.md, "`Timeline`: a trace of
+chosen iterations", Times).
 """
 
 import gzip
@@ -11,8 +12,8 @@ from chainer_hookext import _files
 
 
 def microseconds(ns):
-    """Returns ``ns`` nanoseconds in microseconds, as the float whose
-    ``int(value * 1000.0)`` (and rounding) is ``ns``."""
+    """Returns ``ns`` in microseconds: the float whose ``int(value *
+    1000.0)`` (and rounding) is ``ns``."""
     value = ns / 1000
     while int(value * 1000.0) < ns:
         value = math.nextafter(value, math.inf)
@@ -30,8 +31,8 @@ def complete(name, category, start, end, pid, tid, args=None):
 
 
 def shifted(event, ns):
-    """Returns ``event`` moved by ``ns`` nanoseconds (a span; metadata is
-    returned as it is)."""
+    """Returns ``event`` moved by ``ns`` nanoseconds (metadata as it is).
+    """
     if event.get('ph') not in ('X', 'C', 'i'):
         return event
     start = int(round(event['ts'] * 1000)) + ns
@@ -55,15 +56,9 @@ def metadata(pid, process, threads):
 
 
 def write(path, events, compress=True, other=None):
-    """Writes ``{'traceEvents': events}`` to ``path``, whole or not at all.
-
-    ``other`` (a dict of JSON values), when given, is written as the
-    trace's ``otherData``, the format's place for metadata of the whole
-    trace (Perfetto loads the events and leaves it aside).
-
-    Returns:
-        bool: ``False`` when ``path`` exists already, a link included
-        (never overwritten).
+    """Writes ``{'traceEvents': events}`` to ``path``, whole or not at
+    all, ``other`` as the trace's ``otherData``.  Returns ``False`` when
+    ``path`` exists already (a link included): never overwritten.
     """
     if os.path.lexists(path):
         return False

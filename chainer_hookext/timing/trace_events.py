@@ -1,5 +1,5 @@
 """A window's events: the tracks, names and nesting a Perfetto user sees
-(docs/timing.md, "`Timeline`").
+(docs/timing.md, "`Timeline`: a trace of chosen iterations").
 """
 
 import bisect
@@ -11,8 +11,7 @@ from chainer_hookext.timing import spans
 from chainer_hookext.timing import trace
 
 
-#: The thread id of device-time spans, after the process id; the training
-#: loop is the process's main thread (its id the process's).
+#: Device-time spans' thread id, less the process id (the loop's thread).
 DEVICE_THREAD = 1000
 
 #: What a window recorded; clock times in seconds.
@@ -26,16 +25,14 @@ Window = collections.namedtuple('Window', (
     'memory',  # memory.timeline.Recorded, or None: no memory counters
 ), defaults=((), (), None))
 
-#: The counter tracks of a memory timeline (docs/memory.md): the bytes
-#: alive by category, the activations by top-level link, the CuPy pool's.
+#: The counter tracks of a memory timeline (docs/memory.md, "Memory over
+#: the iteration"), and its peak's instant event.
 MEMORY_COUNTER = 'memory (bytes)'
 ACTIVATIONS_COUNTER = 'activations by link (bytes)'
 POOL_COUNTER = 'CuPy pool (bytes)'
-#: The instant event at the memory peak.
 MEMORY_PEAK = 'memory peak'
 
-#: A link's backward span: ``steps`` consecutive steps of ``seconds`` in
-#: all.
+#: A link's backward span: ``steps`` consecutive steps, ``seconds`` in all.
 BackwardRun = collections.namedtuple(
     'BackwardRun', ('name', 'start', 'end', 'steps', 'seconds'))
 
@@ -44,13 +41,8 @@ _Slice = collections.namedtuple('_Slice', (
 
 
 def window_events(window, rank, device):
-    """Returns the events of ``window`` for process ``rank`` (from 0).
-
-    Args:
-        window (Window): What was recorded.
-        rank (int): The rank; its process id is ``rank + 1``.
-        device (bool): Whether the link spans are device times.
-    """
+    """Returns the events of ``window`` for process ``rank + 1``;
+    ``device``: the link spans are device times."""
     origin = window.iteration_starts[0][1]
 
     def ns(seconds):
@@ -60,7 +52,7 @@ def window_events(window, rank, device):
     device_thread = DEVICE_THREAD + pid
     first, end = window.iteration_starts[0][1], window.end
     inside = [p for p in window.pauses if first <= p.start and p.end <= end]
-    moved = pauses.PauseIndex(inside)  # host-timed starts it moved
+    moved = pauses.PauseIndex(inside)  # they moved host-timed starts
     links = _links(window, ns, None if device else moved)
     parents = sorted(_phases(window, ns), key=lambda s: s.start)
     ends = [s.end for s in parents]
@@ -85,11 +77,10 @@ def window_events(window, rank, device):
 
 
 def memory_events(memory, ns, pid, tid):
-    """Returns the counter events (``"ph": "C"``) of a memory timeline
-    and the instant event (``"ph": "i"``) at its peak.
+    """Returns the counter events of ``memory`` (a
+    ``memory.timeline.Recorded``) and the instant event at its peak.
 
     Args:
-        memory (~chainer_hookext.memory.timeline.Recorded): The points.
         ns (callable): Clock seconds to the trace's nanoseconds.
         pid (int): The process; ``tid`` the thread of the peak's event.
     """
@@ -164,7 +155,7 @@ def _collections(window, ns):
 
 
 def _links(window, ns, index):
-    # ``index``: the pauses that moved the starts of host-timed spans.
+    # index: the PauseIndex of host-timed spans, else None.
     def real(span):
         if index is None:
             return span
@@ -199,26 +190,17 @@ def _links(window, ns, index):
     return slices
 
 
-def backward_runs(steps, phase_starts=(), seconds=None):
-    """Joins consecutive steps of the same link in one phase: one span per
-    run, so that a layer's backward is one block.
+def backward_runs(steps, phase_starts, seconds):
+    """Joins consecutive steps of one link into one :class:`BackwardRun`,
+    never over a phase's start.
 
     Args:
         steps (list of ~.spans.Span): The backward steps, in order.
-        phase_starts (list of float): Where each phase starts, in order: a
-            run goes on over no phase's start (a model whose backward is
-            one link's, iteration after iteration).
-        seconds (list of float): Each step's own seconds, our work in it
-            left out (its timer's figure); ``None``: each step's length.
-
-    Returns:
-        list of BackwardRun: Each with its number of steps and their
-        seconds (the link's share of the span is ``seconds`` over its
-        length).
+        phase_starts (list of float): Where each phase starts, in order.
+        seconds (list of float): Each step's own seconds (our work left
+            out).
     """
     runs = []
-    if seconds is None:
-        seconds = [step.end - step.start for step in steps]
     for step, own in zip(steps, seconds):
         name, start, end = spans.name_of(step.record), step.start, step.end
         if runs and runs[-1].name == name and bisect.bisect_right(
@@ -233,12 +215,9 @@ def backward_runs(steps, phase_starts=(), seconds=None):
 
 
 def _fit(child, parents, ends):
-    # A garbage collection shortened to lie inside the phase holding its
-    # start: a phase switched inside it (a ``__del__`` applying a
-    # function, rare).  Unchanged when no parent holds that point.
-    # ``parents`` follow one another (phases, extension calls): sorted by
-    # start, ``ends`` theirs.  Link spans are never fitted: they and the
-    # phases come from the same clock reads.
+    # A collection cut to the phase holding its start, if a phase switched
+    # inside it.  parents follow one another (sorted by start; ends
+    # theirs).  Link spans need no fitting: same clock reads as the phases.
     i = bisect.bisect_right(ends, child.start)  # start <= it < end
     holds = i < len(parents) and parents[i].start <= child.start
     parent = parents[i] if holds else None
@@ -254,6 +233,5 @@ def _fit(child, parents, ends):
 
 
 def shift(events, ns):
-    """Moves every span of ``events`` by ``ns`` nanoseconds (ranks put on
-    one time axis)."""
+    """Moves every span of ``events`` by ``ns`` nanoseconds."""
     return [trace.shifted(e, ns) for e in events]
