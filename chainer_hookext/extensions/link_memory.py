@@ -1,3 +1,7 @@
+"""The trainer extension reporting the memory each link holds, measured
+in one training iteration per report (docs/memory.md).
+"""
+
 import math
 import sys
 import warnings
@@ -29,47 +33,14 @@ from chainer_hookext.timing import pauses
 class LinkMemory(extension.Extension):
     """Trainer extension reporting the memory each link of the model holds.
 
-    It measures one training iteration per report: the first of the run
-    (or of a resumed run), then the first after each time its trigger
-    fires; an iteration that a :class:`~chainer_hookext.Timeline` window
-    traces is never measured, the next one not traced is
-    (``docs/memory.md``).  Its hooks (a link hook, a function hook and, on
-    a GPU, a CuPy memory hook) are registered for that iteration only: the
-    others run no hook, only the training loop's per-iteration callback.
-    At the trigger it reports, for every link in scope, named as
-    :class:`~chainer_hookext.TimedLinks` names them:
-
-    * ``memory/<name>/activations``: bytes kept alive for backward by the
-      function nodes created in the link's forward, child links included,
-      read at the start of the training's backward (the last backward
-      after forward work: a ``chainer.grad`` inside the forward does not
-      end it); ``memory/<name>/activations/self``:
-      by the nodes it created itself; ``memory/(outside)/activations``: by
-      nodes created outside every link in scope (a loss computed outside
-      the model).  Each buffer is counted once, for the first node that
-      keeps it (a view and the array it views, an input two nodes retain);
-      arrays made before the forward (parameters, the batch, persistent
-      values, the links' attribute arrays) are not counted, those a link
-      makes in its forward are (a mask, a zero state; ``docs/memory.md``).
-    * ``memory/<name>/forgettable``: the bytes ``F.forget`` around the
-      link's calls would free: those kept by its nodes only (child links'
-      included), less its inputs, which the ``Forget`` node keeps.
-    * ``memory/<name>/params``, ``.../grads`` and
-      ``.../optimizer_state`` (the update rules' state, and the float32
-      copy of a float16 parameter with ``use_fp32_update``): bytes, child
-      links included, read at the end of the measured iteration.
-    * On a GPU, ``memory/<name>/peak`` and ``memory/<name>/backward/peak``:
-      the CuPy memory pool's live-bytes peak above the start of the link's
-      forward call (the largest over its calls), and above the start of a
-      backward step of its nodes, from the pool's mallocs and frees (no
-      device synchronisation).
-
-    With ``print_report=True`` it prints the tree and the links where
-    ``F.forget`` frees most bytes per millisecond of recomputation
-    (``forgettable`` bytes per millisecond of forward time:
-    :class:`~chainer_hookext.TimedLinks`' averages when the trainer has
-    one, else the measured iteration's).  :attr:`last_` keeps the rows of
-    the last report and is saved in snapshots.
+    It measures one training iteration per report (the first of the run,
+    then the first after each trigger that no
+    :class:`~chainer_hookext.Timeline` window traces), its hooks registered
+    for that iteration only, and reports ``memory/<name>/activations``,
+    ``.../forgettable``, ``.../params``, ``.../grads``,
+    ``.../optimizer_state`` and, on a GPU, ``.../peak`` (docs/memory.md,
+    "Keys" and "What counts").  :attr:`last_` keeps the rows of the last
+    report and is saved in snapshots.
 
     Args:
         links (~chainer.Link or list of ~chainer.Link): Sub-trees to
@@ -77,19 +48,14 @@ class LinkMemory(extension.Extension):
         print_report (bool): Print the table and the ``F.forget``
             candidates at each trigger.
         comm (chainermn.CommunicatorBase): Under ChainerMN, rank 0 reports
-            each key's mean over workers and ``.../min``, ``.../max`` and
-            ``.../slowest_rank`` (here: the rank with the most bytes), as
+            each key's spread over workers, as
             :class:`~chainer_hookext.TimedLinks` does.
         local_report (bool): With ``comm``, ranks other than 0 report their
             own figures too.
         peak (bool): Also report ``memory/peak``, the measured iteration's
-            highest bytes alive (on a GPU the CuPy pool's used bytes), and
-            ``memory/peak/<category>`` (``params``, ``grads``,
-            ``optimizer_state``, ``activations``) at that moment
-            (default); :meth:`peak_summary` names where it happened, its
-            five largest holders and the links whose ``F.forget`` would
-            lower it (``docs/memory.md``, "The peak").  ``False``: no
-            memory timeline is recorded.
+            highest bytes alive, and ``memory/peak/<category>`` at that
+            moment; :meth:`peak_summary` tells more (docs/memory.md, "The
+            peak").  ``False``: no memory timeline is recorded.
 
     Attributes:
         last_ (list): The :class:`~chainer_hookext.memory.figures.LinkFigures`
@@ -134,9 +100,7 @@ class LinkMemory(extension.Extension):
         self._handle = None  # the tracer's registration, while measuring
         self._measured = None  # [LinkFigures] of the last measured iteration
         self._warned = False
-        # The measured iteration's memory over time and its peak
-        # (docs/memory.md, "Memory over the iteration").
-        self._memory_timeline = None
+        self._memory_timeline = None  # the measured iteration's
         self._peak = None
         #: The :class:`~chainer_hookext.memory.timeline.Peak` of the last
         #: report, or ``None``.
@@ -178,10 +142,8 @@ class LinkMemory(extension.Extension):
         pass  # the loop's start: the first iteration's start arms
 
     def _iteration(self, trainer):
-        # Each training iteration's start: two attribute reads when not
-        # measuring.  An iteration a Timeline window traces is left alone
-        # (the plan says): the next one is measured.  The tracer's set-up
-        # is the extension's time, not the iteration's data.
+        # Each iteration's start: two attribute reads when not measuring.
+        # The tracer's set-up is our own work, not the iteration's data.
         if self._handle is not None:  # no check of the stop trigger ran
             self._iteration_ending()
         if not self._armed or not self._plan.measure(
@@ -192,9 +154,8 @@ class LinkMemory(extension.Extension):
             self._start()
 
     def _iteration_ending(self):
-        # Before each call of the stop trigger, the measured iteration's
-        # extensions done: the figures are made there, in its time, never
-        # in the next iteration's (which a Timeline window may trace).
+        # Figures made in the measured iteration's time, never in the next
+        # (which a Timeline window may trace).
         if self._handle is not None:
             with pauses.own_work(self.tracer.owner):
                 self._stop()
@@ -238,8 +199,8 @@ class LinkMemory(extension.Extension):
         if not self._warned:
             self._warned = True
             warnings.warn(
-                'LinkMemory: the measured training iteration {}; nothing is '
-                'reported for it.'.format(what), RuntimeWarning)
+                f'LinkMemory: the measured training iteration {what}; nothing '
+                'is reported for it.', RuntimeWarning)
 
     def __call__(self, trainer):
         if self._handle is not None:  # the measured iteration just ended
@@ -275,16 +236,15 @@ class LinkMemory(extension.Extension):
     def _print(self, rows, trainer):
         if not self.print_report:
             return
-        console.write(['LinkMemory at iteration {}: bytes of one training '
-                       'iteration'.format(trainer.updater.iteration)],
-                      sys.stdout)
+        console.write([f'LinkMemory at iteration {trainer.updater.iteration}: '
+                       'bytes of one training iteration'], sys.stdout)
         tables.print_memory_table(rows, sys.stdout, self.tracer.gpu)
         candidates = figures.forget_candidates(rows, _timed_links_times(
             trainer))
         if candidates:
             console.write(['F.forget candidates (bytes it frees per ms of '
-                           'forward time): ' + ', '.join('{} {}/ms'.format(
-                               c.key, units.nbytes(c.bytes_per_ms))
+                           'forward time): ' + ', '.join(
+                               f'{c.key} {units.nbytes(c.bytes_per_ms)}/ms'
                                for c in candidates)], sys.stdout)
         peak = self.peak_summary()
         if peak is not None:
@@ -300,14 +260,9 @@ class LinkMemory(extension.Extension):
         """Returns the last report's memory peak, or ``None``.
 
         Returns:
-            dict: ``bytes``; ``phase`` (``'forward'``, ``'backward'`` or
-            ``'end'``) and ``where`` (the link whose call ended, the
-            backward step's function type, or the iteration's number);
-            ``categories`` ``{category: bytes}``; ``holders``, the five
-            largest ``[category, link, bytes]``; ``forget``, the links
-            whose ``F.forget`` lowers the peak, ``[link, bytes]`` most
-            first (``docs/memory.md``, "The peak").  Lists, not tuples:
-            the dict is what ``profile.json`` holds.
+            dict: ``bytes``, ``phase``, ``where``, ``categories``,
+            ``holders`` and ``forget`` (docs/memory.md, "The peak"); lists,
+            not tuples: ``profile.json`` holds it.
         """
         peak = self.peak_
         if peak is None:
@@ -320,8 +275,7 @@ class LinkMemory(extension.Extension):
                 'forget': [[s.link, s.nbytes] for s in peak.forget]}
 
     def release(self):
-        """Unregisters the hooks, forgets the loop; safe to call many times.
-        """
+        """Unregisters the hooks, forgets the loop; safe to call again."""
         if self._handle is not None:
             self._stop(keep=False)
         loop, self._loop = self._loop, None
@@ -336,10 +290,8 @@ class LinkMemory(extension.Extension):
         self.release()
 
     def serialize(self, serializer):
-        """Saves or restores the rows of the last report (:attr:`last_`).
-
-        A resumed run measures its first iteration, as a new run does.
-        """
+        """Saves or restores :attr:`last_`; a resumed run measures its
+        first iteration, as a new run does."""
         if not _state.is_loading(serializer):
             rows = self.last_ or []
             _state.save_rows(
@@ -384,7 +336,6 @@ def _peak_bytes(peak):
 
 
 def _peak_observation(peak):
-    # memory/peak and each category's share of it.
     observation = {keys.memory_peak_key(): _peak_bytes(peak)}
     for category, nbytes in peak.point.categories.items():
         observation[keys.memory_peak_key(category)] = nbytes

@@ -20,8 +20,7 @@ from chainer_hookext.report import gather
 from chainer_hookext.run import training_loop
 from chainer_hookext.timing import clock
 
-#: What a page is drawn from: the trainer's iteration, how many entries
-#: LogReport's log holds, the Timeline files.  The same is not drawn twice.
+#: What a page is drawn from; the same is not drawn twice.
 _Drawn = collections.namedtuple('_Drawn', ('iteration', 'entries', 'traces'))
 
 
@@ -49,11 +48,10 @@ class ProfileReport(extension.Extension):
     trigger = 1, 'epoch'
     priority = extension.PRIORITY_READER - 1
     default_name = 'ProfileReport'
-    #: The most of the training's elapsed time that the pages drawn at the
-    #: trigger may take (on the package's clock, from ``initialize``).
+    #: The most of the training's elapsed time the pages drawn at the
+    #: trigger may take.
     max_share: float = 0.03
-    #: The seconds a page is expected to take before one was drawn (then:
-    #: the last page's): a page with every section on a CPU.
+    #: The seconds a first page is expected to take (every section, CPU).
     first_draw_seconds: float = 2.0
 
     def __init__(self, filename: str = page.PAGE_FILE,
@@ -69,11 +67,11 @@ class ProfileReport(extension.Extension):
         self.comm = comm
         self._trainer = None
         self._failed = False
-        self._budget = None  # _Budget: this run's drawing time
-        self._drawn = None  # _Drawn: what the last page was drawn from
+        self._budget = None
+        self._drawn = None  # of the last page
         self._interrupted = False  # a Ctrl-C stopped a drawing
         self._said = False  # the line after it was written
-        self._loop = None  # the TrainingLoop telling the loop's end
+        self._loop = None
         #: The path of the page, once written.
         self.written = None
 
@@ -96,8 +94,8 @@ class ProfileReport(extension.Extension):
         self._drawn = None
         self._interrupted = self._said = False
         self._forget_loop()
-        # The page is drawn when the loop ends, before any finalize (one
-        # that raises skips the others').
+        # Drawn when the loop ends, before any finalize (one that raises
+        # skips the others').
         self._loop = training_loop.TrainingLoop.install(
             trainer, self._loop_started, self._loop_ended)
 
@@ -142,8 +140,6 @@ class ProfileReport(extension.Extension):
             self._draw_at_end(trainer)
 
     def _draw_at_end(self, trainer):
-        # At the loop's end and in finalize: the page unless drawn from the
-        # same already, or the line saying why not.
         if self.comm is not None and self.comm.rank != 0:
             return
         if not self._interrupted:
@@ -156,9 +152,7 @@ class ProfileReport(extension.Extension):
         self._say_left(trainer)
 
     def _write(self, trainer):
-        # Returns whether a page was drawn.  Never raises but on Ctrl-C: a
-        # page that cannot be written is warned about once, and training
-        # goes on.
+        # Returns whether a page was drawn; raises only on Ctrl-C.
         try:
             run = run_module.from_trainer(trainer)
             drawn = _Drawn(trainer.updater.iteration, len(run.log),
@@ -176,15 +170,14 @@ class ProfileReport(extension.Extension):
                               f'({type(e).__name__}: {e}); training goes on.',
                               RuntimeWarning)
         except KeyboardInterrupt as e:
-            # The user's, raised on without the frames of matplotlib it
-            # came through; the page was written whole or not at all.
+            # Raised on without matplotlib's frames; the page was written
+            # whole or not at all.
             self._interrupted = True
             raise e.with_traceback(None)
         return True
 
     def _say_left(self, trainer):
-        # After a Ctrl-C while drawing: the figures saved (quick), the page
-        # left as it was, one line saying which; once.
+        # After a Ctrl-C while drawing: the figures saved (quick), one line.
         if self._said:
             return
         self._said = True
@@ -207,8 +200,7 @@ class ProfileReport(extension.Extension):
 
 
 class _Budget:
-    """The time of the pages drawn at the trigger in one run, against the
-    run's elapsed time, both on the package's clock."""
+    # The time of the pages drawn at the trigger in one run.
 
     __slots__ = ('started', 'spent', 'last', 'told')
 
@@ -216,16 +208,14 @@ class _Budget:
         self.started = started
         self.spent = 0.0
         self.last = None  # the last page's seconds
-        self.told = False  # whether a skip was said
+        self.told = False  # a skip was said
 
     def allows(self, now, share, first):
-        """Returns whether a page drawn from ``now`` keeps the drawing
-        within ``share`` of the time since the start, a page taking as
-        long as the last one (``first`` before any)."""
+        # Whether a page as long as the last (``first`` before any) keeps
+        # the drawing within ``share`` of the time since the start.
         expected = first if self.last is None else self.last
         return self.spent + expected <= share * (now - self.started)
 
     def add(self, seconds):
-        """Counts a page drawn in ``seconds``."""
         self.spent += seconds
         self.last = seconds

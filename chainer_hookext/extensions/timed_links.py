@@ -91,11 +91,10 @@ class TimedLinks(link_hook_extension.LinkHookExtension):
                     'hook that times backward does it; keep `backward=True`.')
         for arg, value in (('peak_flops', peak_flops),
                            ('peak_bandwidth', peak_bandwidth)):
-            if value is not None:
-                if not flops:
-                    raise ValueError(
-                        f'`TimedLinks({arg}={value!r})` needs `flops=True`: '
-                        'peaks serve the roofline of the FLOPs counted.')
+            if value is not None and not flops:
+                raise ValueError(
+                    f'`TimedLinks({arg}={value!r})` needs `flops=True`: '
+                    'peaks serve the roofline of the FLOPs counted.')
         units.check_unit('TimedLinks', unit)
         if comm is not None:
             gather.check_comm('TimedLinks', comm)
@@ -124,8 +123,8 @@ class TimedLinks(link_hook_extension.LinkHookExtension):
         self.local_report = local_report
         self._names = []
         self._last_iteration = None
-        self._baseline = {}  # {mode: [Entry]}, the totals at the last report
-        self._function_baseline = {}  # {mode: [FunctionEntry]}, likewise
+        self._baseline = {}  # {mode: [Entry]} at the last report
+        self._function_baseline = {}  # {mode: [FunctionEntry]}
 
     @property
     def _modes(self):
@@ -144,9 +143,8 @@ class TimedLinks(link_hook_extension.LinkHookExtension):
                               functions=self.functions)
         super().initialize(trainer)
         optimizers = trainer.updater.get_all_optimizers()
-        # Paths from each optimizer's target, under the optimizer's name
-        # when there are several; a link under two, the last (as Chainer's
-        # reporter names it).
+        # Under the optimizer's name when there are several; a link under
+        # two, the last (as Chainer's reporter names it).
         for name, optimizer in optimizers.items():
             self.hook.add_root(
                 optimizer.target, '/' if len(optimizers) == 1 else '/' + name)
@@ -159,11 +157,9 @@ class TimedLinks(link_hook_extension.LinkHookExtension):
             self._start(trainer)
 
     def _set_roofline(self, optimizers, last_chance):
-        # The roofline, once its peaks are known: those given, the others
-        # measured on the device and in the dtype of the first parameter
-        # initialised.  A model of ``L.Linear(None, n)`` has none before
-        # its first forward: then at the first report (or ``roofline()``),
-        # outside the update; float32 on the CPU if none is there even then.
+        # Peaks not given are measured for the first parameter initialised:
+        # ``L.Linear(None, n)`` has none before its first forward, then at
+        # the first report (outside the update); float32 on the CPU at last.
         given = peaks_module.Peaks(self.peak_flops, self.peak_bandwidth)
         if None not in given:
             measured = given
@@ -181,9 +177,8 @@ class TimedLinks(link_hook_extension.LinkHookExtension):
             'TimedLinks')
 
     def _register(self):
-        # The loop's start: a snapshot loaded after initialize without our
-        # state (``snapshot(autoload=True)``) left no start: it is here.
-        # The loop tells the hook which calls are training ones.
+        # A snapshot loaded after initialize without our state
+        # (``snapshot(autoload=True)``) left no start: it is here.
         if self._entry is not None:
             if self._last_iteration is None:
                 self._start(self._entry.trainer)
@@ -191,23 +186,19 @@ class TimedLinks(link_hook_extension.LinkHookExtension):
         super()._register()
 
     def release(self) -> None:
-        """Unregisters the hook, forgets the loop; safe to call many times.
-        """
+        """Unregisters the hook, forgets the loop; safe to call again."""
         try:
             super().release()
         finally:
             self.hook.set_iteration_parts(None)
 
     def _start(self, trainer):
-        # A new run (a new trainer, or a snapshot without our state): the
-        # figures of an earlier one are forgotten.
+        # A new run (a new trainer, or a snapshot without our state).
         self.hook.reset()
         self._last_iteration = trainer.updater.iteration
         self._baseline, self._function_baseline = self._totals()
 
     def _totals(self):
-        # The cumulative rows of each mode: {mode: [Entry]}, and with
-        # functions {mode: [FunctionEntry]}.
         return ({mode: self.hook.entries('name', mode)
                  for mode in self._modes},
                 {mode: self.hook.function_entries('name', mode)
@@ -268,9 +259,8 @@ class TimedLinks(link_hook_extension.LinkHookExtension):
             _print_unknown(self.unknown_functions(by='name'), sys.stdout)
 
     def _add_links(self, iteration):
-        # Links added to the model since the last report and called since
-        # (the timer names them when it first sees them): reported from now
-        # on, each once its name is known to clash with no other's key.
+        # Links added to the model during training: reported from now on
+        # unless their keys clash.
         added, self.hook.added_links[:] = list(self.hook.added_links), []
         for link in added:
             if link.name in self._names:
@@ -293,8 +283,7 @@ class TimedLinks(link_hook_extension.LinkHookExtension):
                 "parent's figures include them.", RuntimeWarning)
 
     def _report(self, mode, totals, iteration, function_totals=()):
-        # The Report of the calls since the baseline, or None when nothing
-        # ran in the mode.
+        # None when nothing ran in the mode since the baseline.
         now = {e.key: e for e in totals}
         then = {e.key: e for e in self._baseline.get(mode, ())}
         if mode == 'train':
@@ -457,21 +446,26 @@ def _model_calls(entries):
                 if e.parent is None and e.key != keys.OUTSIDE], default=0)
 
 
-def _difference(key, now, then, per):
-    # The entry of the calls since ``then``, its times divided by ``per``.
-    if now is None:
-        return records.empty_entry(key)
+def _since(now, then, fields, per):
+    # ``now``'s fields less ``then``'s, the times divided by ``per``.
     values = {}
-    for field in records.FIELDS:
+    for field in fields:
         delta = getattr(now, field) - (0 if then is None else getattr(
             then, field))
         values[field] = delta if field == 'occurrence' else max(
             delta, 0.0) / per
-    return records.Entry(key=key, parent=now.parent, **values)
+    return values
+
+
+def _difference(key, now, then, per):
+    if now is None:
+        return records.empty_entry(key)
+    return records.Entry(key=key, parent=now.parent,
+                         **_since(now, then, records.FIELDS, per))
 
 
 def _save_by_mode(serializer, rows_by_mode, fields, labels_of):
-    # Rows of each mode as one table: [mode] + labels_of(row), the fields.
+    # One table: labels [mode] + labels_of(row), then the fields.
     labels, columns = [], {f: [] for f in fields}
     for mode, rows in rows_by_mode.items():
         for row in rows:
@@ -482,21 +476,10 @@ def _save_by_mode(serializer, rows_by_mode, fields, labels_of):
 
 
 def _function_differences(now, then, links, per):
-    # The FunctionEntry rows of the links since ``then``, per ``per``.
     before = {(row.link, row.function): row for row in then}
-    out = []
-    for row in now:
-        if row.link not in links:
-            continue
-        old = before.get((row.link, row.function))
-        values = {}
-        for field in records.FUNCTION_FIELDS:
-            delta = getattr(row, field) - (
-                0 if old is None else getattr(old, field))
-            values[field] = delta if field == 'occurrence' else max(
-                delta, 0.0) / per
-        out.append(row._replace(**values))
-    return out
+    return [row._replace(**_since(
+        row, before.get((row.link, row.function)), records.FUNCTION_FIELDS,
+        per)) for row in now if row.link in links]
 
 
 def _print_unknown(unknown, file):

@@ -75,15 +75,13 @@ class TimedLoop(loop_phases.LoopExtension):
         self._names = []  # the extensions' names in the trainer
         self._first_iteration = None
         self._last_iteration = None
-        # Totals, {figure: seconds} (keys.phase_figure): of earlier runs (a
-        # resumed snapshot), and at the last report.
+        # {figure: seconds} of earlier runs (a resumed snapshot), and at the
+        # last report.
         self._saved = {}
         self._baseline = {}
-        # The interval's completed iterations, and the running one's start.
         self._times = phases.IterationTimes(self.tail_size)
         self._start = None
 
-    # -- lifecycle -----------------------------------------------------------
     def initialize(self, trainer: chainer.training.Trainer) -> None:
         self.release()
         entries = _chainer.extension_entries(trainer)
@@ -97,21 +95,20 @@ class TimedLoop(loop_phases.LoopExtension):
                     self.comm is not None)
         last = self._last_iteration
         if last is not None and trainer.updater.iteration < last:
-            # A new run, not a resumed one: start afresh.
+            # A new run, not a resumed one.
             self._first_iteration = self._last_iteration = None
             self._saved, self._baseline = {}, {}
             self._times = phases.IterationTimes(self.tail_size)
         super().initialize(trainer)
 
     def iteration_ended(self, trainer: chainer.training.Trainer) -> None:
-        # Where figures start is known only now: a snapshot loaded after
-        # initialize (``snapshot(autoload=True)``) has moved the iteration.
+        # Known only now: ``snapshot(autoload=True)``, loaded after
+        # initialize, moves the iteration.
         if self._last_iteration is None:
             iteration = trainer.updater.iteration
             self._first_iteration = self._last_iteration = iteration
-        # The hot path of the tail: the running phase (data) started at
-        # iteration_start, and no reader has worked since: the clock's
-        # totals are exact there without a read.
+        # Hot path: no reader has worked since iteration_start, so the
+        # clock's totals are exact without a read.
         loop = self._loop
         clock = loop.clock
         start = loop.iteration_start
@@ -120,7 +117,6 @@ class TimedLoop(loop_phases.LoopExtension):
         self._start = _Start(start, dict(clock.totals), clock.gc)
 
     def _add_iteration(self, number, end, clock):
-        # The running iteration ends at ``end``, the clock charged to it.
         begun = self._start
         totals = clock.totals
 
@@ -131,7 +127,6 @@ class TimedLoop(loop_phases.LoopExtension):
             return seconds
         self._times.add(number, end - begun.time, figures)
 
-    # -- figures -------------------------------------------------------------
     def release(self) -> None:
         clock = self._clock
         if clock is not None:  # this run's figures stay when it ends
@@ -163,8 +158,8 @@ class TimedLoop(loop_phases.LoopExtension):
 
     def _figures(self, totals, then, n):
         # {figure: seconds per iteration}, in report order.  An extension
-        # the trainer no longer has (a snapshot taken with it) is reported
-        # while it has time, after the others, so that the figures add up.
+        # the trainer no longer has (since a snapshot) is reported while it
+        # has time, after the others, so that the figures add up.
         delta = {p: max(totals.get(p, 0.0) - then.get(p, 0.0), 0.0) / n
                  for p in set(totals) | set(then)}
         gc_seconds = delta.pop(keys.GC, 0.0)  # inside the phases
@@ -184,8 +179,8 @@ class TimedLoop(loop_phases.LoopExtension):
         return figures
 
     def _take_tail(self):
-        # {figure: value} of the interval's completed iterations, in report
-        # order ({} when none completed); the next interval starts.
+        # The interval's tail ({} when no iteration completed); the next
+        # interval starts.
         times = self._times
         self._times = phases.IterationTimes(self.tail_size)
         if times.slowest is None:
@@ -219,8 +214,7 @@ class TimedLoop(loop_phases.LoopExtension):
                             iteration)
 
     def _report_gathered(self, figures, tail, iteration):
-        # A collective: every rank calls it at every report, figures or
-        # not; one gather.
+        # A collective: every rank calls it at every report.
         per_rank = gather.collect(self.comm, LoopFigures(figures, tail))
         if per_rank is None:
             return
@@ -230,8 +224,6 @@ class TimedLoop(loop_phases.LoopExtension):
         observation = gather.spread_observation(
             [sent.figures for sent in per_rank], keys.loop_key)
         tail = gather.slowest_worker([sent.tail for sent in per_rank])
-        # The slowest iteration of any worker, over the spread's max of
-        # the mean iteration (docs/timing.md).
         observation.update((keys.loop_key(f), v) for f, v in tail.items())
         chainer.report(observation)
         if self.print_report:
@@ -272,7 +264,6 @@ class TimedLoop(loop_phases.LoopExtension):
             return collections.OrderedDict()
         return self._figures(self._totals(), {}, n)
 
-    # -- snapshots -----------------------------------------------------------
     def serialize(self, serializer: chainer.AbstractSerializer) -> None:
         """Saves or restores the figures, the last report's and the tail of
         the iterations completed since (docs/timing.md, "Resume")."""
