@@ -1,7 +1,6 @@
-"""Chainer trainer extensions that own link hooks.
-
-Per-link timing, graph release and debugging hooks whose lifetime is exactly
-that of ``Trainer.run``.
+"""Chainer trainer extensions that own link hooks: per-link timing, graph
+release and debugging hooks whose lifetime is exactly that of ``Trainer.run``
+(docs/internals.md, "Layout").
 """
 
 from chainer_hookext._version import __version__  # NOQA
@@ -29,26 +28,11 @@ from chainer_hookext.run.priorities import PRIORITY_LAST  # NOQA
 
 
 __all__ = [
-    '__version__',
-    'ActivationStatistics',
-    'ActivationStatisticsHook',
-    'CallbackHook',
-    'CaptureOutputs',
-    'CaptureOutputsHook',
-    'GradientStatistics',
-    'GradientStatisticsHook',
-    'LinkHookExtension',
-    'LinkMemory',
-    'NonFiniteError',
-    'NonFiniteGuard',
-    'NonFiniteHook',
-    'PRIORITY_LAST',
-    'ProfileReport',
-    'ScopedLinkHook',
-    'TimedLinks',
-    'TimedLoop',
-    'Timeline',
-    'TimerHook',
-    'UnchainVariables',
+    '__version__', 'ActivationStatistics', 'ActivationStatisticsHook',
+    'CallbackHook', 'CaptureOutputs', 'CaptureOutputsHook',
+    'GradientStatistics', 'GradientStatisticsHook', 'LinkHookExtension',
+    'LinkMemory', 'NonFiniteError', 'NonFiniteGuard', 'NonFiniteHook',
+    'PRIORITY_LAST', 'ProfileReport', 'ScopedLinkHook', 'TimedLinks',
+    'TimedLoop', 'Timeline', 'TimerHook', 'UnchainVariables',
     'unchain_variables',
 ]

@@ -63,14 +63,17 @@ def check_int(call, name, value, least):
 least 1.
     """
     what = f'use an integer of at least {least}.'
-    if isinstance(value, (bool, numpy.bool_)) or not isinstance(
-            value, numbers.Integral):
-        raise TypeError(f'{_bad(call, name, value)} is not an integer: '
-                        f'{what}')
+    _check_type(call, name, value, numbers.Integral, 'an integer', what)
     if value < least:
         raise ValueError(f'{_bad(call, name, value)} is below {least}: '
                          f'{what}')
     return int(value)
+
+
+def _check_type(call, name, value, kind, noun, what):
+    # A bool is no number.
+    if isinstance(value, (bool, numpy.bool_)) or not isinstance(value, kind):
+        raise TypeError(f'{_bad(call, name, value)} is not {noun}: {what}')
 
 
 def check_positive(call, name, value):
@@ -85,9 +88,7 @@ def check_positive(call, name, value):
 number above 0, e.g. 1e12.
     """
     what = 'use a finite number above 0, e.g. 1e12.'
-    if isinstance(value, (bool, numpy.bool_)) or not isinstance(
-            value, numbers.Real):
-        raise TypeError(f'{_bad(call, name, value)} is not a number: {what}')
+    _check_type(call, name, value, numbers.Real, 'a number', what)
     if not 0 < value < float('inf'):
         raise ValueError(f'{_bad(call, name, value)} is not above 0: {what}')
     return float(value)

@@ -18,18 +18,10 @@ PREFIX = 'chainer_hookext.'
 
 
 def add(registry, hook, first=False):
-    """Makes ``hook`` a listener of the registry's observer
-    (:mod:`._observer`) under a free key; calls its ``added(None)``.
-
-    Args:
-        registry (dict): A registry returned by ``chainer._get_link_hooks()``
-            or ``chainer.get_function_hooks()``.
-        hook: A :class:`chainer.LinkHook` or :class:`chainer.FunctionHook`.
-        first (bool): Call it before the package's other hooks there (its
-            work is done before they read the clock).
-
-    Returns:
-        Registration: ``(registry, key)``, the handle for :func:`remove`.
+    """Makes ``hook`` a listener of ``registry``'s observer
+    (:mod:`._observer`) under a free key, called before the package's other
+    hooks there if ``first`` (its work done before they read the clock);
+    returns the :class:`Registration` for :func:`remove`.
     """
     key = free_key(_observer.listeners(registry).keys() | registry.keys(),
                    hook.name)
@@ -119,19 +111,10 @@ def _inert():
 
 
 def add_optimizer_hook(optimizer, hook, name, timing, first=False):
-    """Adds ``hook`` to ``optimizer`` under a free key of this package's,
-    first removing any :class:`InertOptimizerHook`.
-
-    Args:
-        optimizer (~chainer.Optimizer): A set-up optimizer.
-        hook (OptimizerHook): The hook.
-        name (str): Its name, after ``chainer_hookext.``.
-        timing (str): ``'pre'`` or ``'post'``.
-        first (bool): Call it before the hooks of the same timing added
-            earlier (a ``pre`` hook timing the user's ``WeightDecay``).
-
-    Returns:
-        tuple: The handle for :func:`remove_optimizer_hook`.
+    """Adds ``hook`` to ``optimizer`` (``timing`` ``'pre'`` or ``'post'``)
+    under a free key from ``name``, before the hooks added earlier if
+    ``first``; first removes any :class:`InertOptimizerHook`.  Returns the
+    handle for :func:`remove_optimizer_hook`.
     """
     for when in ('pre', 'post'):
         hooks = _chainer.optimizer_hooks(optimizer, when)

@@ -61,13 +61,8 @@ def child(deserializer, key):
 
 
 def save_rows(serializer, labels, columns):
-    """Writes a table with ``serializer``.
-
-    Args:
-        serializer: A Chainer serializer.
-        labels (list of list): The labels of each row (JSON values).
-        columns (dict): ``{field: list of numbers}``, one per row.
-    """
+    """Writes a table: ``labels`` (a list of JSON values per row) and
+    ``columns`` (``{field: list of numbers}``)."""
     data = json.dumps(labels).encode('utf-8')
     serializer('labels', numpy.frombuffer(data, numpy.uint8).copy())
     for field, values in columns.items():
@@ -75,16 +70,9 @@ def save_rows(serializer, labels, columns):
 
 
 def load_rows(serializer, fields, optional=()):
-    """Reads what :func:`save_rows` wrote.
-
-    Args:
-        serializer: A Chainer deserializer.
-        fields (tuple of str): The numeric fields to read.
-        optional (tuple of str): Those of ``fields`` that a table saved by
-            an earlier version may lack: they read as zeros.
-
-    Returns:
-        list: ``(labels, {field: value})`` per row.
+    """Returns ``(labels, {field: value})`` per row of what
+    :func:`save_rows` wrote; ``optional`` fields (an earlier version's
+    table may lack them) read as zeros.
 
     Raises:
         MissingState: The snapshot has no table (see :func:`read`).

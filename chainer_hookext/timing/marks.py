@@ -224,13 +224,8 @@ class Marks:
         self._triggers = []  # (extension entry, TimedTrigger)
 
     def add(self, trainer, function_hooks):
-        """Registers the marks on ``trainer``'s loop.
-
-        Args:
-            trainer (~chainer.training.Trainer): Whose loop to mark.
-            function_hooks (dict): The training thread's function hooks
-                (``chainer.get_function_hooks()``).
-        """
+        """Registers the marks on ``trainer``'s loop, the function hook in
+        ``function_hooks`` (the training thread's)."""
         try:
             self._add(trainer, function_hooks)
         except BaseException:

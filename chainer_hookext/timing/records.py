@@ -35,22 +35,22 @@ COUNTS = (
     Count('backward_bytes', 'backward_bytes', None, 0, True),
 )
 
+# (Entry field, its Count) of each field COUNTS give.
+_COUNTED = tuple((field, count) for count in COUNTS
+                 for field in (count.inclusive, count.own) if field)
+
 #: One row of a summary: ``key`` a name, path or class name, ``parent`` its
 #: first caller's (``None`` at the top), seconds, calls (``occurrence``),
 #: then the :data:`COUNTS` fields (0 by default).
 Entry = collections.namedtuple('Entry', (
     'key', 'parent', 'elapsed_time', 'self_time', 'occurrence') + tuple(
-    field for count in COUNTS for field in (count.inclusive, count.own)
-    if field is not None), defaults=tuple(
-    count.zero for count in COUNTS for field in (count.inclusive, count.own)
-    if field is not None))
+    field for field, _ in _COUNTED), defaults=tuple(
+    count.zero for _, count in _COUNTED))
 
 #: The numeric fields of an :class:`Entry`.
 FIELDS = tuple(f for f in Entry._fields if f not in ('key', 'parent'))
 #: The fields counted only with ``flops=True``.
-COST_FIELDS = tuple(
-    field for count in COUNTS if count.cost
-    for field in (count.inclusive, count.own) if field is not None)
+COST_FIELDS = tuple(field for field, count in _COUNTED if count.cost)
 
 #: One function type's share of a link's self figures (``functions=True``):
 #: ``link`` the link's key or :data:`OUTSIDE`, ``function`` the node's class
@@ -97,10 +97,8 @@ class _Sums:
         self.parent = parent
         self.elapsed_time = self.self_time = 0.0
         self.occurrence = 0
-        for count in COUNTS:
-            for field in (count.inclusive, count.own):
-                if field is not None:
-                    setattr(self, field, count.zero)
+        for field, count in _COUNTED:
+            setattr(self, field, count.zero)
 
     def entry(self):
         return Entry(**{f: getattr(self, f) for f in Entry._fields})
