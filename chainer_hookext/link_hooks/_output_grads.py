@@ -65,13 +65,11 @@ class Call:
     then inputs), what the listener kept of its gradient or ``None``;
     ``waiting``, the marks not seen yet; ``started``, whether one was."""
 
-    __slots__ = ('listener', 'link', 'name', 'keys', 'grads', 'waiting',
-                 'started')
+    __slots__ = ('listener', 'link', 'keys', 'grads', 'waiting', 'started')
 
-    def __init__(self, listener, link, name, keys, grads):
+    def __init__(self, listener, link, keys, grads):
         self.listener = listener
         self.link = link
-        self.name = name
         self.keys = keys
         self.grads = grads
         self.waiting = 0
@@ -169,7 +167,7 @@ class OutputGrads(_tagging.NodeTagger):
             tag = recorder.tag_node(function, in_data, tag)
         function._chainer_hookext_links = tag
 
-    def mark(self, listener, link, name, out, inputs=None):
+    def mark(self, listener, link, out, inputs=None):
         """Marks the nodes that created the outputs (``args.out``) of one
         link call, and of ``inputs`` (``(args.args, args.kwargs)``) unless
         ``None``; returns the :class:`Call`, or ``None`` when no output has
@@ -183,7 +181,7 @@ class OutputGrads(_tagging.NodeTagger):
                 values.append(value)
         if inputs is not None:
             values.extend(v for _, v in _arrays.walk(inputs, variables=True))
-        call = Call(listener, link, name, keys, [None] * len(values))
+        call = Call(listener, link, keys, [None] * len(values))
         for position, value in enumerate(values):
             if not isinstance(value, chainer.Variable):
                 continue

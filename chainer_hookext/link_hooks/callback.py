@@ -114,7 +114,7 @@ class CallbackHook(scoped_link_hook.ScopedLinkHook):
         if self.posthook is not None:
             self.posthook(args.link, args.args, args.kwargs, args.out)
         if grads is not None:
-            grads.mark(self, args.link, None, args.out, (
+            grads.mark(self, args.link, args.out, (
                 args.args, args.kwargs) if self.grad_inputs else None)
 
     def output_grad(self, call, position, grad):

@@ -258,6 +258,11 @@ class TimerHook(call_stack.CallStack, scoped_link_hook.ScopedLinkHook):
             records.merge(self.trees[m], root)
         return root
 
+    def _by_link(self, call, by, mode):
+        _checks.check_choice(call, 'by', by, ('path', 'name'),
+                             'a way to key the links')
+        return self._merged(call, mode)
+
     def _outside(self, mode):
         return sum(self.outside[m].backward for m in _MODES[mode])
 
@@ -329,9 +334,7 @@ class TimerHook(call_stack.CallStack, scoped_link_hook.ScopedLinkHook):
             list of ~chainer_hookext.timing.records.FunctionEntry: Links in
             order of first call, ``'(outside)'`` last.
         """
-        _checks.check_choice('TimerHook.function_entries', 'by', by,
-                             ('path', 'name'), 'a way to key the links')
-        root = self._merged('TimerHook.function_entries', mode)
+        root = self._by_link('TimerHook.function_entries', by, mode)
         outside = records.CallRecord()
         for m in _MODES[mode]:
             records.add_costs(self.outside[m], outside)
@@ -351,9 +354,7 @@ class TimerHook(call_stack.CallStack, scoped_link_hook.ScopedLinkHook):
             collections.OrderedDict: ``{class name: {link key: nodes}}``,
             by first occurrence.
         """
-        _checks.check_choice('TimerHook.unknown_functions', 'by', by,
-                             ('path', 'name'), 'a way to key the links')
-        root = self._merged('TimerHook.unknown_functions', mode)
+        root = self._by_link('TimerHook.unknown_functions', by, mode)
         found = collections.OrderedDict()
         counted = [(getattr(r.labels, by), r) for _, r in records.walk(root)]
         counted += [(keys.OUTSIDE, self.outside[m]) for m in _MODES[mode]]

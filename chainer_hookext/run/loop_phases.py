@@ -133,15 +133,10 @@ class LoopPhases:
         return pauses.own_work(name)
 
     def _end(self):
-        error = None
-        for reader in list(self._readers):
-            try:
-                reader.release()
-            except BaseException as e:
-                error = e if error is None else error
-        self._close()
-        if error is not None:
-            raise error
+        try:
+            training_loop.call_all([r.release for r in self._readers])
+        finally:
+            self._close()
 
 
 def _calls(readers):

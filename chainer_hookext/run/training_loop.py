@@ -145,14 +145,7 @@ class TrainingLoop:
         callbacks = [c.end for c in self._callbacks if c.end is not None]
         self._callbacks = []
         self._close()
-        error = None
-        for end in callbacks:
-            try:
-                end()
-            except BaseException as e:
-                error = e if error is None else error
-        if error is not None:
-            raise error
+        call_all(callbacks)
 
     def _run_enter_callbacks(self):
         # Only the callbacks with something left to call are kept.
@@ -281,6 +274,18 @@ class _IterationScope:
                 exc_type, Exception):
             self.entry._end_on(exc)
         return suppressed
+
+
+def call_all(functions):
+    """Calls each of ``functions``, then raises the first error."""
+    error = None
+    for function in functions:
+        try:
+            function()
+        except BaseException as e:
+            error = e if error is None else error
+    if error is not None:
+        raise error
 
 
 def _waiting_for(trainer):
