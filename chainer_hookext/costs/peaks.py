@@ -111,7 +111,9 @@ def _read(path):
 
 
 def _write(path, key, peaks, seconds):
-    found = _read_quietly(path)
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore')
+        found = _read(path)
     found[key] = dict(peaks._asdict(), seconds=round(seconds, 3),
                       measured=datetime.datetime.now().isoformat(
                           timespec='seconds'))
@@ -134,12 +136,6 @@ def _write(path, key, peaks, seconds):
     finally:
         if aside is not None and os.path.exists(aside):
             os.remove(aside)
-
-
-def _read_quietly(path):
-    with warnings.catch_warnings():
-        warnings.simplefilter('ignore')
-        return _read(path)
 
 
 def _measure(xp, dtype):
