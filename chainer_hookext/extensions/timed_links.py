@@ -327,14 +327,13 @@ class TimedLinks(link_hook_extension.LinkHookExtension):
 
     def function_summary(self, mode: typing.Optional[str] = 'train'
                          ) -> typing.Dict[str, dict]:
-        """Returns the cumulative figures of each function type, largest
-        time (forward and backward) first (``functions=True``).
+        """Returns the run's figures of each function type, every link
+        summed, largest time first (``functions=True``).
 
         Returns:
             collections.OrderedDict: ``{type: {'time', 'backward_time',
-            'occurrence'}}`` (and ``'flops'``, ``'backward_flops'`` with
-            ``flops=True``): seconds and nodes of the run, every link and
-            ``(outside)`` summed.
+            'occurrence'}}``, and ``'flops'``, ``'backward_flops'`` with
+            ``flops=True``.
         """
         fields = [f for f in records.FUNCTION_FIELDS
                   if self.flops or f not in ('flops', 'backward_flops')]
@@ -347,15 +346,13 @@ class TimedLinks(link_hook_extension.LinkHookExtension):
 
     def roofline(self, by: str = 'path', mode: typing.Optional[str] = 'train'
                  ) -> typing.Dict[str, roofline_module.LinkPoints]:
-        """Returns each link's place under the roofline, over the whole run
-        (needs ``flops=True`` and ``initialize``).
+        """Returns each link's place under the roofline over the run
+        (``flops=True``, after ``initialize``; docs/flops.md, "The
+        roofline").
 
         Returns:
-            collections.OrderedDict: ``{key: LinkPoints}``
-            (:class:`~chainer_hookext.costs.roofline.LinkPoints`: the
-            forward and backward :class:`~.roofline.Point`, with FLOPs,
-            bytes, seconds, FLOP/s, intensity, percent of the peak, bound,
-            roof and label), by ``by`` as in :meth:`summary`.
+            collections.OrderedDict: ``{key: LinkPoints}``, by ``by`` as in
+            :meth:`summary`.
         """
         if self._peaks_from is not None:
             self._set_roofline(self._peaks_from, last_chance=True)
@@ -373,11 +370,9 @@ class TimedLinks(link_hook_extension.LinkHookExtension):
         """Returns the function types whose FLOPs are not counted.
 
         Returns:
-            collections.OrderedDict: ``{class name: {'nodes': nodes applied,
-            'links': {key: nodes}, 'time_share': share}}``: ``time_share``
-            is the share of the time timed (forward and backward) that the
-            self times of those links take, an upper bound of the time
-            whose FLOPs are missing.
+            collections.OrderedDict: ``{class name: {'nodes': nodes,
+            'links': {key: nodes}, 'time_share': share}}``, ``time_share``
+            the share of the time timed in those links' self times.
         """
         found = self.hook.unknown_functions(by=by, mode=mode)
         rows = self.hook.entries(by=by, mode=mode)
@@ -421,21 +416,13 @@ class TimedLinks(link_hook_extension.LinkHookExtension):
             _state.child(serializer, 'baseline'), records.FIELDS,
             records.COST_FIELDS)  # older snapshots: none counted
         self._last_iteration = None if last < 0 else last
-        self._baseline = {}
-        for (mode, key, parent), values in rows:
-            values['occurrence'] = int(values['occurrence'])
-            self._baseline.setdefault(mode, []).append(
-                records.Entry(key=key, parent=parent, **values))
-        self._function_baseline = {}
+        self._baseline = _load_by_mode(rows, records.Entry)
         try:  # older snapshots: no function types timed
             rows = _state.load_rows(_state.child(
                 serializer, 'function_baseline'), records.FUNCTION_FIELDS)
         except _state.MissingState:
             rows = []
-        for (mode, link, function), values in rows:
-            values['occurrence'] = int(values['occurrence'])
-            self._function_baseline.setdefault(mode, []).append(
-                records.FunctionEntry(link, function, **values))
+        self._function_baseline = _load_by_mode(rows, records.FunctionEntry)
 
 
 def _model_calls(entries):
@@ -473,6 +460,15 @@ def _save_by_mode(serializer, rows_by_mode, fields, labels_of):
             for field in fields:
                 columns[field].append(getattr(row, field))
     _state.save_rows(serializer, labels, columns)
+
+
+def _load_by_mode(rows, make):
+    # What _save_by_mode saved: {mode: [make(*labels, **fields)]}.
+    by_mode = {}
+    for (mode, *labels), values in rows:
+        values['occurrence'] = int(values['occurrence'])
+        by_mode.setdefault(mode, []).append(make(*labels, **values))
+    return by_mode
 
 
 def _function_differences(now, then, links, per):

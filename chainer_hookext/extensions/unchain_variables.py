@@ -1,5 +1,4 @@
-"""The trainer extension releasing reported graphs, last (docs/unchain.md).
-"""
+"""The trainer extension releasing reported graphs, last (docs/unchain.md)."""
 
 import chainerx
 from chainer import configuration
@@ -83,8 +82,8 @@ class UnchainVariables(extension.Extension):
         self._flag_at_update_start = False
 
     def serialize(self, serializer):
-        """Saves or restores the flag carried into the next update: the flag
-        as it stands, since ``snapshot`` runs before this extension."""
+        """Saves or restores the flag carried into the next update (as it
+        stands: ``snapshot`` runs before this extension)."""
         if not _state.is_loading(serializer):
             serializer('carried_flag',
                        bool(configuration.config.keep_graph_on_report))
@@ -104,15 +103,13 @@ class UnchainVariables(extension.Extension):
             entry.discard(self._enter_loop)
 
 
-#: Alias of :class:`UnchainVariables`, so that
-#: ``trainer.extend(unchain_variables())`` reads like Chainer's.
+#: Alias of :class:`UnchainVariables`, named as Chainer's.
 unchain_variables = UnchainVariables
 
 
 def unchain_nested(value):
-    """Unchains the Variables in ``value`` and its lists, tuples and dicts.
-
-    Each container and Variable is visited once, so cycles are harmless.
+    """Unchains the Variables in ``value`` and its lists, tuples and dicts,
+    each visited once (cycles are harmless).
 
     Args:
         value: A Variable, or a list, tuple or dict (e.g. an observation);
