@@ -1,17 +1,9 @@
-"""What still runs, read from Python frames: link calls, backward steps,
-``Trainer.run``.
+"""What still runs, read from the calling thread's frames (slow paths only:
+a frame walk costs microseconds).
 
-Chainer calls a link hook's ``forward_postprocess`` and a function hook's
-``backward_postprocess`` only when the call returns: in Chainer 7.8.1,
-``Link.__call__`` (``chainer/link.py``) and ``_backprop_to_all``
-(``chainer/_backprop.py``) have no ``try`` / ``finally`` around
-``forward`` and ``backprop_step``.  A call left by an exception is seen
-only by its missing postprocess, so the timer's slow paths read the frames
-of the calling thread to tell which calls still run.  Likewise
-:class:`~chainer_hookext.run.training_loop.TrainingLoop` tells
-``Trainer.run``'s call of the stop trigger from others, and a loop left
-running from a running one.  Never on the hot path: a frame walk costs
-microseconds.
+Chainer 7.8.1 has no ``try`` / ``finally`` in ``Link.__call__`` or
+``_backprop_to_all``: a call left by an exception gets no postprocess, so
+the frames tell which calls still run (docs/internals.md, "Node tagging").
 """
 
 import sys
@@ -24,12 +16,8 @@ _STEP = _chainer.BACKWARD_STEP_CODE
 
 
 def running_links(skip_current):
-    """Returns the links whose ``Link.__call__`` runs, outermost first.
-
-    Args:
-        skip_current (bool): Leave out the innermost, the call whose hook
-            asks.
-    """
+    """Returns the links whose ``Link.__call__`` runs, outermost first
+    (without the innermost with ``skip_current``)."""
     links = []
     frame = sys._getframe(1)
     while frame is not None:
@@ -43,20 +31,13 @@ def running_links(skip_current):
 
 
 def still_running(keys, skip_current):
-    """Returns how many of the calls keyed by ``keys`` still run.
-
-    The one recovery from a forward that raised (Chainer then calls no
-    ``forward_postprocess``): the calls on a stack, outermost first, are
-    compared with the ``Link.__call__`` frames still running.
+    """Returns the depth of a stack of calls to keep: the calls above it
+    ended (a forward raised).
 
     Args:
-        keys (list): The link of each call on the stack, outermost first
-            (or the link's class, for a call keyed by class).
+        keys (list): The link (or link class) of each call, outermost first.
         skip_current (bool): Asked from a ``forward_preprocess``: the
             innermost ``Link.__call__`` is the call starting.
-
-    Returns:
-        int: The depth of the stack to keep; the calls above it ended.
     """
     live = iter(running_links(skip_current))
     keep = 0
@@ -68,10 +49,8 @@ def still_running(keys, skip_current):
 
 
 def calling_link():
-    """Returns the link whose call encloses the innermost link call.
-
-    ``None`` when the innermost call is an outermost one.
-    """
+    """Returns the link whose call encloses the innermost link call, or
+    ``None``."""
     frame = sys._getframe(1)
     seen = False
     while frame is not None:
@@ -84,11 +63,8 @@ def calling_link():
 
 
 def calling_code():
-    """Returns the code object that made the innermost link call.
-
-    Asked from a helper of a hook's method, which ``Link.__call__`` calls:
-    that call is three frames up (looked for above when it is not).
-    """
+    """Returns the code object that made the innermost link call (asked
+    from a helper of a hook's method: three frames up, or above)."""
     frame = sys._getframe(3)
     while frame is not None and frame.f_code is not _LINK_CALL:
         frame = frame.f_back
@@ -96,12 +72,10 @@ def calling_code():
 
 
 def running_step():
-    """Returns the function node of the innermost running backward step.
-
-    ``None`` outside every step.  A step's hooks run outside its own
-    ``backprop_step``: from a step's ``backward_preprocess`` this is the
-    step that encloses it (``F.forget`` runs a backward inside its step).
-    """
+    """Returns the function node of the innermost running backward step,
+    or ``None``.  A step's hooks run outside its own ``backprop_step``:
+    from its ``backward_preprocess`` this is the enclosing step
+    (``F.forget``'s)."""
     frame = sys._getframe(1)
     while frame is not None:
         if frame.f_code is _STEP:
@@ -111,9 +85,8 @@ def running_step():
 
 
 def trainer_run(trainer, depth, or_above=False):
-    """Returns the frame ``depth`` above the caller if it runs ``Trainer.run``
-    for ``trainer`` (or, with ``or_above``, the one above it); else ``None``.
-    """
+    """Returns the frame ``depth`` above the caller (or, with ``or_above``,
+    the one above it) if it runs ``trainer.run``; else ``None``."""
     frame = sys._getframe(depth + 1)
     for _ in range(2 if or_above else 1):
         if frame is None:

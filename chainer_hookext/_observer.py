@@ -1,25 +1,9 @@
-"""One entry per thread in each of Chainer's hook registries.
+"""The package's one entry per thread in each of Chainer's hook registries.
 
-Chainer calls every hook of a thread's registry at every link call
-(``chainer._get_link_hooks()``) and every function call and backward step
-(``chainer.get_function_hooks()``).  Every hook of this package is a
-*listener* of the thread's :class:`Observer` of that registry instead, which
-is the registry's one entry of the package, under :data:`KEY`, whatever
-the number of listeners:
-
-* with one listener, the entry is that listener itself: Chainer calls its
-  methods as it would without the observer, at no cost more;
-* with several, the entry is the observer, whose methods call each
-  listener's in turn (a listener's ``first`` puts it before the others:
-  its work is done before another listener reads the clock), each event
-  made once per change of listeners, not per call;
-* with none, there is no entry.
-
-:func:`join` and :func:`leave` call the listener's ``added(None)`` and
-``deleted(None)`` as Chainer's registration would.  A listener that swaps
-its own methods while it listens (a timer switching to CUDA events, or to
-recording spans) does it with :func:`use_method`.  Each registry of each thread
-has its observer, as Chainer's registries are thread-local.
+Every hook of the package is a listener of the thread's :class:`Observer` of
+a registry, whose entry under :data:`KEY` is the one listener itself, the
+observer calling each listener in turn, or nothing (docs/internals.md,
+"What the package sets, and where it is put back").
 """
 
 import collections
@@ -37,21 +21,14 @@ EVENTS = {
                            'backward_preprocess', 'backward_postprocess'),
 }
 
-# {id(registry): Observer} of the registries with listeners (a registry
-# is a thread's, the map the process's: a listener may leave from another
-# thread than the one it joined in).
+# {id(registry): Observer}: registries are per thread, this map per process
+# (a listener may leave from another thread than the one it joined in).
 _observers = {}
 
 
 def observer_of(registry, kind=None):
-    """Returns the observer of ``registry``, made when first asked for.
-
-    Args:
-        registry (dict): ``chainer._get_link_hooks()`` or
-            ``chainer.get_function_hooks()`` of a thread.
-        kind (type): ``chainer.LinkHook`` or ``chainer.FunctionHook``, the
-            kind of hooks the registry holds; needed to make one.
-    """
+    """Returns the observer of ``registry``; makes one when ``kind``
+    (``chainer.LinkHook`` or ``chainer.FunctionHook``) is given."""
     observer = _observers.get(id(registry))
     if observer is None or observer.registry is not registry:
         if kind is None:
@@ -62,9 +39,8 @@ def observer_of(registry, kind=None):
 
 
 def join(registry, key, hook, first=False):
-    """Makes ``hook`` a listener of ``registry``'s observer, under ``key``.
-
-    Calls ``hook.added(None)``; when it raises, the hook is taken out again.
+    """Makes ``hook`` a listener under ``key`` (before the others with
+    ``first``) and calls its ``added(None)``, taking it out if that raises.
     """
     kind = chainer.LinkHook if isinstance(hook, chainer.LinkHook) else (
         chainer.FunctionHook)
@@ -72,15 +48,14 @@ def join(registry, key, hook, first=False):
 
 
 def leave(registry, key, hook):
-    """Takes ``hook`` out of ``registry``'s observer and calls its
-    ``deleted(None)``; returns whether it was a listener under ``key``."""
+    """Takes ``hook`` out and calls its ``deleted(None)``; returns whether
+    it was the listener under ``key``."""
     observer = observer_of(registry)
     return observer is not None and observer.leave(key, hook)
 
 
 def move(registry, key, hook, first):
-    """Moves ``hook``, a listener under ``key``, before the registry's other
-    listeners (``first``) or after them."""
+    """Moves the listener ``hook`` before the others (``first``) or after."""
     observer = observer_of(registry)
     if observer is not None and observer.listeners.get(key) is hook:
         observer.listeners.move_to_end(key, last=not first)
@@ -88,22 +63,16 @@ def move(registry, key, hook, first):
 
 
 def changed(hook):
-    """Tells the observers that ``hook``, a listener, swapped methods."""
+    """Tells the observers that the listener ``hook`` swapped methods."""
     for observer in list(_observers.values()):
         if any(listener is hook for listener in observer.listeners.values()):
             observer.compose()
 
 
 def use_method(hook, event, method=None):
-    """Makes ``method`` what the observers call for ``hook``'s ``event``
-    (an instance attribute over the class's), or the class's again
-    (``None``); tells them only when it changes.
-
-    Args:
-        hook: A listener, or a hook not listening yet.
-        event (str): ``'forward_preprocess'`` ...
-        method: A bound method of ``hook``, or ``None``.
-    """
+    """Makes the bound ``method`` what is called for ``hook``'s ``event``
+    (an instance attribute over the class's), or the class's again with
+    ``None``; recomposes only on a change."""
     current = vars(hook).get(event)
     if method is None:
         if current is None:
@@ -117,20 +86,19 @@ def use_method(hook, event, method=None):
 
 
 def listeners(registry):
-    """Returns ``{key: listener}`` of ``registry``'s observer, in the order
-    they are called."""
+    """Returns ``{key: listener}`` of ``registry``, in calling order."""
     observer = observer_of(registry)
     return collections.OrderedDict(
         () if observer is None else observer.listeners)
 
 
-class Observer(object):
+class Observer:
     """The package's one entry in one registry of one thread.
 
     Attributes:
         registry (dict): The registry it is the entry of.
-        listeners (collections.OrderedDict): ``{key: hook}`` in the order
-            they are called.
+        listeners (collections.OrderedDict): ``{key: hook}`` in calling
+            order.
     """
 
     name = 'observer'
@@ -140,12 +108,11 @@ class Observer(object):
         self.listeners = collections.OrderedDict()
 
     def __reduce__(self):
-        # Never copied with a registry: none is pickled.
         raise TypeError('the observer of a thread is not copied')
 
     def join(self, key, hook, first):
         if key in self.listeners:
-            raise KeyError('{} listens already'.format(key))
+            raise KeyError(f'{key} listens already')
         self.listeners[key] = hook
         if first:
             self.listeners.move_to_end(key, last=False)
@@ -166,8 +133,8 @@ class Observer(object):
         return True
 
     def compose(self):
-        """Puts in the registry what Chainer is to call: the one listener,
-        this observer calling each, or nothing."""
+        """Puts in the registry the one listener, this observer, or nothing.
+        """
         hooks = list(self.listeners.values())
         if not hooks:
             self.registry.pop(KEY, None)
@@ -185,14 +152,10 @@ class Observer(object):
 
 
 class LinkObserver(Observer, chainer.LinkHook):
-    """The observer of a thread's link hooks."""
-
     kind = chainer.LinkHook
 
 
 class FunctionObserver(Observer, chainer.FunctionHook):
-    """The observer of a thread's function hooks."""
-
     kind = chainer.FunctionHook
 
 
@@ -211,8 +174,8 @@ def _nothing(*args):
 
 
 def _calling_each(methods, kind, event):
-    # One function calling each of ``methods`` with Chainer's arguments;
-    # two (the common case: a timer and the phase marks) without a loop.
+    # One function calling each method; two (a timer and the phase marks,
+    # the common case) without a loop.
     if not methods:
         return _nothing
     if len(methods) == 1:

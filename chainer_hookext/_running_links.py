@@ -1,35 +1,8 @@
-"""The link calls running in a thread: one stack, shared by its listeners.
-
-Several hooks need to know which links' forward runs: the debugging hooks
-name a link without a scope after the links around it (``MLP/l1``);
-``NonFiniteHook``'s gradient check and ``LinkMemory`` tag each function
-node with the innermost running link of their scope (the thread's node
-tagger, :mod:`chainer_hookext.link_hooks._output_grads`).  They share the
-thread's :class:`RunningLinks`, made by the first :func:`subscribe` and
-dropped by the last :func:`unsubscribe`:
-
-* each listener calls :meth:`~RunningLinks.enter` in its
-  ``forward_preprocess`` and :meth:`~RunningLinks.leave` in its
-  ``forward_postprocess``; the first to see a call pushes or pops it (a
-  call is known by its ``kwargs`` dict, one per ``Link.__call__``), the
-  others get the same :class:`Call`, in whatever order the thread's
-  observer calls them;
-* :attr:`RunningLinks.tag` is what the running links mean to the
-  listeners that subscribed with ``tags=True``: ``((listener, name),
-  ...)``, the name of the innermost running link in each one's scope and
-  mode.  One immutable tuple per call that changes it, shared by the nodes
-  tagged under it: tagging allocates nothing per node.
-
-Chainer calls no ``forward_postprocess`` for a forward that raised, so
-its call stays on the stack.  One recovery serves every listener: a
-:meth:`~RunningLinks.leave` drops the calls above its own; a root link (no
-``name``) called while calls run, a new listener and
-:func:`drop_calls_left_open` compare the stack with the ``Link.__call__``
-frames still running (:mod:`._frames`, microseconds) and drop the calls
-that ended.  Listeners with ``calls_dropped(calls)`` are told.
-
-The timer keeps its own stack (:mod:`.timing.call_stack`): its records are
-per call path, and its hot path is counted in instructions.
+"""The link calls running in a thread: one :class:`RunningLinks` stack,
+shared by its listeners (the debugging hooks, ``LinkMemory``), made by the
+first :func:`subscribe` and dropped by the last :func:`unsubscribe`; how
+listeners share calls, the tag, and the recovery from a forward that raised:
+docs/internals.md, "Node tagging".
 """
 
 import threading
@@ -43,20 +16,15 @@ _local = threading.local()
 
 
 def subscribe(listener, tags=False):
-    """Makes ``listener`` a listener of the thread's :class:`RunningLinks`.
-
-    Counted: each call needs one :func:`unsubscribe`.
+    """Makes ``listener`` a listener of the thread's :class:`RunningLinks`
+    and returns it; counted, each call needs one :func:`unsubscribe`.
 
     Args:
         listener: A hook calling :meth:`~RunningLinks.enter` and
-            :meth:`~RunningLinks.leave`; with ``tags=True``, one with
-            ``link_names`` and ``config_train``
-            (:class:`~chainer_hookext.link_hooks.ScopedLinkHook`'s).
-        tags (bool): Have its innermost running link in :attr:`~RunningLinks.
-            tag`.
-
-    Returns:
-        RunningLinks: The thread's stack.
+            :meth:`~RunningLinks.leave`; with ``tags``, with ``link_names``
+            and ``config_train`` too (a ``ScopedLinkHook``).
+        tags (bool): Have its innermost running link in
+            :attr:`~RunningLinks.tag`.
     """
     stack = getattr(_local, 'stack', None)
     if stack is None:
@@ -66,11 +34,8 @@ def subscribe(listener, tags=False):
 
 
 def unsubscribe(stack, listener):
-    """Takes back one :func:`subscribe` of ``listener``.
-
-    Returns:
-        RunningLinks: ``stack`` while it has listeners, else ``None``.
-    """
+    """Takes back one :func:`subscribe`; returns ``stack`` while it has
+    listeners, else ``None``."""
     if stack is None:
         return None
     stack.part(listener)
@@ -107,7 +72,7 @@ def with_name(tag, listener, name):
     return tag if name is None else tag + ((listener, name),)
 
 
-class Call(object):
+class Call:
     """One running link call.
 
     Attributes:
@@ -141,12 +106,14 @@ class Call(object):
         return path
 
 
-class RunningLinks(object):
-    """The thread's stack of running link calls (see the module).
+class RunningLinks:
+    """The thread's stack of running link calls.
 
     Attributes:
         calls (list of Call): The running calls, outermost first.
-        tag (tuple): ``((listener, name), ...)`` now (see the module).
+        tag (tuple): ``((listener, name), ...)``: the innermost running
+            link of each tagging listener's scope and mode; one immutable
+            tuple per call that changes it, shared by the nodes tagged.
         listeners (dict): ``{listener: subscriptions}``.
     """
 
@@ -158,9 +125,8 @@ class RunningLinks(object):
         self._left = None  # the call the last leave popped
 
     def __reduce__(self):
-        # A pickle or a copy of a hook holding it (the trainer's, during
-        # training; a link's) holds none: it subscribes when it is next
-        # added (by each link holding it, link_hooks/_copied_hooks.py).
+        # A copy of a hook holding it holds none: it subscribes when next
+        # added (link_hooks/_copied_hooks.py).
         return _copies.same, (None,)
 
     def join(self, listener, tags):
@@ -183,7 +149,8 @@ class RunningLinks(object):
 
     def enter(self, args):
         """Pushes the call starting (``forward_preprocess``'s ``args``),
-        once; returns its :class:`Call`."""
+        once for all listeners (a call is known by its ``kwargs`` dict);
+        returns its :class:`Call`."""
         calls = self.calls
         parent = None
         if calls:
@@ -250,13 +217,9 @@ class RunningLinks(object):
         return call
 
     def drop_ended(self, skip_current):
-        """Drops the calls whose ``Link.__call__`` no longer runs (a slow
-        path: it reads the frames); returns the innermost call left.
-
-        Args:
-            skip_current (bool): Asked from a ``forward_preprocess``: the
-                innermost ``Link.__call__`` is the call starting.
-        """
+        """Drops the calls whose ``Link.__call__`` ended (reading frames:
+        a slow path); returns the innermost call left.  ``skip_current``:
+        as :func:`~chainer_hookext._frames.still_running`'s."""
         self._drop(_frames.still_running(
             [call.link for call in self.calls], skip_current))
         calls = self.calls
@@ -264,7 +227,7 @@ class RunningLinks(object):
         return calls[-1] if calls else None
 
     def _drop(self, depth):
-        # Drops the calls from ``depth`` up, and tells the listeners.
+        # Drops the calls from ``depth`` up; tells the listeners.
         dropped = self.calls[depth:]
         if not dropped:
             return

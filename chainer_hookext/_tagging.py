@@ -1,8 +1,6 @@
-"""Which link's forward created a function node: one tag per node.
-
-A :class:`NodeTagger` stores a tag on each new node in forward and reads it
-back in backward; the design, and why tags are plain attributes, is in
-docs/internals.md, "Node tagging".
+"""Which link's forward created a function node: a :class:`NodeTagger`
+stores a tag on each new node in forward and reads it back in backward
+(docs/internals.md, "Node tagging": why plain attributes, the slots).
 """
 
 import functools
@@ -23,15 +21,9 @@ _MISSING = object()
 
 
 def new_tagger(cls, *args, **kwargs):
-    """Returns a registered ``cls(*args, **kwargs)`` with a free slot.
-
-    Args:
-        cls (type): A :class:`NodeTagger` subclass.
-
-    Returns:
-        NodeTagger: The tagger, registered once in the thread's function
-        hooks; its last :meth:`~NodeTagger.unregister` frees the slot.
-    """
+    """Returns ``cls(*args, **kwargs)``, a :class:`NodeTagger` subclass,
+    with a free slot, registered once; its last
+    :meth:`~NodeTagger.unregister` frees the slot."""
     tagger = cls(*args, **kwargs)
     tagger._slot_key = (threading.get_ident(), tagger.tag_name)
     held = _slots_in_use.setdefault(tagger._slot_key, set())
@@ -50,14 +42,9 @@ def new_tagger(cls, *args, **kwargs):
 
 
 def register(tagger, cls, *args):
-    """Registers ``tagger`` once more, or a new one when it is ``None``.
-
-    The set-up of a link hook's tagger in its ``added``:
-    ``self._tagger = register(self._tagger, cls, self)``.
-
-    Returns:
-        NodeTagger: ``tagger``, or ``new_tagger(cls, *args)``.
-    """
+    """Registers ``tagger`` once more and returns it, or
+    ``new_tagger(cls, *args)`` when it is ``None`` (a link hook's
+    ``added``: ``self._tagger = register(self._tagger, cls, self)``)."""
     if tagger is None:
         return new_tagger(cls, *args)
     tagger.register()
@@ -65,11 +52,8 @@ def register(tagger, cls, *args):
 
 
 def unregister(tagger):
-    """Takes back one :func:`register`; the tear-down in ``deleted``.
-
-    Returns:
-        NodeTagger: ``tagger`` while still registered, else ``None``.
-    """
+    """Takes back one :func:`register` (in ``deleted``); returns
+    ``tagger`` while still registered, else ``None``."""
     if tagger is None:
         return None
     tagger.unregister()
@@ -79,27 +63,14 @@ def unregister(tagger):
 class NodeTagger(chainer.FunctionHook):
     """Function hook tagging nodes in forward; made by :func:`new_tagger`.
 
-    Subclasses override ``forward_preprocess`` to store the tag as a plain
-    attribute named :attr:`tag_name` (``function._chainer_hookext_tag =
-    value``) and read it in backward with :meth:`tag_of` (or the attribute
-    itself, catching ``AttributeError`` for a node created before the
-    tagger was registered).
-
-    The first tagger of a :attr:`tag_name` in a thread holds slot 0: its
-    methods run as written.  A second one registered at the same time (two
-    timers in one thread) holds slot 1, and so on: its tags are kept in a
-    dict on each node, ``{slot: tag}`` under the attribute
-    :attr:`extra_name`, and each of its methods runs between
-    :meth:`tags_in` (the node's tag of its slot put under :attr:`tag_name`)
-    and :meth:`tags_out` (put back).
-
-    Registration is counted: each :meth:`register` needs one
-    :meth:`unregister`; the last one removes the hook and frees its slot,
-    after which the tagger is spent.
+    Subclasses store the tag in ``forward_preprocess`` as the plain
+    attribute :attr:`tag_name` and read it in backward with :meth:`tag_of`.
+    Registration is counted; the last :meth:`unregister` frees the slot and
+    spends the tagger.
 
     Attributes:
-        slot (int): The slot, set by :func:`new_tagger`; ``None`` when
-            freed.
+        slot (int): Its slot (docs/internals.md, "Node tagging"); ``None``
+            when freed.
     """
 
     name = 'NodeTagger'
@@ -109,9 +80,8 @@ class NodeTagger(chainer.FunctionHook):
     tag_name = TAG
 
     def __reduce__(self):
-        # A pickle or a copy of a hook holding a tagger (the trainer's,
-        # during training) holds none: it makes a new one when it is next
-        # added.  The tagger itself is registered in one thread.
+        # A copy of a hook holding a tagger holds none: it makes a new one
+        # when next added (a tagger belongs to one thread).
         return _copies.same, (None,)
 
     def __init__(self, name=None):
@@ -141,22 +111,18 @@ class NodeTagger(chainer.FunctionHook):
             return None
 
     def tag_in_slot(self, function):
-        """Returns the tag of ``function`` at this tagger's slot (1 or
-        above), or ``None``: its :meth:`tag_of`."""
+        """:meth:`tag_of` at slots 1 and above."""
         tags = vars(function).get(self.extra_name)
         return None if tags is None else tags.get(self.slot)
 
     def nodes_read(self, function):
-        """The nodes whose tag a method called for ``function`` reads or
-        writes (at slots 1 and above): ``function`` here."""
+        """The nodes whose tags a method called for ``function`` reads or
+        writes (at slots 1 and above)."""
         return (function,)
 
     def tags_in(self, nodes):
-        """Puts each node's tag of this slot under :attr:`tag_name`.
-
-        Returns:
-            list: What :meth:`tags_out` puts back.
-        """
+        """Puts each node's tag of this slot under :attr:`tag_name`;
+        returns what :meth:`tags_out` puts back."""
         name = self.tag_name
         saved = []
         for node in nodes:
@@ -180,10 +146,8 @@ class NodeTagger(chainer.FunctionHook):
                 attributes[name] = first
 
     def use_method(self, event, method=None):
-        """:func:`~chainer_hookext._observer.use_method` for this tagger:
-        ``method`` (a bound method, or ``None``: the class's) is what the
-        observers call for ``event``, between :meth:`tags_in` and
-        :meth:`tags_out` at slots 1 and above."""
+        """:func:`~chainer_hookext._observer.use_method`, run between
+        :meth:`tags_in` and :meth:`tags_out` at slots 1 and above."""
         if self.slot:
             if method is None:
                 method = getattr(type(self), event).__get__(self)
@@ -203,8 +167,8 @@ class NodeTagger(chainer.FunctionHook):
                 chainer.get_function_hooks(), self, first=self.first)
 
     def put_first(self, first):
-        """Moves the registered tagger before the thread's other function
-        hooks (``first``), or after them."""
+        """Moves the tagger before the thread's other function hooks
+        (``first``), or after them."""
         self.first = first
         if self._handle is not None:
             _registry.move(self._handle, self, first)
@@ -227,7 +191,6 @@ class NodeTagger(chainer.FunctionHook):
 
 
 def _in_slot(tagger, method, function, *args):
-    # A method of a tagger at slot 1 or above, on the tags of its slot.
     nodes = tagger.nodes_read(function)
     saved = tagger.tags_in(nodes)
     try:
