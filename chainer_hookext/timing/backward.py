@@ -1,56 +1,9 @@
-"""Backward time per link: a function hook charging steps to call records.
-
-A link hook sees only ``Link.forward``.  A :class:`BackwardTimer` (a
-:class:`~chainer_hookext._tagging.NodeTagger`, registered and
-removed with its :class:`~chainer_hookext.TimerHook`) joins backward to the
-links:
-
-* ``forward_preprocess`` tags each new function node with the call stack's
-  running record (:attr:`CallStack.top <.call_stack.CallStack.top>`), or
-  ``None`` when no timed link runs;
-* ``backward_preprocess`` / ``backward_postprocess`` read the clock around
-  each backward step and add the step's time to ``record.charged.backward``:
-  the backward self time of the link whose forward created the node.  Steps
-  of untagged nodes go to the stack's ``outside`` record of the mode, when
-  the mode is in scope.
-
-A step that runs a backward of its own (``F.forget`` recomputes its function
-in backward, links included) is backward work of the link that called
-``F.forget``: the nodes recomputed inside the step take its tag, and the
-step's time before its inner steps is charged to it too.
-
-Under a trainer's loop (:attr:`CallStack.parts
-<.call_stack.CallStack.parts>`) only the steps run in the update are
-charged: a backward an extension runs (of any node, tagged in the update
-or not) is nobody's.  One attribute read per step (:attr:`paused`), before
-the clock.
-
-A step that raises (e.g. out of memory, the batch skipped by the caller)
-is dropped: Chainer calls no ``backward_postprocess`` for it, so when it
-ended is not known, and it charges nothing.  The next step tells it from
-``F.forget``'s step by the frames (:func:`.._frames.running_step`).
-
-The tag refers to a record, of which the timer keeps one per call path, so
-nothing is kept per call.  A record moved into the stored trees when the
-hook was removed charges later steps (of nodes still alive) to the stored
-record (:func:`.records.merge`).
-
-On a GPU, steps are timed with CUDA events, resolved with the forward ones.
-
-A :class:`FunctionTimer` (``TimerHook(functions=True)``, host clock only)
-splits each record's self figures by function type too
-(``record.functions``, :class:`~.records.FunctionRecord`): the forward of
-each node between its ``forward_preprocess`` and ``forward_postprocess``,
-charged to the type under the record the node is tagged with (or, for a
-node made outside every timed link in the update or an ``Evaluator``, under
-the mode's ``outside`` record); each step's time to the type of the step's
-node, as it is charged to the record.  A node applied inside a step (a
-gradient node, ``F.forget``'s forward run again) is that step's work, not a
-forward of its own: its FLOPs go to the step's type as backward FLOPs.
-Its forward methods are the class's, not instance attributes over a
-:class:`BackwardTimer`'s: the first version, with instance methods, cost
-10,900 instructions per function call over backward timing, this one 6,300
-(``benchmarks/README.md``, "By function type").
+"""Backward time per link: :class:`BackwardTimer`, the function hook of a
+:class:`~chainer_hookext.TimerHook` tagging each new node with the running
+call record and charging each backward step to it; :class:`FunctionTimer`
+splits the figures by function type too (docs/internals.md, "How backward
+time is charged to links"; docs/timing.md, "Inside a link: time per
+function type").
 """
 
 from chainer.function import FunctionAdapter
@@ -65,30 +18,23 @@ from chainer_hookext.timing import spans
 
 
 class BackwardTimer(_tagging.NodeTagger):
-    """Function hook charging backward steps to a call stack's records.
-
-    Make it with ``_tagging.new_tagger(BackwardTimer, calls, name)``.
+    """Function hook charging backward steps to a call stack's records;
+    made by ``_tagging.new_tagger(BackwardTimer, calls, name)``.
 
     Args:
         calls (~.call_stack.CallStack): The stack whose running record tags
             the nodes.
         name (str): Base of its key in the thread's function hooks.
-
-    Attributes:
-        paused (bool): Whether a trainer's loop runs something else than
-            its update (:meth:`.CallStack.outside_update`): steps are then
-            charged to nobody.
     """
 
-    #: First in the thread's function hooks: the loop's phase marks, after
-    #: it, take its clock reads (:attr:`marks`).
+    #: First in the thread's function hooks: the phase marks after it take
+    #: its clock reads.
     first = True
     #: The loop's :class:`~.marks.PhaseMarks` during its update, else
-    #: ``None``: each step's reads are theirs too, so that ``backward``
-    #: starts and ends where the steps' spans do (host clock only).
+    #: ``None``: given each step's reads, so that ``backward`` starts and
+    #: ends where the steps' spans do (host clock only).
     marks = None
-    #: Whether figures are split by function type (:class:`FunctionTimer`).
-    functions = False
+    functions = False  # whether split by function type (FunctionTimer)
 
     def __init__(self, calls, name):
         super().__init__(name)
@@ -97,13 +43,10 @@ class BackwardTimer(_tagging.NodeTagger):
         self._mark = 0.0  # start of the running step: a time or an event
         self._running = None  # the node whose step runs, between pre / post
         self.steps = None  # spans of the steps, while recorded
-        # Nodes whose forward runs, with functions (OpenForward), innermost
-        # last.
-        self._open = []
+        self._open = []  # OpenForward of running node forwards, innermost last
         self.function_spans = None  # spans of the nodes, while recorded
-        #: ``calls.outside_update()``, kept up to date by the loop's
-        #: callback (``TimerHook.set_iteration_parts``): one attribute read
-        #: per step (reading the loop's own flag: 30 to 40 ns more).
+        # calls.outside_update() (then steps are nobody's), kept by the
+        # loop's callback: reading the loop's own flag costs 30-40 ns more.
         self.paused = calls.outside_update()
 
     # -- hot path ----------------------------------------------------------
@@ -159,8 +102,7 @@ class BackwardTimer(_tagging.NodeTagger):
                 opened.start += end - start
 
     def nodes_read(self, function):
-        """The nodes whose tags a method reads: ``function``, and the node
-        whose step runs (at slots 1 and above, :mod:`.._tagging`)."""
+        """``function`` and the running step's node (:mod:`.._tagging`)."""
         running = self._running
         if running is None or running is function:
             return (function,)
@@ -168,10 +110,9 @@ class BackwardTimer(_tagging.NodeTagger):
 
     # -- F.forget ----------------------------------------------------------
     def _recomputed(self):
-        # The tag of a node created inside a backward step: the step's own
-        # when it recomputes (F.forget), else none (a gradient node).  The
-        # step is then forgotten (the next nodes skip this call), unless
-        # function types are timed: they need to know a step runs.
+        # A node created inside a step: the step's tag when it recomputes
+        # (F.forget), else none (a gradient node); the step then forgotten
+        # unless function types are timed (they need to know a step runs).
         if not _chainer.is_recomputing():
             if not self.functions:
                 self._running = None
@@ -179,14 +120,15 @@ class BackwardTimer(_tagging.NodeTagger):
         return self.tag_of(self._running)
 
     def forget_running(self):
-        """Forgets a step left running by an exception (and node forwards
-        left open): no step runs at a trainer's update's start or end."""
+        """Forgets a step (and node forwards) left running by an exception,
+        at an update's start or end."""
         self._running = None
         del self._open[:]
 
     def _charge_running(self, t):
-        # F.forget's step, before its inner steps; a step left by an
-        # exception (not running) is dropped.
+        # F.forget's step, before its inner steps.  A step that raised
+        # (Chainer calls no postprocess; when it ended is unknown) is
+        # dropped: the frames tell it from F.forget's.
         if _frames.running_step() is not self._running:
             return
         rec = self.tag_of(self._running) or self._outside()
@@ -204,20 +146,16 @@ class BackwardTimer(_tagging.NodeTagger):
                         self._mark, t, True))
 
     def _outside(self):
-        # The bucket of the current mode, or None when out of scope.
+        # The current mode's bucket, or None when out of scope.
         train = self.calls.call_mode()
         if train is None:
             return None
         return self.calls.outside['train' if train else 'eval']
 
-    #: The class's tagging ``forward_preprocess``, under a name that a
-    #: :class:`FunctionTimer`'s own does not hide.
-    _tag_node = forward_preprocess
+    _tag_node = forward_preprocess  # not hidden by FunctionTimer's
 
     # -- by function type (FunctionTimer's) ----------------------------------
-    #: Whether the class's ``forward_preprocess`` counts FLOPs
-    #: (:class:`~.costs.counter.FlopCounter`).
-    counts_flops = False
+    counts_flops = False  # whether _tag_node counts FLOPs (FlopCounter)
 
     def _function_forward_preprocess(self, function, in_data):
         rec = self.calls.top
@@ -280,8 +218,7 @@ class BackwardTimer(_tagging.NodeTagger):
                 spans.FunctionSpan(entry.charged, one.name, start, t, False))
 
     def node_flops(self, function, in_data):
-        """The FLOPs of a node (:class:`~.costs.counter.FlopCounter`
-        counts them): 0 here."""
+        """The FLOPs of a node: 0 here, counted by ``FlopCounter``."""
         return 0
 
     def step_node_applied(self, function, in_data):
@@ -326,21 +263,11 @@ class BackwardTimer(_tagging.NodeTagger):
 
     # -- spans, while a Timeline records -------------------------------------
     def start_spans(self, steps, function_spans=None):
-        """Appends a span to ``steps`` for each step charged, until
-        :meth:`stop_spans`: the record charged (the ``owner``) and the
-        clock reads (CUDA events) of its charge.
-
-        Meanwhile ``backward_postprocess`` is an instance attribute over
-        the class's, as the GPU methods are (:meth:`use_gpu`).  A step of
-        ``F.forget`` is charged, and spanned, in pieces: before its inner
-        steps, each inner step, after them.
-
-        Args:
-            steps (list): Where the :class:`~.spans.Span` go.
-            function_spans (list): With functions, where the
-                :class:`~.spans.FunctionSpan` of each node's forward and
-                each step go.
-        """
+        """Appends a :class:`~.spans.Span` to ``steps`` for each step
+        charged (``F.forget``'s in pieces), and with functions a
+        :class:`~.spans.FunctionSpan` to ``function_spans`` for each node's
+        forward and step, until :meth:`stop_spans`;
+        ``backward_postprocess`` is swapped meanwhile, as for the GPU."""
         self.steps = steps
         self.function_spans = function_spans
         self._use_span_methods(self.calls.gpu)
@@ -360,8 +287,7 @@ class BackwardTimer(_tagging.NodeTagger):
         self.use_method('backward_postprocess', method)
 
     def _span_backward_postprocess(self, function, in_data, out_grad):
-        # The class's postprocess, then the step's span
-        # from the mark it started at to the mark it left.
+        # The class's postprocess, then the step's span.
         if self.paused:
             return
         start = self._mark
@@ -386,15 +312,9 @@ class BackwardTimer(_tagging.NodeTagger):
 
 
 class OpenForward:
-    """A node whose forward runs, timed by function type.
-
-    Attributes:
-        node (~chainer.FunctionNode): The node.
-        one (~.records.FunctionRecord): Its type's record.
-        start (float): When its forward started.
-        charged (~.records.CallRecord): The call record charged.
-        inner (float): Seconds of the nodes applied in its forward.
-    """
+    """A node whose forward runs, timed by function type: its type's record
+    (``one``), the call record ``charged``, and ``inner``, the seconds of
+    the nodes applied in its forward."""
 
     __slots__ = ('node', 'one', 'start', 'charged', 'inner')
 
@@ -409,6 +329,10 @@ class OpenForward:
 class FunctionTimer(BackwardTimer):
     """Backward timer splitting its figures by function type, each node's
     forward timed too (``TimerHook(functions=True)``)."""
+
+    # The class's methods, not instance attributes over a BackwardTimer's:
+    # those cost 10,900 instructions per function call over backward timing,
+    # these 6,300 (benchmarks/README.md, "By function type").
 
     functions = True
     forward_preprocess = BackwardTimer._function_forward_preprocess

@@ -1,54 +1,10 @@
-"""Where a link call's time is measured: the timer's call stack.
+"""The timer's call stack, where a link call's time is measured.
 
-:class:`CallStack` is the base class of :class:`~chainer_hookext.TimerHook`
-that holds its ``forward_preprocess`` / ``forward_postprocess``.  A base
-class, not an object the hook holds: Chainer calls the hook's methods for
-every link call, and a method of the hook's own class costs about 390
-instructions less per call than a bound method of another object stored on
-the hook (``benchmarks/README.md``, "TimedLinks / TimerHook").
-
-The preprocess looks the called link up among the children of the running
-call (:attr:`CallStack.top`) and pushes it, reading the clock; the
-postprocess reads the clock, adds the call's time to its record and pops.
-Everything else goes to the slow path (:meth:`CallStack._enter`), which
-runs once per outermost call and once per new call path: the mode and the
-scope are checked there, records made there, calls left open by an
-exception ended there, and links added to the model since it was indexed
-(a layer replaced) indexed there (:meth:`.LinkPaths.refresh`).
-
-Invariant: within a timed call every link call is pushed, in scope or not
-(out of scope ones too, marked ``out_of_scope``); outside a timed call
-(``top is bottom``) nothing is pushed.
-
-A forward that raises leaves its records on the stack: Chainer calls no
-postprocess for it.  The slow path compares the stack with the
-``Link.__call__`` frames still running (:mod:`.._frames`) and ends the
-calls left open, each with the time up to its last event.  It checks when:
-
-* a call is of a new call path;
-* a link is called again within one call of the top (its last call ended
-  after the top's started; on a GPU, within the top's call): so the
-  raising link's child, called again by the code that caught the
-  exception, is charged to that code's link, not inside the raising link;
-* a postprocess is not for the top's link: the calls above its own end.
-
-The hot path pays one compare for each of the last two; a loop calling a
-child again pays a frame read per call after its second (about 0.4 us,
-``_enter_again``).  Left: a fallback whose first call is of a child the
-raising link called in earlier calls, but not before raising in this one,
-or made from the code that calls that child in a loop, is timed inside the
-raising link until its caller ends.
-
-Links on a GPU are timed with CUDA events (:mod:`.clock`), resolved
-when figures are read; the stack switches to the GPU methods when an
-outermost call's link is on a GPU.
-
-The mode of an outermost call (:meth:`CallStack.call_mode`) is read in the
-slow path too: without a trainer, ``chainer.config.train``'s; under a
-trainer's loop (:attr:`CallStack.parts`), where the call runs: the update's
-calls are training ones whatever ``chainer.config.train`` says, an
-``Evaluator``'s are evaluation ones, and any other (an extension's own, a
-nested trainer's) is not timed (``docs/timing.md``, "Which calls count").
+:class:`CallStack` is a base class of :class:`~chainer_hookext.TimerHook`:
+a method of the hook's own class costs about 390 instructions per link call
+less than one of an object it holds (benchmarks/README.md, "TimedLinks /
+TimerHook").  Its paths: docs/internals.md, "How backward time is charged to
+links"; the mode of a call: docs/timing.md, "Which calls count".
 """
 
 import collections
@@ -70,11 +26,9 @@ AddedLink = collections.namedtuple('AddedLink', ('name', 'parent'))
 
 
 class _NoChildren(dict):
-    # Children of the bottom record: every lookup gives _OUTERMOST, which
-    # looks like a link already called in the running call, so that each
-    # outermost call takes the slow path through one compare the hot path
-    # makes anyway (a plain subscript, cheaper than dict.get, serves all
-    # other lookups).
+    # The bottom's children: every lookup gives _OUTERMOST, "called again",
+    # so an outermost call takes the slow path through a compare the hot
+    # path makes anyway (and the hot path keeps a plain subscript).
     __slots__ = ()
 
     def __missing__(self, key):
@@ -86,10 +40,8 @@ _OUTERMOST.last_end = float('inf')  # >= any start: the CPU check
 _OUTERMOST.ended_in = None  # the bottom record's call_number: the GPU check
 
 
-class CallStack(object):
+class CallStack:
     """The running link calls of one timer, and the live call trees.
-
-    The interface the rest of the timer uses (:mod:`.backward` included):
 
     Attributes:
         top (CallRecord): The innermost running timed call, or :attr:`bottom`.
@@ -98,23 +50,15 @@ class CallStack(object):
         outside (dict): By mode, the record of the backward steps of nodes
             created outside every timed call.
         paths (LinkPaths): The paths of the links.
-        link_names (dict): ``{id(link): name}`` in scope, or ``None`` (the
-            hook's scope, see :class:`~chainer_hookext.ScopedLinkHook`).
-        config_train: The modes timed (the hook's
-            :attr:`~chainer_hookext.ScopedLinkHook.config_train`): ``None``
-            both, ``True`` training only, ``False`` evaluation only; under a
-            trainer's loop, of the mode :meth:`call_mode` gives, not of
-            ``chainer.config.train``.
+        link_names (dict): The hook's scope, ``{id(link): name}``, or
+            ``None``; ``config_train``: its modes, as :meth:`call_mode` reads.
         gpu (bool): Whether CUDA events time the calls.
         thread (int): Ident of the thread timing, while registered.
         parts (~chainer_hookext.run.iteration_parts.IterationParts):
-            Which part of a trainer's iterations runs: its update and
-            evaluation are timed; or ``None``: the mode is
-            ``chainer.config.train``'s.
-        added_links (list): :class:`AddedLink` of each link in scope found
-            in a root's tree after it was indexed (added to the model while
-            timing), in the order found, until its reader empties it
-            (:class:`~chainer_hookext.TimedLinks` at its next report).
+            Which part of a trainer's iterations runs, or ``None``.
+        added_links (list): :class:`AddedLink` of each link in scope added
+            to the model while timing, until its reader (``TimedLinks``)
+            empties it.
     """
 
     parts = None
@@ -130,13 +74,14 @@ class CallStack(object):
         self.added_links = []
         self.gpu = False
         self.thread = None
-        # CUDA events, forward and backward
-        self.events = clock.EventQueue(self._events_in_use)
+        self.events = clock.EventQueue(self._events_in_use)  # fwd and bwd
         self._last_event = None
         self.backward_mark = None  # the backward step's event to start from
         self._calls = 0  # calls started on a GPU: each call's number
 
     # -- hot path: keep it short, it runs twice per link call --------------
+    # Invariant: within a timed call every link call is pushed (out of scope
+    # ones marked out_of_scope); outside one (top is bottom) none is.
     def forward_preprocess(self, args):
         top = self.top
         try:
@@ -224,18 +169,12 @@ class CallStack(object):
                 marks.link_call_started(rec.start)
 
     def phase_marks(self):
-        """The loop's phase marks taking this stack's reads, or ``None``
-        (subclasses say which)."""
+        """The loop's phase marks taking this stack's reads, or ``None``."""
         return None
 
     def call_mode(self):
-        """Returns the mode of an outermost call starting now.
-
-        Returns:
-            ``True`` (training), ``False`` (evaluation) or ``None``: not
-            timed, being out of the scope's modes or, under a trainer's
-            loop, outside its update and every ``Evaluator``.
-        """
+        """Returns the mode of an outermost call starting now: ``True``
+        (training), ``False`` (evaluation) or ``None`` (not timed)."""
         parts = self.parts
         if parts is None:
             train = True if _chainer.is_train() else False
@@ -265,10 +204,8 @@ class CallStack(object):
 
     def _enter_again(self, link, rec):
         # ``link`` ended already in this call of the top: a loop in the
-        # top's forward, or the top was left by an exception and the code
-        # that caught it calls.  The frames tell (1 us); a loop's code, once
-        # told, is taken at its word (this path: 0.4 us more than the hot
-        # path, on a loop of 100 calls of an identity link).
+        # top's forward, or the code that caught the top's exception.  The
+        # frames tell (1 us); a loop's code, once told, is trusted.
         top = self.top
         if top is self.bottom:  # an outermost call
             return self._enter(link)
@@ -282,10 +219,9 @@ class CallStack(object):
         self._push(rec)
 
     def _leave(self, link):
-        # The record to pop for a postprocess that is not the top link's:
-        # the top for a link outside the model (keyed by its class), or the
-        # link's own once the calls that exceptions left above it end;
-        # None when no timed call of the link runs.
+        # The record to pop for a postprocess not the top link's: the top
+        # for a link outside the model (keyed by its class), the link's own
+        # once the calls left open above it end, or None.
         rec = self.top
         if rec is self.bottom:
             return None
@@ -296,9 +232,8 @@ class CallStack(object):
         return rec
 
     def _refresh(self, link):
-        # A link not indexed, in a new call path: if it is a child of some
-        # chain (``link.name``), the model may have changed since it was
-        # indexed (a layer replaced).  Returns whether it is indexed now.
+        # A link not indexed, in a new call path: a child of a chain may
+        # have been added since (a layer replaced).  Whether indexed now.
         if link.name is None:  # made in a forward: never part of the model
             return False
         names = self.link_names
@@ -318,8 +253,8 @@ class CallStack(object):
             caller = top
             while caller.out_of_scope:
                 caller = caller.parent
-            path = '{}/<{}>'.format(
-                caller.labels.path.rstrip('/'), type(link).__name__)
+            parent = caller.labels.path.rstrip('/')
+            path = f'{parent}/<{type(link).__name__}>'
         name = path if names is None else names[id(link)]
         return records.CallRecord(
             key, top, records.Labels(name, path, type(link).__name__))
@@ -334,10 +269,7 @@ class CallStack(object):
         self.device_changed(gpu)
 
     def device_changed(self, gpu):
-        """Called when the calls are timed on a GPU (``gpu``) or not.
-
-        Subclasses call it: spans being recorded follow the device.
-        """
+        """Called when the calls are timed on a GPU (``gpu``) or not."""
         if self.recording is not None:
             self._use_span_methods()
 
@@ -346,17 +278,10 @@ class CallStack(object):
     recording = None
 
     def start_spans(self, recording):
-        """Appends a span to ``recording.forward`` for each ended call in
-        scope, until :meth:`stop_spans`.
-
-        The span's times are the clock reads (CUDA events) of the call's
-        own figures.  Meanwhile ``forward_postprocess`` is an instance
-        attribute over the class's, as the GPU methods are (``_use_gpu``):
-        outside recordings the hot path is the class's, unchanged.
-
-        Args:
-            recording (~.spans.Recording): Where the spans go.
-        """
+        """Appends a span to ``recording.forward`` (a
+        :class:`~.spans.Recording`) for each ended call in scope, from the
+        call's own clock reads, until :meth:`stop_spans`; swaps
+        ``forward_postprocess`` meanwhile, leaving the class's as it is."""
         self.recording = recording
         self._use_span_methods()
 
@@ -366,7 +291,6 @@ class CallStack(object):
         self._use_span_methods()
 
     def _use_span_methods(self):
-        # The postprocess for the device, recording spans or not.
         recording = self.recording
         if recording is None:
             method = self.gpu_forward_postprocess if self.gpu else None
@@ -378,9 +302,8 @@ class CallStack(object):
         _observer.use_method(self, 'forward_postprocess', method)
 
     def _span_forward_postprocess(self, args):
-        # The class's postprocess, then the call's span from the record's
-        # start and last end.  ``_leave`` first, as the class's would
-        # (calls left open by exceptions): the record it pops.
+        # The class's postprocess, then the call's span; ``_leave`` first
+        # for the record that pops.
         rec = self.top
         if rec.key is not args.link:
             rec = self._leave(args.link)
@@ -407,9 +330,8 @@ class CallStack(object):
 
     # -- our own work ------------------------------------------------------
     def paused(self, name, start, end):
-        """Takes a pause (:mod:`.pauses`) out of every running call: moves
-        their starts by its length.  Calls timed with CUDA events are left
-        as they are."""
+        """Takes a pause (:mod:`.pauses`) out of every running call (not of
+        those timed with CUDA events)."""
         if self.gpu:
             return
         length = end - start
@@ -419,6 +341,14 @@ class CallStack(object):
             rec = rec.parent
 
     # -- calls left open by exceptions -------------------------------------
+    # Chainer calls no postprocess for a forward that raised.  _prune ends
+    # the calls it left open, each up to its last event, when a call is of
+    # a new path, when a link is called again in one call of the top (so a
+    # child called again by the code that caught the exception is that
+    # code's), and when a postprocess is not the top's.  Left: a first call
+    # of a child the raising link called before (not this time), or made
+    # from code calling that child in a loop, is timed inside the raising
+    # link until its caller ends.
     def _chain(self):
         chain = []
         rec = self.top
@@ -429,7 +359,7 @@ class CallStack(object):
         return chain
 
     def _prune(self, skip_current):
-        # Ends the calls on the stack whose Link.__call__ no longer runs.
+        # Ends the calls whose Link.__call__ no longer runs.
         chain = self._chain()
         keep = _frames.still_running([rec.key for rec in chain], skip_current)
         self._end_left_open(chain[keep:])
@@ -437,8 +367,8 @@ class CallStack(object):
         return self.top
 
     def _end_left_open(self, calls):
-        # A call left open counts, with the time up to the last event inside
-        # it: the start of the innermost one or the end of its last child.
+        # A call left open counts, up to its last event: the innermost
+        # one's start or its last child's end.
         if not calls:
             return
         if self.gpu:
@@ -464,21 +394,15 @@ class CallStack(object):
 
     # -- reading -----------------------------------------------------------
     def flush_calls(self):
-        """Ends the calls left open and resolves the CUDA events.
-
-        The caller checks that it runs in the timed thread.
-        """
+        """Ends the calls left open and resolves the CUDA events (from the
+        timed thread: the caller checks)."""
         if self.top is not self.bottom:
             self._prune(skip_current=False)
         self.events.resolve()
 
     def store(self, stored, forget_paths=True):
-        """Ends every open call and moves the live trees into ``stored``.
-
-        Args:
-            stored (dict): Stored trees by mode.
-            forget_paths (bool): Also forget the links' paths: afterwards
-                the stack refers to no link.
+        """Ends every open call and moves the live trees into ``stored``
+        (by mode); with ``forget_paths`` the stack then refers to no link.
         """
         self._end_left_open(self._chain())
         self.top = self.bottom
