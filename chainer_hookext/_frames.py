@@ -15,21 +15,6 @@ _LINK_CALL = _chainer.LINK_CALL_CODE
 _STEP = _chainer.BACKWARD_STEP_CODE
 
 
-def running_links(skip_current):
-    """Returns the links whose ``Link.__call__`` runs, outermost first
-    (without the innermost with ``skip_current``)."""
-    links = []
-    frame = sys._getframe(1)
-    while frame is not None:
-        if frame.f_code is _LINK_CALL:
-            links.append(frame.f_locals.get('self'))
-        frame = frame.f_back
-    if skip_current and links:
-        del links[0]
-    links.reverse()
-    return links
-
-
 def still_running(keys, skip_current):
     """Returns the depth of a stack of calls to keep: the calls above it
     ended (a forward raised).
@@ -39,7 +24,15 @@ def still_running(keys, skip_current):
         skip_current (bool): Asked from a ``forward_preprocess``: the
             innermost ``Link.__call__`` is the call starting.
     """
-    live = iter(running_links(skip_current))
+    links = []  # of the Link.__call__ frames, innermost first
+    frame = sys._getframe(1)
+    while frame is not None:
+        if frame.f_code is _LINK_CALL:
+            links.append(frame.f_locals.get('self'))
+        frame = frame.f_back
+    if skip_current and links:
+        del links[0]
+    live = reversed(links)
     keep = 0
     for key in keys:
         if not any(key is link or key is type(link) for link in live):
