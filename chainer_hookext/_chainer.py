@@ -118,6 +118,12 @@ def retained_input_indexes(node):
     return node._input_indexes_to_retain
 
 
+def retained_output_indexes(node):
+    """Returns the indexes of the outputs ``node`` retains, or ``None``
+    (see :func:`retained_input_indexes`)."""
+    return node._output_indexes_to_retain
+
+
 def retained_output_arrays(node):
     """Returns the output arrays ``node`` retained, or ``None`` (see
     :func:`retained_input_indexes`)."""

@@ -29,21 +29,32 @@ def buffer_of(array):
     >>> buffer_of(a[2:5]) == buffer_of(a) == Buffer(id(a), 40)
     True
     """
+    found = owner_of(array)
+    return None if found is None else Buffer(id(found[0]), found[1])
+
+
+def owner_of(array):
+    """Returns ``(owner, nbytes)`` of the buffer behind ``array`` (the
+    object a weak reference follows, the id of which is
+    :class:`Buffer`'s ``key``), or ``None``."""
     if isinstance(array, numpy.ndarray):
         root = array
-        while isinstance(root.base, numpy.ndarray):
-            root = root.base
-        if root.base is not None:  # a buffer NumPy does not own: the view's
-            return Buffer(id(root), array.nbytes)
-        return Buffer(id(root), root.nbytes)
+        base = root.base
+        while isinstance(base, numpy.ndarray):
+            root = base
+            base = root.base
+        if base is not None:  # a buffer NumPy does not own: the view's
+            return root, array.nbytes
+        return root, root.nbytes
     if cuda.available and isinstance(array, cuda.ndarray):
         memory = array.data.mem
-        return Buffer(id(memory), memory.size)
+        return memory, memory.size
     return None
 
 
 def kept_arrays(node):
-    """Returns the arrays ``node`` keeps for backward (see the module).
+    """Returns the arrays ``node`` keeps for backward (docs/memory.md,
+    "What counts").
 
     Args:
         node (~chainer.FunctionNode): A node after its forward.
@@ -52,16 +63,20 @@ def kept_arrays(node):
         list: The arrays, repeats included, retained inputs first.
     """
     inputs = node.inputs
-    arrays = [inputs[i].data
-              for i in _chainer.retained_input_indexes(node) or ()
+    outputs = node.outputs
+    indexes = _chainer.retained_input_indexes(node)
+    arrays = [inputs[i].data for i in indexes or ()
               if inputs[i].data is not None]
     retained = _chainer.retained_output_arrays(node)
     if retained is not None:
         arrays.extend(retained)
-    _add_attribute_arrays(node, arrays)
+    # The node's own tuples hold no array of their own, or one counted.
+    _add_attribute_arrays(node, arrays, (
+        inputs, outputs, retained, indexes,
+        _chainer.retained_output_indexes(node)))
     if type(node) is function.FunctionAdapter:
-        _add_attribute_arrays(node.function, arrays)
-    for ref in node.outputs:
+        _add_attribute_arrays(node.function, arrays, _NO_SKIP)
+    for ref in outputs:
         output = ref()
         variable = None if output is None else output.get_variable_or_none()
         if variable is not None and variable.raw_array is not None:
@@ -69,33 +84,70 @@ def kept_arrays(node):
     return arrays
 
 
-def _add_attribute_arrays(obj, arrays):
-    # The arrays among ``obj``'s attribute values, read through the garbage
-    # collector's view of them (``vars(obj)`` would give the object a dict
-    # it does not have).
-    for value in _attribute_values(obj):
-        if isinstance(value, (tuple, list)):
-            arrays.extend(v for v in value if is_array(v))
-        elif is_array(value):
+#: The backends' array types (Chainer fixes them when it is imported).
+ARRAY_TYPES = chainer.get_array_types()
+
+# What an attribute value of a type is to the walk below: one look-up per
+# value, inline (an isinstance() or a call per value was most of the cost
+# of reading a node; benchmarks/README.md, "Memory timeline").
+_OTHER, _ARRAY, _SEQUENCE, _DICT = range(4)
+_KINDS = {}
+_NO_SKIP = ()
+
+
+def _kind(value):
+    cls = type(value)
+    kind = _KINDS[cls] = (
+        _ARRAY if issubclass(cls, ARRAY_TYPES) else
+        _SEQUENCE if issubclass(cls, (tuple, list)) else
+        _DICT if issubclass(cls, dict) else _OTHER)
+    return kind
+
+
+def _add_attribute_arrays(obj, arrays, skip):
+    # The arrays among ``obj``'s attribute values, or in a tuple or list
+    # there but those in ``skip``, read through the garbage collector's
+    # view of them: ``vars(obj)`` would give the object a dict it does not
+    # have.  A materialised __dict__ comes as a dict.
+    kinds = _KINDS
+    for value in gc.get_referents(obj):
+        kind = kinds.get(type(value))
+        if kind is None:
+            kind = _kind(value)
+        if kind == _OTHER:
+            continue
+        if kind == _ARRAY:
             arrays.append(value)
-
-
-def _attribute_values(obj):
-    # Inline attributes come one by one, a materialised __dict__ as a dict;
-    # the node's own structure (its inputs and outputs, the retained
-    # outputs) holds no array of its own or one counted already.
-    values = []
-    for referent in gc.get_referents(obj):
-        if isinstance(referent, dict):
-            values.extend(referent.values())
+        elif kind == _SEQUENCE:
+            for one in skip:
+                if value is one:
+                    break
+            else:
+                _add_items(value, arrays)
         else:
-            values.append(referent)
-    return values
+            for item in value.values():
+                kind = kinds.get(type(item))
+                if kind is None:
+                    kind = _kind(item)
+                if kind == _ARRAY:
+                    arrays.append(item)
+                elif kind == _SEQUENCE:
+                    _add_items(item, arrays)
+
+
+def _add_items(sequence, arrays):
+    kinds = _KINDS
+    for item in sequence:
+        kind = kinds.get(type(item))
+        if kind is None:
+            kind = _kind(item)
+        if kind == _ARRAY:
+            arrays.append(item)
 
 
 def is_array(value):
     """Whether ``value`` is an array of a backend Chainer uses."""
-    return isinstance(value, chainer.get_array_types())
+    return isinstance(value, ARRAY_TYPES)
 
 
 def leaf_arrays(node, in_data=()):

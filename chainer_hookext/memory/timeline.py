@@ -26,7 +26,6 @@ import collections
 import weakref
 
 import chainer
-import numpy
 from chainer.backends import cuda
 
 from chainer_hookext import _chainer
@@ -110,11 +109,15 @@ class MemoryTimeline:
         self._owners = {}  # {id(param): link name}
         self._stack = []  # [(name, top)] of the running calls
         self._pending = []  # weakrefs of nodes not read yet
-        self._grads = []  # parameters a step gave a gradient
+        # {id(param.node): (param, owner, nbytes)}: gradients a backward made
+        # that Chainer has not set yet (_settle_grads)
+        self._virtual = {}
         self._steps = 0  # backward steps running
         self._handles = None
         self._pool = None
         self._roots = []  # [(name, link)] holding every other link
+        self._params = []  # [(parameter, owner's name)]
+        self._param_nodes = {}  # {id(its variable node): (param, owner)}
 
     def __reduce__(self):
         # A copy (a pickled or deep-copied trainer) is a new timeline that
@@ -141,6 +144,11 @@ class MemoryTimeline:
         self._roots = [(name, link) for name, link in self.model.values()
                        if not any(name.startswith(other + '/')
                                   for other in names if other != name)]
+        self._params = [(param, self._owners.get(id(param), name))
+                        for name, link in self._roots
+                        for param in link.params(include_uninit=True)]
+        self._param_nodes = {id(param.node): (param, owner)
+                             for param, owner in self._params}
         self._find_model()
         for link in links:  # persistent values, constants
             for name in _chainer.persistent_names(link):
@@ -167,45 +175,48 @@ class MemoryTimeline:
         self._alive.clear()
         self._excluded.clear()
         self._outputs.clear()
-        self._stack, self._pending, self._grads = [], [], []
+        self._stack, self._pending, self._virtual = [], [], {}
+        self._params, self._param_nodes = [], {}
         for handle, hook in handles or ():
             _registry.remove(handle, hook)
 
     def iteration_ended(self, number):
         """Finds what the optimizer made, then samples (``'end'``)."""
-        self._read_pending()
+        if self._pending:
+            self._read_nodes()
+        if self._virtual:
+            self._settle_grads()
         self._find_model()
         self.sample('end', number, None)
 
     # -- bookkeeping -----------------------------------------------------
     def _find(self, array, category, holder, top):
-        if array is None:
-            return
         # An id is unique while its object lives: an array whose id is a
         # followed buffer's key is that buffer's owner (the model's arrays
         # at each iteration's end; benchmarks/README.md, "Memory timeline").
-        if id(array) in self._alive:
-            if id(array) in self._outputs:
-                self._kept_again(id(array), holder)
-            return
-        buffer = buffers.buffer_of(array)
-        if buffer is None:
-            return
-        if buffer.key in self._alive:
-            if buffer.key in self._outputs:  # a link's output kept again
-                self._kept_again(buffer.key, holder)
-            return
-        excluded = self._excluded.get(buffer.key)
-        if excluded is not None and excluded() is not None:
-            return
-        try:
-            ref = weakref.ref(_root(array), self._freed)
-        except TypeError:  # a buffer no reference can follow
-            return
-        change = Change(category, holder, top, buffer.nbytes)
-        self._alive[buffer.key] = ref
-        self._found[id(ref)] = buffer.key, change, len(self.changes)
-        self.changes.append(change)
+        alive = self._alive
+        key = id(array)
+        if key not in alive:
+            found = buffers.owner_of(array)
+            if found is None:
+                return
+            owner, nbytes = found
+            key = id(owner)
+            if key not in alive:
+                excluded = self._excluded.get(key)
+                if excluded is not None and excluded() is not None:
+                    return
+                try:
+                    ref = weakref.ref(owner, self._freed)
+                except TypeError:  # a buffer no reference can follow
+                    return
+                change = Change(category, holder, top, nbytes)
+                alive[key] = ref
+                self._found[id(ref)] = key, change, len(self.changes)
+                self.changes.append(change)
+                return
+        if key in self._outputs:  # a link's output kept again
+            self._kept_again(key, holder)
 
     def _kept_again(self, key, holder):
         # A node of ``holder`` keeps an output of the links listed: those
@@ -218,21 +229,22 @@ class MemoryTimeline:
 
     def _output(self, array, link):
         # ``array`` is returned by a call of ``link``.
-        buffer = buffers.buffer_of(array)
-        if buffer is None or buffer.key not in self._alive:
+        found = buffers.owner_of(array)
+        if found is None or id(found[0]) not in self._alive:
             return
-        index = self._found[id(self._alive[buffer.key])][2]
-        links = self._outputs.setdefault(buffer.key, [])
+        key = id(found[0])
+        index = self._found[id(self._alive[key])][2]
+        links = self._outputs.setdefault(key, [])
         if link not in links:
             links.append(link)
             self.outputs.setdefault(index, []).append(link)
 
     def _exclude(self, array):
         # Not counted while it lives (an id is reused after).
-        buffer = buffers.buffer_of(array)
-        if buffer is not None and buffer.key not in self._alive:
+        found = buffers.owner_of(array)
+        if found is not None and id(found[0]) not in self._alive:
             try:
-                self._excluded[buffer.key] = weakref.ref(_root(array))
+                self._excluded[id(found[0])] = weakref.ref(found[0])
             except TypeError:
                 pass
 
@@ -247,20 +259,36 @@ class MemoryTimeline:
                                        change.top, -change.nbytes))
 
     def _find_model(self):
-        params = [(param, self._owners.get(id(param), name))
-                  for name, link in self._roots
-                  for param in link.params(include_uninit=False)]
+        # The parameters are listed at the start (uninitialised ones too:
+        # their arrays come at their first call), not walked each time.
+        # Most are followed already: _find's first test, inline.
+        find, alive = self._find, self._alive
+        params = self._params
         for param, owner in params:
-            self._find(param.array, 'params', owner, owner)
-            self._find(param.grad, 'grads', owner, owner)
+            array = param.array
+            if array is None:  # no gradient to read either
+                continue
+            if id(array) not in alive:
+                find(array, 'params', owner, owner)
+            grad = param.grad
+            if grad is not None and id(grad) not in alive:
+                find(grad, 'grads', owner, owner)
         for param, owner in params:
             for array in figures.state_arrays(param):
-                self._find(array, 'optimizer_state', owner, owner)
+                if id(array) not in alive:
+                    find(array, 'optimizer_state', owner, owner)
 
     def _read_pending(self):
+        if self._pending:
+            self._read_nodes()
+        if self._virtual and not self._steps:
+            self._settle_grads()
+
+    def _read_nodes(self):
         pending, self._pending = self._pending, []
         stack = self._stack
         holder, top = stack[-1] if stack else (keys.OUTSIDE, keys.OUTSIDE)
+        alive, outputs, find = self._alive, self._outputs, self._find
         for ref in pending:
             node = ref()
             if node is None:
@@ -269,13 +297,20 @@ class MemoryTimeline:
                 for array in buffers.leaf_arrays(node):
                     self._exclude(array)
             for array in buffers.kept_arrays(node):
-                self._find(array, 'activations', holder, top)
-        self._read_grads()
+                key = id(array)
+                if key not in alive:  # _find's own first test, inline
+                    find(array, 'activations', holder, top)
+                elif key in outputs:
+                    self._kept_again(key, holder)
 
-    def _read_grads(self):
-        grads, self._grads = self._grads, []
-        for param in grads:
-            owner = self._owners.get(id(param), keys.OUTSIDE)
+    def _settle_grads(self):
+        # Chainer sets the leaves' gradients at the backward's end
+        # (_backprop_to_all): each stood for by its parameter's size since
+        # the step that made it, until the next link call or the
+        # iteration's end, found then, or dropped when none was set.
+        virtual, self._virtual = self._virtual, {}
+        for param, owner, nbytes in virtual.values():
+            self.changes.append(Change('grads', owner, owner, -nbytes))
             self._find(param.grad, 'grads', owner, owner)
 
     def sample(self, kind, where, spans):
@@ -285,14 +320,22 @@ class MemoryTimeline:
             None if pool is None else pool.used,
             None if pool is None else pool.held()))
 
-    # -- what the listeners call -----------------------------------------
+    def _span(self, kind):
+        # The span of ``kind`` that ended last, for a sample now.
+        spans = self.spans() if self.spans is not None else None
+        ended = None if spans is None else getattr(spans, kind)
+        return (spans, len(ended) - 1) if ended else None
+
+    # -- what the listeners call, with Chainer's arguments ---------------
     def link_started(self, args):
-        self._read_pending()
+        if self._pending or self._virtual:
+            self._read_pending()
         link = args.link
         entry = self.model.get(id(link))
         name = entry[0] if entry is not None else type(link).__name__
         stack = self._stack
         if not stack:
+            top = name
             for arg in list(args.args) + list(args.kwargs.values()):
                 if isinstance(arg, chainer.Variable):
                     if arg.creator_node is not None:
@@ -300,87 +343,70 @@ class MemoryTimeline:
                     arg = arg.raw_array
                 if buffers.is_array(arg):
                     self._exclude(arg)
-        top = name if len(stack) == 0 else (
-            name if len(stack) == 1 else stack[1][1])
+        else:
+            top = name if len(stack) == 1 else stack[1][1]
         stack.append((name, top))
 
     def link_ended(self, args):
-        self._read_pending()
+        if self._pending or self._virtual:
+            self._read_pending()
         stack = self._stack
         name = stack.pop()[0] if stack else type(args.link).__name__
         out = args.out
-        for variable in out if isinstance(out, (tuple, list)) else (out,):
-            if isinstance(variable, chainer.Variable):
-                self._output(variable.raw_array, name)
-        spans = self.spans() if self.spans is not None else None
-        self.sample('forward', name, None if spans is None or not (
-            spans.forward) else (spans, len(spans.forward) - 1))
+        if isinstance(out, chainer.Variable):
+            self._output(out.raw_array, name)
+        elif isinstance(out, (tuple, list)):
+            for variable in out:
+                if isinstance(variable, chainer.Variable):
+                    self._output(variable.raw_array, name)
+        self.sample('forward', name, self._span('forward'))
 
-    def node_created(self, node):
+    def node_created(self, function, in_data):
         if not self._steps:
-            self._pending.append(weakref.ref(node))
+            self._pending.append(weakref.ref(function))
 
-    def step_started(self):
-        if not self._steps:
-            self._read_pending()
+    def step_started(self, function, in_data, out_grad):
+        # Not _read_pending: between two steps of one backward, the
+        # gradients are not set yet.
+        if not self._steps and self._pending:
+            self._read_nodes()
         self._steps += 1
 
-    def step_ended(self, node):
+    def step_ended(self, function, in_data, out_grad):
         self._steps -= 1
-        self._read_grads()  # the steps' before: Chainer has set them
-        for x in node.inputs:
-            if x.creator_node is None:
-                variable = x.get_variable_or_none()
-                if isinstance(variable, chainer.Parameter):
-                    self._grads.append(variable)
-        spans = self.spans() if self.spans is not None else None
-        self.sample('backward', type(node).__name__, None if spans is None
-                    or not spans.backward else (
-                        spans, len(spans.backward) - 1))
-
-
-def _root(array):
-    # What owns the buffer (buffers.buffer_of's key): a NumPy array at the
-    # end of the view's base chain, a CuPy allocation.
-    if cuda.available and isinstance(array, cuda.ndarray):
-        return array.data.mem
-    root = array
-    while isinstance(root.base, numpy.ndarray):
-        root = root.base
-    return root
+        virtual, nodes = self._virtual, self._param_nodes
+        for x in function.inputs:
+            key = id(x)
+            entry = nodes.get(key)
+            if entry is not None and key not in virtual and x.requires_grad:
+                param, owner = entry
+                nbytes = param.array.nbytes
+                virtual[key] = param, owner, nbytes
+                self.changes.append(Change('grads', owner, owner, nbytes))
+        self.sample('backward', type(function).__name__,
+                    self._span('backward'))
 
 
 class _LinkListener(chainer.LinkHook):
-    # The timeline's link hook: a sample at each call's end.
+    # The timeline's link hook.  Its methods are the timeline's own, as
+    # instance attributes (the observer calls those): one call per event.
 
     name = 'MemoryTimeline'
 
     def __init__(self, timeline):
-        self._timeline = timeline
-
-    def forward_preprocess(self, args):
-        self._timeline.link_started(args)
-
-    def forward_postprocess(self, args):
-        self._timeline.link_ended(args)
+        self.forward_preprocess = timeline.link_started
+        self.forward_postprocess = timeline.link_ended
 
 
 class _FunctionListener(chainer.FunctionHook):
-    # The timeline's function hook: nodes created, a sample at each step.
+    # The timeline's function hook, as _LinkListener.
 
     name = 'MemoryTimeline'
 
     def __init__(self, timeline):
-        self._timeline = timeline
-
-    def forward_postprocess(self, function, in_data):
-        self._timeline.node_created(function)
-
-    def backward_preprocess(self, function, in_data, out_grad):
-        self._timeline.step_started()
-
-    def backward_postprocess(self, function, in_data, out_grad):
-        self._timeline.step_ended(function)
+        self.forward_postprocess = timeline.node_created
+        self.backward_preprocess = timeline.step_started
+        self.backward_postprocess = timeline.step_ended
 
 
 class _PoolCounter:
@@ -427,28 +453,39 @@ class _PoolCounter:
 
 
 def points(timeline):
-    """Returns a :class:`Point` per sample of ``timeline``, in order."""
+    """Returns a :class:`Point` per sample of ``timeline``, in order.
+
+    Points with no change between them share their dicts: read them, do
+    not change them.
+    """
     categories = dict.fromkeys(CATEGORIES, 0)
     tops = {}
+    total = 0
     out = []
     done = 0
     changes = timeline.changes
+    shown = dict(categories), {}
     for sample in timeline.samples:
-        for change in changes[done:sample.changes]:
-            categories[change.category] += change.nbytes
-            if change.category == 'activations':
-                tops[change.top] = tops.get(change.top, 0) + change.nbytes
-        done = sample.changes
-        out.append(Point(sample, sum(categories.values()), dict(categories),
-                         {top: n for top, n in tops.items() if n}))
+        end = sample.changes
+        if end != done:
+            for index in range(done, end):
+                category, _, top, nbytes = changes[index]
+                categories[category] += nbytes
+                total += nbytes
+                if category == 'activations':
+                    tops[top] = tops.get(top, 0) + nbytes
+            done = end
+            shown = dict(categories), {t: n for t, n in tops.items() if n}
+        out.append(Point(sample, total, *shown))
     return out
 
 
-def peak_of(timeline, top=5, found=None):
+def peak_of(timeline, top=5, found=None, forget=True):
     """Returns the :class:`Peak` of ``timeline``, or ``None`` without a
     sample: the first sample of the highest total (on a GPU, of the
     highest pool used bytes), and its ``top`` largest holders (``found``:
-    its :func:`points`, when made already)."""
+    its :func:`points`, when made already); ``forget``: its ``forget``
+    too (a trace has no use for it)."""
     if found is None:
         found = points(timeline)
     if not found:
@@ -464,7 +501,7 @@ def peak_of(timeline, top=5, found=None):
     holders = sorted((Holder(c, h, n) for (c, h), n in held.items() if n > 0),
                      key=lambda x: -x.nbytes)[:top]
     return Peak(point, holders, timeline.pool_peak,
-                forget_savings(timeline, found, gpu))
+                forget_savings(timeline, found, gpu) if forget else ())
 
 
 def _within(holder, link):
@@ -532,7 +569,7 @@ def recorded(timeline, iteration_starts, end):
     :func:`timed_points`)."""
     found = points(timeline)
     return Recorded(timed_points(timeline, iteration_starts, end, found),
-                    peak_of(timeline, found=found))
+                    peak_of(timeline, found=found, forget=False))
 
 
 def timed_points(timeline, iteration_starts, end, found=None):

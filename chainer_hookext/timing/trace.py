@@ -68,7 +68,10 @@ def write(path, events, compress=True, other=None):
         trace['otherData'] = other
     data = json.dumps(trace, separators=(',', ':'),
                       allow_nan=False).encode('utf-8')
-    _files.write_atomic(path, gzip.compress(data) if compress else data)
+    # Level 6, zlib's default: half the time of gzip's 9 for 4% more bytes
+    # on a trace (benchmarks/README.md, "Memory timeline").
+    _files.write_atomic(path, gzip.compress(data, compresslevel=6)
+                        if compress else data)
     return True
 
 

@@ -88,18 +88,27 @@ def memory_events(memory, ns, pid, tid):
                    for top in timed.point.tops})
     events = []
     at = {}  # {id(point): ns}
+    last = {}  # {counter: its values}: a value unchanged is not repeated
+    previous = None
     for timed in memory.points:
         point, start = timed.point, ns(timed.seconds)
         at[id(point)] = start
-        events.append(_counter(MEMORY_COUNTER, start, pid,
-                               point.categories))
+        sample = point.sample
+        if previous is not None and previous.categories is (
+                point.categories) and sample.pool_used is None:
+            continue  # no change since (timeline.points shares the dicts)
+        previous = point
+        counters = [(MEMORY_COUNTER, point.categories)]
         if tops:
-            events.append(_counter(ACTIVATIONS_COUNTER, start, pid, {
+            counters.append((ACTIVATIONS_COUNTER, {
                 top: point.tops.get(top, 0) for top in tops}))
-        if point.sample.pool_used is not None:
-            events.append(_counter(POOL_COUNTER, start, pid, {
-                'used': point.sample.pool_used,
-                'held': point.sample.pool_held}))
+        if sample.pool_used is not None:
+            counters.append((POOL_COUNTER, {
+                'used': sample.pool_used, 'held': sample.pool_held}))
+        for name, values in counters:
+            if last.get(name) != values:
+                last[name] = values
+                events.append(_counter(name, start, pid, values))
     peak = memory.peak
     if peak is not None and id(peak.point) in at:
         sample = peak.point.sample

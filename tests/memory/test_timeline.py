@@ -129,6 +129,20 @@ def test_classifier_keeps_its_last_graph():
         forward.categories['activations']) > 0
 
 
+def test_gradients_grow_through_the_backward():
+    # Chainer sets a parameter's gradient at the backward's end; the
+    # timeline counts it from the step that made it (the old ones are
+    # freed by cleargrads, between the forward and the backward).
+    model = L.Classifier(MLP(100))
+    timeline = record(classifier_updater(model, (784,)), model)
+    grads = [p.categories['grads'] for p in memory_timeline.points(timeline)
+             if p.sample.kind == 'backward']
+    assert grads[0] == 0
+    assert grads == sorted(grads)
+    assert grads[-1] == sum(p.array.nbytes for p in model.params())
+    assert len(set(grads)) == 4  # none, then l3's, l2's and l1's
+
+
 class BPTT(training.updaters.StandardUpdater):
     """Three steps of an LSTM, one backward, the graph unchained."""
 
@@ -245,9 +259,9 @@ def test_arrays_followed_already_are_not_looked_up_again(monkeypatch):
         training.Trainer(updater, (1, 'iteration'))))
     timeline.start()
     looked_up = []
-    buffer_of = memory_timeline.buffers.buffer_of
-    monkeypatch.setattr(memory_timeline.buffers, 'buffer_of',
-                        lambda array: looked_up.append(array) or buffer_of(
+    owner_of = memory_timeline.buffers.owner_of
+    monkeypatch.setattr(memory_timeline.buffers, 'owner_of',
+                        lambda array: looked_up.append(array) or owner_of(
                             array))
     try:
         timeline.iteration_ended(1)
