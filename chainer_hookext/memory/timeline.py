@@ -104,12 +104,14 @@ class MemoryTimeline:
         self.pool_peak = None
         self._alive = {}  # {buffer key: weakref with the Change found}
         self._found = {}  # {id(weakref): (buffer key, Change)}
-        self._excluded = {}  # {buffer key: weakref to its owner}
+        # {buffer key: its owner}: not counted while the owner lives
+        self._excluded = weakref.WeakValueDictionary()
         self._outputs = {}  # {buffer key: [links]} of live link outputs
         self._owners = {}  # {id(param): link name}
         self._stack = []  # [(name, top)] of the running calls
         self._pending = []  # weakrefs of nodes not read yet
-        # {id(param.node): (param, owner, nbytes)}: gradients a backward made
+        # {id(param.node): (param, owner, nbytes, index of its Change)}:
+        # gradients a backward made
         # that Chainer has not set yet (_settle_grads)
         self._virtual = {}
         self._steps = 0  # backward steps running
@@ -203,8 +205,7 @@ class MemoryTimeline:
             owner, nbytes = found
             key = id(owner)
             if key not in alive:
-                excluded = self._excluded.get(key)
-                if excluded is not None and excluded() is not None:
+                if self._excluded.get(key) is not None:
                     return
                 try:
                     ref = weakref.ref(owner, self._freed)
@@ -244,7 +245,7 @@ class MemoryTimeline:
         found = buffers.owner_of(array)
         if found is not None and id(found[0]) not in self._alive:
             try:
-                self._excluded[id(found[0])] = weakref.ref(found[0])
+                self._excluded[id(found[0])] = found[0]
             except TypeError:
                 pass
 
@@ -307,11 +308,29 @@ class MemoryTimeline:
         # Chainer sets the leaves' gradients at the backward's end
         # (_backprop_to_all): each stood for by its parameter's size since
         # the step that made it, until the next link call or the
-        # iteration's end, found then, or dropped when none was set.
+        # iteration's end.  The gradient set then takes the stand-in's
+        # place (no change: the same bytes); one of another size, or none,
+        # ends it.
         virtual, self._virtual = self._virtual, {}
-        for param, owner, nbytes in virtual.values():
-            self.changes.append(Change('grads', owner, owner, -nbytes))
-            self._find(param.grad, 'grads', owner, owner)
+        alive, changes = self._alive, self.changes
+        for param, owner, nbytes, index in virtual.values():
+            grad = param.grad
+            found = None if grad is None else buffers.owner_of(grad)
+            if found is not None and found[1] == nbytes and (
+                    id(found[0]) not in alive) and (
+                    self._excluded.get(id(found[0])) is None):
+                try:
+                    ref = weakref.ref(found[0], self._freed)
+                except TypeError:
+                    pass
+                else:
+                    alive[id(found[0])] = ref
+                    self._found[id(ref)] = (
+                        id(found[0]), changes[index], index)
+                    continue
+            changes.append(Change('grads', owner, owner, -nbytes))
+            if grad is not None:
+                self._find(grad, 'grads', owner, owner)
 
     def sample(self, kind, where, spans):
         pool = self._pool
@@ -381,7 +400,7 @@ class MemoryTimeline:
             if entry is not None and key not in virtual and x.requires_grad:
                 param, owner = entry
                 nbytes = param.array.nbytes
-                virtual[key] = param, owner, nbytes
+                virtual[key] = param, owner, nbytes, len(self.changes)
                 self.changes.append(Change('grads', owner, owner, nbytes))
         self.sample('backward', type(function).__name__,
                     self._span('backward'))
@@ -464,19 +483,19 @@ def points(timeline):
     out = []
     done = 0
     changes = timeline.changes
-    shown = dict(categories), {}
+    shown, shown_tops = dict(categories), {}
     for sample in timeline.samples:
         end = sample.changes
         if end != done:
-            for index in range(done, end):
-                category, _, top, nbytes = changes[index]
+            for category, _, top, nbytes in changes[done:end]:
                 categories[category] += nbytes
                 total += nbytes
                 if category == 'activations':
                     tops[top] = tops.get(top, 0) + nbytes
             done = end
-            shown = dict(categories), {t: n for t, n in tops.items() if n}
-        out.append(Point(sample, total, *shown))
+            shown = dict(categories)
+            shown_tops = {top: n for top, n in tops.items() if n}
+        out.append(Point(sample, total, shown, shown_tops))
     return out
 
 
@@ -566,9 +585,12 @@ TimedPoint = collections.namedtuple('TimedPoint', ('seconds', 'point'))
 
 def recorded(timeline, iteration_starts, end):
     """Returns the :class:`Recorded` of a window's ``timeline`` (see
-    :func:`timed_points`)."""
+    :func:`timed_points`): the points where a value changed."""
     found = points(timeline)
-    return Recorded(timed_points(timeline, iteration_starts, end, found),
+    changed = [point for point, before in zip(found, [None] + found)
+               if before is None or point.categories is not (
+                   before.categories) or point.sample.pool_used is not None]
+    return Recorded(timed_points(timeline, iteration_starts, end, changed),
                     peak_of(timeline, found=found, forget=False))
 
 

@@ -89,15 +89,10 @@ def memory_events(memory, ns, pid, tid):
     events = []
     at = {}  # {id(point): ns}
     last = {}  # {counter: its values}: a value unchanged is not repeated
-    previous = None
     for timed in memory.points:
         point, start = timed.point, ns(timed.seconds)
         at[id(point)] = start
         sample = point.sample
-        if previous is not None and previous.categories is (
-                point.categories) and sample.pool_used is None:
-            continue  # no change since (timeline.points shares the dicts)
-        previous = point
         counters = [(MEMORY_COUNTER, point.categories)]
         if tops:
             counters.append((ACTIVATIONS_COUNTER, {
