@@ -1,8 +1,8 @@
 """The link calls running in a thread: one :class:`RunningLinks` stack,
-shared by its listeners (the debugging hooks, ``LinkMemory``), made by the
-first :func:`subscribe` and dropped by the last :func:`unsubscribe`; how
-listeners share calls, the tag, and the recovery from a forward that raised:
-docs/internals.md, "Node tagging".
+shared by its listeners (the debugging hooks, ``LinkMemory``, the memory
+timeline), made by the first :func:`subscribe` and dropped by the last
+:func:`unsubscribe`; how listeners share calls, the tag, and the recovery
+from a forward that raised: docs/internals.md, "Node tagging".
 """
 
 import threading

@@ -8,8 +8,9 @@ when it is freed (a weak reference's callback), so that what is alive at any
 moment is the sum of the changes so far.  It follows:
 
 * ``params``, ``grads`` and ``optimizer_state`` of the model's links, found
-  when recording starts, the gradients a backward step made found at the
-  next sample, the state an optimizer made found at the iteration's end;
+  when recording starts; a gradient a backward step made counted at its
+  parameter's size until Chainer sets it (:meth:`_settle_grads`); the
+  state an optimizer made found at the iteration's end;
 * ``activations``: the buffers the function nodes created in the forward
   keep (:func:`.buffers.kept_arrays`), found at the next link call's start
   or end or backward step, charged to the innermost running link and to the
@@ -30,6 +31,7 @@ from chainer.backends import cuda
 
 from chainer_hookext import _chainer
 from chainer_hookext import _registry
+from chainer_hookext import _running_links
 from chainer_hookext.memory import buffers
 from chainer_hookext.memory import figures
 from chainer_hookext.memory import graph
@@ -89,6 +91,9 @@ class MemoryTimeline:
             ended at its moment.
     """
 
+    #: RunningLinks' tags name its links in every mode.
+    config_train = None
+
     def __init__(self, model, spans=None):
         self.model = model
         self.spans = spans
@@ -108,7 +113,10 @@ class MemoryTimeline:
         self._excluded = weakref.WeakValueDictionary()
         self._outputs = {}  # {buffer key: [links]} of live link outputs
         self._owners = {}  # {id(param): link name}
-        self._stack = []  # [(name, top)] of the running calls
+        self._running = None  # the thread's RunningLinks, while it records
+        #: ``{id(link): name}`` of the model (RunningLinks' tags name the
+        #: innermost running link of the model).
+        self.link_names = {key: name for key, (name, _) in model.items()}
         self._pending = []  # weakrefs of nodes not read yet
         # {id(param.node): (param, owner, nbytes, index of its Change)}:
         # gradients a backward made
@@ -158,6 +166,7 @@ class MemoryTimeline:
         for array in graph.attribute_arrays(links):
             self._exclude(array)
         self._pool = _PoolCounter.start(links)
+        self._running = _running_links.subscribe(self, tags=True)
         link_hook = _LinkListener(self)
         function_hook = _FunctionListener(self)
         self._handles = [
@@ -177,7 +186,8 @@ class MemoryTimeline:
         self._alive.clear()
         self._excluded.clear()
         self._outputs.clear()
-        self._stack, self._pending, self._virtual = [], [], {}
+        self._running = _running_links.unsubscribe(self._running, self)
+        self._pending, self._virtual = [], {}
         self._params, self._param_nodes = [], {}
         for handle, hook in handles or ():
             _registry.remove(handle, hook)
@@ -185,7 +195,7 @@ class MemoryTimeline:
     def iteration_ended(self, number):
         """Finds what the optimizer made, then samples (``'end'``)."""
         if self._pending:
-            self._read_nodes()
+            self._read_nodes(self._running_call())
         if self._virtual:
             self._settle_grads()
         self._find_model()
@@ -279,22 +289,27 @@ class MemoryTimeline:
                 if id(array) not in alive:
                     find(array, 'optimizer_state', owner, owner)
 
-    def _read_pending(self):
+    def _read_pending(self, call):
         if self._pending:
-            self._read_nodes()
+            self._read_nodes(call)
         if self._virtual and not self._steps:
             self._settle_grads()
 
-    def _read_nodes(self):
+    def _running_call(self):
+        calls = self._running.calls
+        return calls[-1] if calls else None
+
+    def _read_nodes(self, call):
+        # The nodes made since the last read, made inside ``call`` (a
+        # RunningLinks Call, or None).
         pending, self._pending = self._pending, []
-        stack = self._stack
-        holder, top = stack[-1] if stack else (keys.OUTSIDE, keys.OUTSIDE)
+        holder, top = self._holder(call)
         alive, outputs, find = self._alive, self._outputs, self._find
         for ref in pending:
             node = ref()
             if node is None:
                 continue
-            if not stack:  # labels given to a loss outside every link
+            if call is None:  # labels given to a loss outside every link
                 for array in buffers.leaf_arrays(node):
                     self._exclude(array)
             for array in buffers.kept_arrays(node):
@@ -346,15 +361,29 @@ class MemoryTimeline:
         return (spans, len(ended) - 1) if ended else None
 
     # -- what the listeners call, with Chainer's arguments ---------------
+    def _holder(self, call):
+        # The innermost running link of the model (outside it, the call's
+        # path) and the top-level link: the outermost call's child
+        # running, else the outermost.
+        if call is None:
+            return keys.OUTSIDE, keys.OUTSIDE
+        holder = self._name(call)
+        if call.parent is None:
+            return holder, holder
+        top = call
+        while top.parent.parent is not None:
+            top = top.parent
+        return holder, self._name(top)
+
+    def _name(self, call):
+        name = _running_links.name_in(call.tag, self)
+        return call.path if name is None else name
+
     def link_started(self, args):
+        call = self._running.enter(args)  # (another listener's, maybe)
         if self._pending or self._virtual:
-            self._read_pending()
-        link = args.link
-        entry = self.model.get(id(link))
-        name = entry[0] if entry is not None else type(link).__name__
-        stack = self._stack
-        if not stack:
-            top = name
+            self._read_pending(call.parent)
+        if call.parent is None:  # the batch: made outside the graph
             for arg in list(args.args) + list(args.kwargs.values()):
                 if isinstance(arg, chainer.Variable):
                     if arg.creator_node is not None:
@@ -362,15 +391,13 @@ class MemoryTimeline:
                     arg = arg.raw_array
                 if buffers.is_array(arg):
                     self._exclude(arg)
-        else:
-            top = name if len(stack) == 1 else stack[1][1]
-        stack.append((name, top))
 
     def link_ended(self, args):
+        call = self._running.leave(args)  # (another listener's, maybe)
         if self._pending or self._virtual:
-            self._read_pending()
-        stack = self._stack
-        name = stack.pop()[0] if stack else type(args.link).__name__
+            self._read_pending(call)
+        name = type(args.link).__name__ if call is None else self._name(
+            call)
         out = args.out
         if isinstance(out, chainer.Variable):
             self._output(out.raw_array, name)
@@ -388,7 +415,7 @@ class MemoryTimeline:
         # Not _read_pending: between two steps of one backward, the
         # gradients are not set yet.
         if not self._steps and self._pending:
-            self._read_nodes()
+            self._read_nodes(self._running_call())
         self._steps += 1
 
     def step_ended(self, function, in_data, out_grad):
