@@ -347,10 +347,21 @@ class MemoryTimeline:
             if grad is not None:
                 self._find(grad, 'grads', owner, owner)
 
-    def sample(self, kind, where, spans):
+    def sample(self, kind, where, spans=None):
+        """Takes a :class:`Sample` (``spans``: its span, for a link call's
+        or a backward step's end, found when ``None``); none when nothing
+        changed since the last, but at an iteration's end (the first of
+        equal totals is the one a peak names)."""
         pool = self._pool
-        self.samples.append(Sample(
-            kind, where, len(self.changes), spans,
+        samples = self.samples
+        changes = len(self.changes)
+        if kind != 'end' and samples and samples[-1].changes == changes and (
+                pool is None or samples[-1].pool_used == pool.used):
+            return
+        if spans is None and kind != 'end':
+            spans = self._span(kind)
+        samples.append(Sample(
+            kind, where, changes, spans,
             None if pool is None else pool.used,
             None if pool is None else pool.held()))
 
@@ -405,7 +416,7 @@ class MemoryTimeline:
             for variable in out:
                 if isinstance(variable, chainer.Variable):
                     self._output(variable.raw_array, name)
-        self.sample('forward', name, self._span('forward'))
+        self.sample('forward', name)
 
     def node_created(self, function, in_data):
         if not self._steps:
@@ -429,8 +440,7 @@ class MemoryTimeline:
                 nbytes = param.array.nbytes
                 virtual[key] = param, owner, nbytes, len(self.changes)
                 self.changes.append(Change('grads', owner, owner, nbytes))
-        self.sample('backward', type(function).__name__,
-                    self._span('backward'))
+        self.sample('backward', type(function).__name__)
 
 
 class _LinkListener(chainer.LinkHook):
