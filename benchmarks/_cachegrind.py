@@ -8,15 +8,16 @@ import subprocess
 import sys
 
 
-def instructions(script, args):
+def instructions(script, args, env=None):
     """Instructions of ``python SCRIPT ARGS...`` under cachegrind
-    (``PYTHONHASHSEED=0``)."""
+    (``PYTHONHASHSEED=0``, and ``env``'s variables)."""
     done = subprocess.run(
         [shutil.which('valgrind'), '--tool=cachegrind', '--cache-sim=no',
          '--cachegrind-out-file=/dev/null', sys.executable,
          os.path.abspath(script)] + [str(arg) for arg in args],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        universal_newlines=True, env=dict(os.environ, PYTHONHASHSEED='0'))
+        universal_newlines=True,
+        env=dict(os.environ, PYTHONHASHSEED='0', **(env or {})))
     if done.returncode:
         raise RuntimeError(f'{script} {args} failed:\n{done.stderr[-3000:]}')
     match = re.search(r'I\s+refs:\s+([\d,]+)', done.stderr)

@@ -48,11 +48,8 @@ import collections
 import gc
 import os
 import random
-import re
 import shutil
 import statistics
-import subprocess
-import sys
 import time
 
 # One BLAS thread, as bench_timer.py (imported below) sets it.
@@ -65,7 +62,8 @@ import chainer.links as L  # NOQA: E402
 import numpy  # NOQA: E402
 from chainer.function_hooks import timer as chainer_function_timer  # NOQA
 
-import bench_timer  # NOQA: E402 (benchmarks/, beside this script)
+import _cachegrind  # NOQA: E402 (benchmarks/, beside this script)
+import bench_timer  # NOQA: E402
 import chainer_hookext  # NOQA: E402
 from chainer_hookext import _tagging  # NOQA: E402
 from chainer_hookext.timing import backward  # NOQA: E402
@@ -393,18 +391,8 @@ def instructions_table():
         return
     counts = {}
     for variant in INSTRUCTIONS:
-        refs = []
-        for steps in (10, 50):
-            done = subprocess.run(
-                [valgrind, '--tool=cachegrind', '--cache-sim=no',
-                 '--cachegrind-out-file=/dev/null', sys.executable,
-                 os.path.abspath(__file__), '--run-steps', variant,
-                 str(steps)],
-                stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                universal_newlines=True, check=True,
-                env=dict(os.environ, PYTHONHASHSEED='0'))
-            match = re.search(r'I\s+refs:\s+([\d,]+)', done.stderr)
-            refs.append(int(match.group(1).replace(',', '')))
+        refs = [_cachegrind.instructions(
+            __file__, ['--run-steps', variant, steps]) for steps in (10, 50)]
         counts[variant] = (refs[1] - refs[0]) / 40
     print('\nInstructions per function call (cachegrind; (50 - 10 steps) / '
           '40, {} functions per step)'.format(FUNCTIONS))

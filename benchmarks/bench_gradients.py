@@ -32,16 +32,14 @@ Run: ``python benchmarks/bench_gradients.py [--device @cupy:0]
 import argparse
 import concurrent.futures
 import os
-import re
 import shutil
-import subprocess
-import sys
 import time
 
 import chainer
 import chainer.functions as F
 import numpy
 
+import _cachegrind  # benchmarks/, beside this script
 from chainer_hookext import ActivationStatisticsHook
 from chainer_hookext import GradientStatisticsHook
 
@@ -156,17 +154,11 @@ def run_counted(args, n, variant, iterations):
 
 
 def count_instructions(args, n, variant, iterations):
-    env = dict(os.environ, PYTHONHASHSEED='0', OPENBLAS_NUM_THREADS='1',
-               OMP_NUM_THREADS='1', MKL_NUM_THREADS='1')
-    done = subprocess.run(
-        ['valgrind', '--tool=cachegrind', '--cache-sim=no',
-         '--cachegrind-out-file=/dev/null', sys.executable,
-         os.path.abspath(__file__), '--links', str(args.links),
-         '--run-counted', str(n), str(variant), str(iterations)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        universal_newlines=True, env=env, check=True)
-    return int(re.search(r'I\s+refs:\s+([\d,]+)', done.stderr).group(1)
-               .replace(',', ''))
+    return _cachegrind.instructions(
+        __file__, ['--links', args.links, '--run-counted', n, variant,
+                   iterations],
+        env={'OPENBLAS_NUM_THREADS': '1', 'OMP_NUM_THREADS': '1',
+             'MKL_NUM_THREADS': '1'})
 
 
 def measure_instructions(args, n):

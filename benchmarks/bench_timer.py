@@ -26,11 +26,8 @@ import argparse
 import gc
 import os
 import random
-import re
 import shutil
 import statistics
-import subprocess
-import sys
 import time
 import tracemalloc
 
@@ -45,6 +42,7 @@ import chainer.links as L  # NOQA: E402
 import numpy  # NOQA: E402
 from chainer.link_hooks import timer as chainer_timer  # NOQA: E402
 
+import _cachegrind  # NOQA: E402 (benchmarks/, beside this script)
 import chainer_hookext  # NOQA: E402
 
 
@@ -246,23 +244,15 @@ def instructions_table():
     print('|---|---:|---:|---:|')
     counts = {}
     for variant in VARIANTS[:-1]:
-        refs = []
-        for forwards in (20, 220):
-            done = subprocess.run(
-                [valgrind, '--tool=cachegrind', '--cache-sim=no',
-                 '--cachegrind-out-file=/dev/null', sys.executable,
-                 os.path.abspath(__file__), '--run-forwards', variant,
-                 str(forwards)],
-                stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                universal_newlines=True, check=True)
-            match = re.search(r'I\s+refs:\s+([\d,]+)', done.stderr)
-            refs.append(int(match.group(1).replace(',', '')))
+        refs = [_cachegrind.instructions(
+            __file__, ['--run-forwards', variant, forwards])
+            for forwards in (20, 220)]
         counts[variant] = (refs[1] - refs[0]) / 200 / 101
         extra = counts[variant] - counts['no hook']
         empty = counts.get('empty LinkHook', 0) - counts['no hook']
-        ratio = '{:.2f}x'.format(extra / empty) if empty > 0 else '-'
-        print('| {} | {:.0f} | {:.0f} | {} |'.format(
-            variant, counts[variant], extra, ratio))
+        ratio = f'{extra / empty:.2f}x' if empty > 0 else '-'
+        print(f'| {variant} | {counts[variant]:.0f} | {extra:.0f} | '
+              f'{ratio} |')
 
 
 def main():
