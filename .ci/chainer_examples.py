@@ -111,7 +111,7 @@ def every_extension(trainer):
                                               functions=True))
     trainer.extend(chainer_hookext.TimedLoop())
     trainer.extend(chainer_hookext.Timeline(iterations=2, outliers=True,
-                                            functions=True),
+                                            functions=True, memory=True),
                    trigger=triggers.ManualScheduleTrigger(1, 'epoch'))
     trainer.extend(chainer_hookext.LinkMemory(targets))
     trainer.extend(chainer_hookext.NonFiniteGuard(targets))

@@ -316,7 +316,7 @@ def peak_lines(summary):
     """Returns the printed lines of a :meth:`LinkMemory.peak_summary`."""
     lines = [
         f"Peak {units.nbytes(summary['bytes'])} at the {summary['phase']} "
-        f"of {summary['where']}; held by " + ', '.join(
+        f"of {summary['where']}; largest: " + ', '.join(
             f'{link} {category} {units.nbytes(n)}'
             for category, link, n in summary['holders'])]
     if summary['forget']:

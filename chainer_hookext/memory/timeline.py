@@ -579,13 +579,17 @@ def forget_savings(timeline, found, gpu=False):
         found (list): Its :func:`points`.
         gpu (bool): The totals are the pool's used bytes.
     """
-    above = {}  # {holder: [it and the links holding it]}
+    # Not the outermost links, as LinkMemory's F.forget candidates.
+    roots = {name for name, _ in timeline._roots}
+    above = {}  # {holder: [it and the links holding it], roots left out}
     for change in timeline.changes:
         if change.category == 'activations' and change.holder != (
                 keys.OUTSIDE) and change.holder not in above:
             parts = change.holder.split('/')
             above[change.holder] = [
-                '/'.join(parts[:i + 1]) for i in range(len(parts))]
+                link for link in ('/'.join(parts[:i + 1])
+                                  for i in range(len(parts)))
+                if link not in roots]
     links = {link for chain in above.values() for link in chain}
     if not found or not links:
         return []

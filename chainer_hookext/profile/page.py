@@ -161,7 +161,9 @@ def _memory_over_time(run):
         out.append(f'<p>Peak {_text(units.nbytes(peak.total))} at the '
                    f'{_text(peak.phase)} of <code>{_text(peak.where)}</code>'
                    f' ({peak.ms:.3f} ms into {_text(memory.iteration)}); '
-                   'the largest holders then:</p>')
+                   'the largest parts then (activations by the link whose '
+                   'forward made them, the rest by the parameter\'s '
+                   'link):</p>')
         out.append(_table(['link', 'category', 'bytes'], [
             [h.get('holder'), h.get('category'),
              units.nbytes(h.get('bytes', 0))] for h in peak.holders]))

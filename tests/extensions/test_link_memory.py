@@ -399,12 +399,13 @@ def test_print_report(trainer_factory, still, capsys, with_timed_links):
     per_ms = '131B/ms' if with_timed_links else '262B/ms'
     assert lines[7] == ('F.forget candidates (bytes it frees per ms of '
                         'forward time): main/predictor ' + per_ms)
-    # The peak (reported by default), where, its holders, and what
-    # F.forget would take off it: as much as it frees at that moment.
-    assert lines[8].startswith('Peak 992B at the forward of main; held by '
+    # The peak (reported by default), where, its largest parts, and what
+    # F.forget would take off it: as much as it frees at that moment; not
+    # around the outermost link, as the candidates above.
+    assert lines[8].startswith('Peak 992B at the forward of main; largest: '
                                'main/predictor activations 256B, ')
-    assert lines[-1] == ('F.forget lowers the peak: around main by 456B, '
-                         'around main/predictor by 256B')
+    assert lines[-1] == ('F.forget lowers the peak: around main/predictor '
+                         'by 256B')
 
 
 def test_no_candidates_line_without_forward_time(trainer_factory, still,
