@@ -269,7 +269,7 @@ class LinkMemory(extension.Extension):
             return None
         sample = peak.point.sample
         return {'bytes': _peak_bytes(peak), 'phase': sample.kind,
-                'where': str(sample.where),
+                'where': memory_timeline.where_of(sample),
                 'categories': dict(peak.point.categories),
                 'holders': [list(h) for h in peak.holders],
                 'forget': [[s.link, s.nbytes] for s in peak.forget]}

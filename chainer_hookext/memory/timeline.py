@@ -146,7 +146,7 @@ class MemoryTimeline:
             return
         links = [link for _, link in self.model.values()]
         for name, link in reversed(list(self.model.values())):
-            for param in link.params(include_uninit=False):
+            for param in link.params(include_uninit=True):
                 self._owners.setdefault(id(param), name)
         # Each parameter once, from the links no other link holds (a walk
         # of every link's params visits a parameter once per link above it).
@@ -506,6 +506,14 @@ class _PoolCounter:
         hook, self._hook = self._hook, None
         if hook is not None:
             hook.__exit__(None, None, None)
+
+
+def where_of(sample):
+    """Returns the name of where ``sample`` was taken: the link, the
+    backward step's function, or ``'iteration N'``."""
+    if sample.kind == 'end':
+        return f'iteration {sample.where}'
+    return str(sample.where)
 
 
 def points(timeline):

@@ -5,6 +5,7 @@
 import bisect
 import collections
 
+from chainer_hookext.memory import timeline as memory_timeline
 from chainer_hookext.timing import pauses
 from chainer_hookext.timing import phases
 from chainer_hookext.timing import spans
@@ -112,7 +113,7 @@ def memory_events(memory, ns, pid, tid):
             'pid': pid, 'tid': tid,
             'ts': trace.microseconds(at[id(peak.point)]),
             'args': {'total': peak.point.total, 'phase': sample.kind,
-                     'where': str(sample.where),
+                     'where': memory_timeline.where_of(sample),
                      'categories': peak.point.categories,
                      'holders': [{'category': c, 'holder': h, 'bytes': n}
                                  for c, h, n in peak.holders],
