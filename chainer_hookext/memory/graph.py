@@ -1,24 +1,10 @@
-"""Bytes kept alive for backward, per link: one walk over the graph.
+"""Bytes kept alive for backward, per link: one walk over the graph at
+the start of backward (docs/memory.md, "What counts"; ``F.forget``:
+"`F.forget` candidates").
 
-At the start of backward, the function nodes created in the measured
-iteration (those still alive) are walked in creation order
-(:func:`kept_buffers`).  Each buffer (:mod:`.buffers`) is counted once, for
-the first node that keeps it (:func:`bytes_per_tag`): the ReLU that
-retained its output, not the next ``Linear`` that retained the same array
-as its input.  Buffers made outside the forward are not counted: those
-given as ``excluded`` (the model's parameters, persistent values and other
-attribute arrays, :func:`model_buffers` and :func:`attribute_arrays`, even
-where a node keeps one as an attribute; the batch) and the leaf inputs
-(no creator) of the nodes created outside every link (labels a loss
-function outside the model is given).  A leaf input a link's node keeps
-(a mask, index arrays, a recurrent link's zero state: arrays the link made
-in its forward) is counted.  A leaf input is known by its variable node,
-or by the array the node was given in forward: a view of the batch that a
-later node retains is the batch's buffer.
-
-What ``F.forget`` around a link would free (:func:`forgettable_bytes`) is
-smaller: the buffers kept by its nodes only, less its inputs, which the
-``Forget`` node keeps in their place.
+Each buffer is counted once, for the first node that keeps it, in creation
+order; buffers made outside the forward (``excluded``, and the leaf inputs
+of the nodes created outside every link) are not counted.
 """
 
 import collections

@@ -1,26 +1,12 @@
-"""The bytes alive through chosen iterations, by category: a memory timeline.
+"""The bytes alive through chosen iterations, by category: a memory
+timeline (docs/memory.md, "Memory over the iteration").
 
-A :class:`MemoryTimeline` listens to the thread's observer (a link hook and
-a function hook) while it records, and only then (docs/memory.md, "Memory
-over the iteration").  Its bookkeeping is array sizes: each buffer it
-follows (:mod:`.buffers`) is one :class:`Change` when it is found and one
-when it is freed (a weak reference's callback), so that what is alive at any
-moment is the sum of the changes so far.  It follows:
-
-* ``params``, ``grads`` and ``optimizer_state`` of the model's links, found
-  when recording starts; a gradient a backward step made counted at its
-  parameter's size until Chainer sets it (:meth:`_settle_grads`); the
-  state an optimizer made found at the iteration's end;
-* ``activations``: the buffers the function nodes created in the forward
-  keep (:func:`.buffers.kept_arrays`), found at the next link call's start
-  or end or backward step, charged to the innermost running link and to the
-  top-level link (the outermost call's child running, else the outermost).
-
-A :class:`Sample` is taken at each link call's end and each backward step's
-end: how many changes it follows, where it was taken, and on a GPU the CuPy
-pool's used (from a pool hook's mallocs and frees) and held bytes.  Nothing
-reads a device.  :func:`points` replays the changes into totals after the
-recording, :func:`peak_of` finds the highest and its holders.
+A :class:`MemoryTimeline` listens to the thread's observer while it
+records, and only then.  Each buffer it follows (:mod:`.buffers`) is one
+:class:`Change` when found and one when freed (a weak reference's
+callback); a :class:`Sample` at each link call's and backward step's end
+says how many changes were made (and on a GPU the pool's bytes).
+:func:`points` replays them into totals, :func:`peak_of` finds the highest.
 """
 
 import collections

@@ -1,34 +1,13 @@
-"""What one measured training iteration keeps alive, per link.
+"""What one measured training iteration keeps alive, per link:
+:class:`MemoryTracer`, the link hook ``LinkMemory`` registers for the
+iterations it measures (docs/memory.md, "What counts").
 
-:class:`MemoryTracer` is the link hook :class:`~chainer_hookext.LinkMemory`
-registers for the iterations it measures, and only for them.  While
-registered it keeps:
-
-* the forward time of the running links in scope (read from the thread's
-  running links, :mod:`chainer_hookext._running_links`), and on a GPU the
-  CuPy pool's live-bytes peak above each call's start (:mod:`.pool`);
-* as the node listener of the thread's one node tagger
-  (:class:`~chainer_hookext.link_hooks._output_grads.OutputGrads`, which
-  it listens to while registered), each function node created with
-  backprop, tagged with the name of the innermost running link in scope
-  (``None`` outside every one), or, for a node created in a backward step
-  that runs with backprop (the gradient's graph of ``chainer.grad(...,
-  enable_double_backprop=True)``), with the tag of the step's node (a node
-  created in a step without backprop, ``F.forget``'s forward run again
-  among them, is tagged so but not kept);
-* at the first backward step after forward work (a node created outside
-  every backward step), the bytes the nodes still alive keep for backward
-  (:func:`.graph.kept_buffers`), per link, and what ``F.forget`` around
-  each link would free.  A ``chainer.grad`` inside the forward is such a
-  backward too: the forward goes on after it, so the graph is read again
-  at the next one, and the last reading stands, that of the training's
-  ``loss.backward()``;
-* on a GPU, each backward step's peak, charged to the link that created
-  the step's node.
-
-Nothing is kept per call but the nodes and the links' input arrays of the
-measured iteration (weak references, dropped when the hook is removed) and
-a few figures per link.
+It reads the running links from :mod:`chainer_hookext._running_links`,
+listens to the thread's one node tagger
+(:class:`~chainer_hookext.link_hooks._output_grads.OutputGrads`) and reads
+the graph at the first backward step after forward work.  Nothing is kept
+per call but the measured iteration's nodes and the links' input arrays
+(weak references) and a few figures per link.
 """
 
 import itertools
