@@ -270,3 +270,30 @@ def test_arrays_followed_already_are_not_looked_up_again(monkeypatch):
         timeline.stop()
     assert looked_up == []
     assert_model_only_at_the_end(timeline, model)
+
+
+def test_a_parameter_initialised_in_the_window_is_its_links():
+    # L.Linear(None, 3) makes its W at its first call, after the timeline
+    # started: its bytes are charged to it, not to the outermost link.
+    model = Loss(L.Linear(None, 3))
+    updater = classifier_updater(model, (4,))
+    timeline = memory_timeline.MemoryTimeline(link_names.model_link_names(
+        training.Trainer(updater, (1, 'iteration'))))
+    timeline.start()
+    try:
+        updater.update()
+        timeline.iteration_ended(1)
+    finally:
+        timeline.stop()
+    holders = {(c.category, c.holder) for c in timeline.changes
+               if c.category != 'activations'}
+    assert holders == {(category, 'main/predictor') for category in (
+        'params', 'grads', 'optimizer_state')}
+
+
+@pytest.mark.parametrize('kind, where, name', [
+    ('end', 3, 'iteration 3'), ('forward', 'main/l1', 'main/l1'),
+    ('backward', 'ReLU', 'ReLU')])
+def test_where_a_sample_was_taken(kind, where, name):
+    sample = memory_timeline.Sample(kind, where, 0, None, None, None)
+    assert memory_timeline.where_of(sample) == name
