@@ -297,3 +297,15 @@ def test_a_parameter_initialised_in_the_window_is_its_links():
 def test_where_a_sample_was_taken(kind, where, name):
     sample = memory_timeline.Sample(kind, where, 0, None, None, None)
     assert memory_timeline.where_of(sample) == name
+
+
+def test_no_sample_without_a_change():
+    # A sample equal to the one before adds nothing to a track, and the
+    # peak names the first of equal totals; an iteration's end is kept.
+    model = L.Classifier(MLP(100))
+    timeline = record(classifier_updater(model, (784,)), model)
+    samples = timeline.samples
+    assert samples[-1].kind == 'end'
+    assert all(after.changes != before.changes
+               for before, after in zip(samples, samples[1:])
+               if after.kind != 'end')
