@@ -64,6 +64,19 @@ def saved(path):
         return json.load(f)['peaks']
 
 
+def use_planted_peaks(monkeypatch, tmp_path, flops, bandwidth):
+    # A file whose float32 NumPy peaks (under this machine's key, found by
+    # a first measurement elsewhere) are ``flops`` and ``bandwidth``;
+    # returns the file and the key.
+    first = use_file(monkeypatch, tmp_path / 'first.json')
+    peaks.measure(numpy, numpy.float32)
+    [key] = saved(first)
+    other = use_file(monkeypatch, tmp_path / 'other.json')
+    other.write_text(json.dumps({'peaks': {
+        key: {'flops': flops, 'bandwidth': bandwidth}}}))
+    return other, key
+
+
 def test_kept_in_the_file_named_by_the_environment(tmp_path, monkeypatch):
     path = use_file(monkeypatch, tmp_path / 'cache' / 'peaks.json')
     assert peaks.cache_path() == str(path)
@@ -87,12 +100,7 @@ def test_default_file_in_the_user_cache(tmp_path, monkeypatch):
 
 
 def test_the_file_is_read_and_measured_again_on_demand(tmp_path, monkeypatch):
-    first = use_file(monkeypatch, tmp_path / 'first.json')
-    peaks.measure(numpy, numpy.float32)
-    [key] = saved(first)
-    other = use_file(monkeypatch, tmp_path / 'other.json')
-    other.write_text(json.dumps({'peaks': {
-        key: {'flops': 1e11, 'bandwidth': 1e10}}}))
+    other, key = use_planted_peaks(monkeypatch, tmp_path, 1e11, 1e10)
     assert peaks.measure(numpy, numpy.float32) == peaks.Peaks(1e11, 1e10)
     again = peaks.measure(numpy, numpy.float32, again=True)
     assert again != peaks.Peaks(1e11, 1e10)
@@ -140,12 +148,7 @@ def test_a_file_that_cannot_be_written_is_warned(tmp_path, monkeypatch):
 
 
 def test_timed_links_takes_the_peaks_of_the_file(tmp_path, monkeypatch):
-    first = use_file(monkeypatch, tmp_path / 'first.json')
-    peaks.measure(numpy, numpy.float32)
-    [key] = saved(first)
-    other = use_file(monkeypatch, tmp_path / 'other.json')
-    other.write_text(json.dumps({'peaks': {
-        key: {'flops': 1e13, 'bandwidth': 1e12}}}))
+    use_planted_peaks(monkeypatch, tmp_path, 1e13, 1e12)
     trainer = make_trainer(tmp_path / 'result', stop=(2, 'iteration'))
     timed = TimedLinks(flops=True)
     trainer.extend(timed)
