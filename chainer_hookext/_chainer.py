@@ -108,26 +108,11 @@ NODE_SHAPE = '_shape'
 NODE_IN_SHAPE = '_in_shape'
 
 
-def retained_input_indexes(node):
-    """Returns the indexes of the inputs ``node`` retained, or ``None``.
-
-    ``get_retained_inputs()`` wraps each in a new Variable and
-    ``get_retained_outputs()`` raises once the outputs are gone; the memory
-    count needs the arrays only.
-    """
-    return node._input_indexes_to_retain
-
-
-def retained_output_indexes(node):
-    """Returns the indexes of the outputs ``node`` retains, or ``None``
-    (see :func:`retained_input_indexes`)."""
-    return node._output_indexes_to_retain
-
-
-def retained_output_arrays(node):
-    """Returns the output arrays ``node`` retained, or ``None`` (see
-    :func:`retained_input_indexes`)."""
-    return node._retained_output_data
+#: The attribute of a node holding the indexes of the inputs it retained,
+#: or ``None`` (``get_retained_inputs()`` wraps each in a new Variable; the
+#: memory count needs the arrays only, read with ``getattr``: no call).
+#: A retained output is in the node's attributes.
+NODE_RETAINED_INPUTS = '_input_indexes_to_retain'
 
 
 def persistent_names(link):
@@ -136,8 +121,7 @@ def persistent_names(link):
     return link._persistent
 
 
-def fp32_master(update_rule):
-    """Returns the float32 master copy of a float16 parameter under
-    ``use_fp32_update()``, or ``None`` (its gradient ``None`` between
-    updates)."""
-    return getattr(update_rule, '_fp32_param', None)
+#: The attribute of an update rule holding the float32 master copy of a
+#: float16 parameter under ``use_fp32_update()`` (``getattr`` with a
+#: default of ``None``: none; its gradient ``None`` between updates).
+UPDATE_RULE_FP32_MASTER = '_fp32_param'

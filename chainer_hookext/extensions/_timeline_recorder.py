@@ -32,12 +32,8 @@ class Recorder:
         self._handle = None  # ``timer``'s registration, when it is used
         self._clock = None
         self._piece = None  # the piece being recorded
-
-    @property
-    def links(self):
-        """The running piece's ``spans.Recording``, or ``None``."""
-        piece = self._piece
-        return None if piece is None else piece.links
+        #: The running piece's ``spans.Recording``, or ``None``.
+        self.links = None
 
     @property
     def running(self):
@@ -62,6 +58,7 @@ class Recorder:
         self._hook = hook
         self._clock = loop.clock
         self._piece = _new_piece()
+        self.links = self._piece.links
         hook.start_spans(self._piece.links)
         self._clock.span_lists.append(self._piece.phase_spans)
         self._clock.gc_lists.append(self._piece.gc_spans)
@@ -71,6 +68,7 @@ class Recorder:
         """Returns the piece recorded so far; the next one starts."""
         old = self._piece
         new = self._piece = _new_piece()
+        self.links = new.links
         self._hook.start_spans(new.links)
         _replace(self._clock.span_lists, old.phase_spans, new.phase_spans)
         _replace(self._clock.gc_lists, old.gc_spans, new.gc_spans)
@@ -80,6 +78,7 @@ class Recorder:
     def stop(self):
         """Returns the last piece, or ``None`` when not running."""
         piece, self._piece = self._piece, None
+        self.links = None
         if piece is None:
             return None
         clock, self._clock = self._clock, None

@@ -237,7 +237,7 @@ class Timeline(loop_phases.LoopExtension):
         with self._loop.own_work(self.name or self.default_name):
             self._memory = memory_timeline.MemoryTimeline(
                 link_names.model_link_names(trainer),
-                lambda: self._recorder.links)
+                self._recorder, forget=False)
             self._memory.start()
 
     def _iteration_ending(self, trainer, following, first):

@@ -63,24 +63,21 @@ def kept_arrays(node):
         list: The arrays, repeats included, retained inputs first.
     """
     inputs = node.inputs
-    outputs = node.outputs
-    indexes = _chainer.retained_input_indexes(node)
-    arrays = [inputs[i].data for i in indexes or ()
-              if inputs[i].data is not None]
-    retained = _chainer.retained_output_arrays(node)
-    if retained is not None:
-        arrays.extend(retained)
-    # The node's own tuples hold no array of their own, or one counted.
-    _add_attribute_arrays(node, arrays, (
-        inputs, outputs, retained, indexes,
-        _chainer.retained_output_indexes(node)))
+    indexes = getattr(node, _chainer.NODE_RETAINED_INPUTS)
+    arrays = [] if indexes is None else [
+        inputs[i].data for i in indexes if inputs[i].data is not None]
+    # The retained outputs among them (a tuple attribute).
+    _add_attribute_arrays(node, arrays)
     if type(node) is function.FunctionAdapter:
-        _add_attribute_arrays(node.function, arrays, _NO_SKIP)
-    for ref in outputs:
+        _add_attribute_arrays(node.function, arrays)
+    for ref in node.outputs:
         output = ref()
-        variable = None if output is None else output.get_variable_or_none()
-        if variable is not None and variable.raw_array is not None:
-            arrays.append(variable.raw_array)
+        if output is not None:
+            variable = output.get_variable_or_none()
+            if variable is not None:
+                array = variable.raw_array
+                if array is not None:
+                    arrays.append(array)
     return arrays
 
 
@@ -92,7 +89,6 @@ ARRAY_TYPES = chainer.get_array_types()
 # of reading a node; benchmarks/README.md, "Memory timeline").
 _OTHER, _ARRAY, _SEQUENCE, _DICT = range(4)
 _KINDS = {}
-_NO_SKIP = ()
 
 
 def _kind(value):
@@ -104,11 +100,11 @@ def _kind(value):
     return kind
 
 
-def _add_attribute_arrays(obj, arrays, skip):
+def _add_attribute_arrays(obj, arrays):
     # The arrays among ``obj``'s attribute values, or in a tuple or list
-    # there but those in ``skip``, read through the garbage collector's
-    # view of them: ``vars(obj)`` would give the object a dict it does not
-    # have.  A materialised __dict__ comes as a dict.
+    # there, read through the garbage collector's view of them:
+    # ``vars(obj)`` would give the object a dict it does not have.  A
+    # materialised __dict__ comes as a dict.
     kinds = _KINDS
     for value in gc.get_referents(obj):
         kind = kinds.get(type(value))
@@ -118,12 +114,13 @@ def _add_attribute_arrays(obj, arrays, skip):
             continue
         if kind == _ARRAY:
             arrays.append(value)
-        elif kind == _SEQUENCE:
-            for one in skip:
-                if value is one:
-                    break
-            else:
-                _add_items(value, arrays)
+        elif kind == _SEQUENCE:  # (_add_items inline: most are tuples)
+            for item in value:
+                kind = kinds.get(type(item))
+                if kind is None:
+                    kind = _kind(item)
+                if kind == _ARRAY:
+                    arrays.append(item)
         else:
             for item in value.values():
                 kind = kinds.get(type(item))

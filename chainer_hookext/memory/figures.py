@@ -141,7 +141,7 @@ def state_arrays(param):
     rule = param.update_rule
     arrays = [] if rule is None or rule.state is None else list(
         rule.state.values())
-    master = _chainer.fp32_master(rule)
+    master = getattr(rule, _chainer.UPDATE_RULE_FP32_MASTER, None)
     if master is not None:
         arrays.append(master.array)
     return arrays

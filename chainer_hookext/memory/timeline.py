@@ -6,7 +6,8 @@ records, and only then.  Each buffer it follows (:mod:`.buffers`) is one
 :class:`Change` when found and one when freed (a weak reference's
 callback); a :class:`Sample` at each link call's and backward step's end
 says how many changes were made (and on a GPU the pool's bytes).
-:func:`points` replays them into totals, :func:`peak_of` finds the highest.
+:func:`points` replays them into totals, :func:`peak_of` finds the highest,
+:func:`recorded` gives a trace what changed at each moment.
 """
 
 import collections
@@ -14,6 +15,7 @@ import weakref
 
 import chainer
 from chainer.backends import cuda
+import numpy
 
 from chainer_hookext import _chainer
 from chainer_hookext import _registry
@@ -64,6 +66,16 @@ ForgetSaving = collections.namedtuple(
 #: The most links a :class:`Peak`'s ``forget`` names.
 FORGET_TOP = 5
 
+# ``_tuple(Change, (...))`` makes a Change with no Python frame (a
+# namedtuple's ``__new__`` is one): the timeline makes several per node.
+_tuple = tuple.__new__
+
+
+class _Followed(weakref.ref):
+    # A weak reference to a followed buffer's owner, with the buffer's
+    # ``key``, the Change that found it and its ``index`` in the changes.
+    __slots__ = ('key', 'change', 'index')
+
 
 class MemoryTimeline:
     """The bytes alive through the iterations it records.
@@ -71,18 +83,17 @@ class MemoryTimeline:
     Args:
         model (dict): ``{id(link): (name, link)}`` of the model's links
             (:func:`~chainer_hookext.report.link_names.model_link_names`).
-        spans (callable): Returns the
-            :class:`~chainer_hookext.timing.spans.Recording` the Timeline
-            records now, or ``None``: a sample then names the span that
-            ended at its moment.
+        recorder: Has the :class:`~chainer_hookext.timing.spans.Recording`
+            the Timeline records now as ``links`` (or ``None``): a sample
+            then names the span that ended at its moment.
+        forget (bool): Follow the links' outputs, which
+            :func:`forget_savings` needs (a trace does not).
     """
 
-    #: RunningLinks' tags name its links in every mode.
-    config_train = None
-
-    def __init__(self, model, spans=None):
+    def __init__(self, model, recorder=None, forget=True):
         self.model = model
-        self.spans = spans
+        self.recorder = recorder
+        self.forget = forget
         self.changes = []
         self.samples = []
         #: ``{index of a freeing Change: index of the Change finding it}``.
@@ -93,15 +104,15 @@ class MemoryTimeline:
         #: outside it keeps (``F.forget`` around it keeps it alive).
         self.kept_outside = set()
         self.pool_peak = None
-        self._alive = {}  # {buffer key: weakref with the Change found}
-        self._found = {}  # {id(weakref): (buffer key, Change)}
-        # {buffer key: its owner}: not counted while the owner lives
-        self._excluded = weakref.WeakValueDictionary()
+        self._alive = {}  # {buffer key: its _Followed}
+        # {buffer key: weakref to its owner}: not counted while the owner
+        # lives, the entry gone with it (a WeakValueDictionary's look-up
+        # is Python)
+        self._excluded = {}
         self._outputs = {}  # {buffer key: [links]} of live link outputs
         self._owners = {}  # {id(param): link name}
         self._running = None  # the thread's RunningLinks, while it records
-        #: ``{id(link): name}`` of the model (RunningLinks' tags name the
-        #: innermost running link of the model).
+        #: ``{id(link): name}`` of the model.
         self.link_names = {key: name for key, (name, _) in model.items()}
         self._pending = []  # weakrefs of nodes not read yet
         # {id(param.node): (param, owner, nbytes, index of its Change)}:
@@ -112,7 +123,7 @@ class MemoryTimeline:
         self._handles = None
         self._pool = None
         self._roots = []  # [(name, link)] holding every other link
-        self._params = []  # [(parameter, owner's name)]
+        self._params = []  # [(parameter, owner's name, id(its node))]
         self._param_nodes = {}  # {id(its variable node): (param, owner)}
 
     def __reduce__(self):
@@ -140,11 +151,12 @@ class MemoryTimeline:
         self._roots = [(name, link) for name, link in self.model.values()
                        if not any(name.startswith(other + '/')
                                   for other in names if other != name)]
-        self._params = [(param, self._owners.get(id(param), name))
-                        for name, link in self._roots
-                        for param in link.params(include_uninit=True)]
-        self._param_nodes = {id(param.node): (param, owner)
-                             for param, owner in self._params}
+        self._params = [
+            (param, self._owners.get(id(param), name), id(param.node))
+            for name, link in self._roots
+            for param in link.params(include_uninit=True)]
+        self._param_nodes = {node: (param, owner)
+                             for param, owner, node in self._params}
         self._find_model()
         for link in links:  # persistent values, constants
             for name in _chainer.persistent_names(link):
@@ -152,7 +164,7 @@ class MemoryTimeline:
         for array in graph.attribute_arrays(links):
             self._exclude(array)
         self._pool = _PoolCounter.start(links)
-        self._running = _running_links.subscribe(self, tags=True)
+        self._running = _running_links.subscribe(self)
         link_hook = _LinkListener(self)
         function_hook = _FunctionListener(self)
         self._handles = [
@@ -168,8 +180,7 @@ class MemoryTimeline:
         if pool is not None:
             pool.stop()
             self.pool_peak = pool.peak
-        self._found.clear()  # the callbacks die with their references
-        self._alive.clear()
+        self._alive.clear()  # the callbacks die with their references
         self._excluded.clear()
         self._outputs.clear()
         self._running = _running_links.unsubscribe(self._running, self)
@@ -182,9 +193,8 @@ class MemoryTimeline:
         """Finds what the optimizer made, then samples (``'end'``)."""
         if self._pending:
             self._read_nodes(self._running_call())
-        if self._virtual:
-            self._settle_grads()
-        self._find_model()
+        settled = self._settle_grads() if self._virtual else ()
+        self._find_model(settled)
         self.sample('end', number, None)
 
     # -- bookkeeping -----------------------------------------------------
@@ -195,21 +205,26 @@ class MemoryTimeline:
         alive = self._alive
         key = id(array)
         if key not in alive:
-            found = buffers.owner_of(array)
-            if found is None:
-                return
-            owner, nbytes = found
+            if type(array) is numpy.ndarray and array.base is None:
+                owner, nbytes = array, array.nbytes  # owner_of's first case
+            else:
+                found = buffers.owner_of(array)
+                if found is None:
+                    return
+                owner, nbytes = found
             key = id(owner)
             if key not in alive:
-                if self._excluded.get(key) is not None:
+                if key in self._excluded:
                     return
                 try:
-                    ref = weakref.ref(owner, self._freed)
+                    ref = _Followed(owner, self._freed)
                 except TypeError:  # a buffer no reference can follow
                     return
-                change = Change(category, holder, top, nbytes)
+                ref.key = key
+                ref.change = change = _tuple(
+                    Change, (category, holder, top, nbytes))
+                ref.index = len(self.changes)
                 alive[key] = ref
-                self._found[id(ref)] = key, change, len(self.changes)
                 self.changes.append(change)
                 return
         if key in self._outputs:  # a link's output kept again
@@ -218,8 +233,7 @@ class MemoryTimeline:
     def _kept_again(self, key, holder):
         # A node of ``holder`` keeps an output of the links listed: those
         # not holding ``holder`` have it kept outside them.
-        ref = self._alive[key]
-        index = self._found[id(ref)][2]
+        index = self._alive[key].index
         for link in self._outputs[key]:
             if not _within(holder, link):
                 self.kept_outside.add((index, link))
@@ -230,56 +244,58 @@ class MemoryTimeline:
         if found is None or id(found[0]) not in self._alive:
             return
         key = id(found[0])
-        index = self._found[id(self._alive[key])][2]
+        index = self._alive[key].index
         links = self._outputs.setdefault(key, [])
         if link not in links:
             links.append(link)
             self.outputs.setdefault(index, []).append(link)
 
     def _exclude(self, array):
-        # Not counted while it lives (an id is reused after).
+        # Not counted while it lives (an id is reused after: the entry goes
+        # with it).
         found = buffers.owner_of(array)
-        if found is not None and id(found[0]) not in self._alive:
+        if found is None:
+            return
+        key = id(found[0])
+        excluded = self._excluded
+        if key not in self._alive and key not in excluded:
             try:
-                self._excluded[id(found[0])] = found[0]
+                excluded[key] = weakref.ref(
+                    found[0], lambda _, key=key: excluded.pop(key, None))
             except TypeError:
                 pass
 
     def _freed(self, ref):
-        found = self._found.pop(id(ref), None)
-        if found is not None:
-            key, change, index = found
-            self._alive.pop(key, None)
+        key = ref.key
+        if self._alive.get(key) is not ref:  # not followed any more
+            return
+        del self._alive[key]
+        change = ref.change
+        if self.forget:
             self._outputs.pop(key, None)
-            self.freed[len(self.changes)] = index
-            self.changes.append(Change(change.category, change.holder,
-                                       change.top, -change.nbytes))
+            self.freed[len(self.changes)] = ref.index
+        self.changes.append(_tuple(Change, (
+            change.category, change.holder, change.top, -change.nbytes)))
 
-    def _find_model(self):
+    def _find_model(self, settled=()):
         # The parameters are listed at the start (uninitialised ones too:
         # their arrays come at their first call), not walked each time.
-        # Most are followed already: _find's first test, inline.
+        # Most are followed already: _find's first test, inline.  The
+        # gradients ``settled`` (_settle_grads) are followed already.
         find, alive = self._find, self._alive
-        params = self._params
-        for param, owner in params:
-            array = param.array
-            if array is None:  # no gradient to read either
+        for param, owner, node in self._params:
+            array = param.raw_array
+            if array is None:  # no gradient or state to read either
                 continue
             if id(array) not in alive:
                 find(array, 'params', owner, owner)
-            grad = param.grad
-            if grad is not None and id(grad) not in alive:
-                find(grad, 'grads', owner, owner)
-        for param, owner in params:
+            if node not in settled:
+                grad = param.grad
+                if grad is not None and id(grad) not in alive:
+                    find(grad, 'grads', owner, owner)
             for array in figures.state_arrays(param):
                 if id(array) not in alive:
                     find(array, 'optimizer_state', owner, owner)
-
-    def _read_pending(self, call):
-        if self._pending:
-            self._read_nodes(call)
-        if self._virtual and not self._steps:
-            self._settle_grads()
 
     def _running_call(self):
         calls = self._running.calls
@@ -319,19 +335,20 @@ class MemoryTimeline:
             found = None if grad is None else buffers.owner_of(grad)
             if found is not None and found[1] == nbytes and (
                     id(found[0]) not in alive) and (
-                    self._excluded.get(id(found[0])) is None):
+                    id(found[0]) not in self._excluded):
                 try:
-                    ref = weakref.ref(found[0], self._freed)
+                    ref = _Followed(found[0], self._freed)
                 except TypeError:
                     pass
                 else:
-                    alive[id(found[0])] = ref
-                    self._found[id(ref)] = (
+                    ref.key, ref.change, ref.index = (
                         id(found[0]), changes[index], index)
+                    alive[ref.key] = ref
                     continue
-            changes.append(Change('grads', owner, owner, -nbytes))
+            changes.append(_tuple(Change, ('grads', owner, owner, -nbytes)))
             if grad is not None:
                 self._find(grad, 'grads', owner, owner)
+        return virtual  # keyed by the parameters' nodes' ids
 
     def sample(self, kind, where, spans=None):
         """Takes a :class:`Sample` (``spans``: its span, for a link call's
@@ -344,18 +361,15 @@ class MemoryTimeline:
         if kind != 'end' and samples and samples[-1].changes == changes and (
                 pool is None or samples[-1].pool_used == pool.used):
             return
-        if spans is None and kind != 'end':
-            spans = self._span(kind)
-        samples.append(Sample(
+        if spans is None and kind != 'end' and self.recorder is not None:
+            recording = self.recorder.links  # the span of ``kind`` ended
+            ended = None if recording is None else getattr(recording, kind)
+            if ended:
+                spans = recording, len(ended) - 1
+        samples.append(_tuple(Sample, (
             kind, where, changes, spans,
             None if pool is None else pool.used,
-            None if pool is None else pool.held()))
-
-    def _span(self, kind):
-        # The span of ``kind`` that ended last, for a sample now.
-        spans = self.spans() if self.spans is not None else None
-        ended = None if spans is None else getattr(spans, kind)
-        return (spans, len(ended) - 1) if ended else None
+            None if pool is None else pool.held())))
 
     # -- what the listeners call, with Chainer's arguments ---------------
     def _holder(self, call):
@@ -373,13 +387,22 @@ class MemoryTimeline:
         return holder, self._name(top)
 
     def _name(self, call):
-        name = _running_links.name_in(call.tag, self)
-        return call.path if name is None else name
+        # The innermost running link of the model, else the call's path.
+        names = self.link_names
+        running = call
+        while running is not None:
+            name = names.get(id(running.link))
+            if name is not None:
+                return name
+            running = running.parent
+        return call.path
 
     def link_started(self, args):
         call = self._running.enter(args)  # (another listener's, maybe)
-        if self._pending or self._virtual:
-            self._read_pending(call.parent)
+        if self._pending:
+            self._read_nodes(call.parent)
+        if self._virtual and not self._steps:
+            self._settle_grads()
         if call.parent is None:  # the batch: made outside the graph
             for arg in list(args.args) + list(args.kwargs.values()):
                 if isinstance(arg, chainer.Variable):
@@ -391,17 +414,24 @@ class MemoryTimeline:
 
     def link_ended(self, args):
         call = self._running.leave(args)  # (another listener's, maybe)
-        if self._pending or self._virtual:
-            self._read_pending(call)
-        name = type(args.link).__name__ if call is None else self._name(
-            call)
-        out = args.out
-        if isinstance(out, chainer.Variable):
-            self._output(out.raw_array, name)
-        elif isinstance(out, (tuple, list)):
-            for variable in out:
-                if isinstance(variable, chainer.Variable):
-                    self._output(variable.raw_array, name)
+        if self._pending:
+            self._read_nodes(call)
+        if self._virtual and not self._steps:
+            self._settle_grads()
+        if call is None:
+            name = type(args.link).__name__
+        else:  # _name's first look-up, inline
+            name = self.link_names.get(id(args.link))
+            if name is None:
+                name = self._name(call)
+        if self.forget:
+            out = args.out
+            if isinstance(out, chainer.Variable):
+                self._output(out.raw_array, name)
+            elif isinstance(out, (tuple, list)):
+                for variable in out:
+                    if isinstance(variable, chainer.Variable):
+                        self._output(variable.raw_array, name)
         self.sample('forward', name)
 
     def node_created(self, function, in_data):
@@ -409,7 +439,7 @@ class MemoryTimeline:
             self._pending.append(weakref.ref(function))
 
     def step_started(self, function, in_data, out_grad):
-        # Not _read_pending: between two steps of one backward, the
+        # No _settle_grads: between two steps of one backward, the
         # gradients are not set yet.
         if not self._steps and self._pending:
             self._read_nodes(self._running_call())
@@ -423,9 +453,10 @@ class MemoryTimeline:
             entry = nodes.get(key)
             if entry is not None and key not in virtual and x.requires_grad:
                 param, owner = entry
-                nbytes = param.array.nbytes
+                nbytes = param.raw_array.nbytes
                 virtual[key] = param, owner, nbytes, len(self.changes)
-                self.changes.append(Change('grads', owner, owner, nbytes))
+                self.changes.append(
+                    _tuple(Change, ('grads', owner, owner, nbytes)))
         self.sample('backward', type(function).__name__)
 
 
@@ -544,14 +575,19 @@ def peak_of(timeline, top=5, found=None, forget=True):
     best = max(range(len(found)), key=lambda i: (
         found[i].sample.pool_used if gpu else found[i].total, -i))
     point = found[best]
+    return Peak(point, _holders(timeline, point.sample, top),
+                timeline.pool_peak,
+                forget_savings(timeline, found, gpu) if forget else ())
+
+
+def _holders(timeline, sample, top):
+    # The ``top`` largest holders at ``sample``, largest first.
     held = {}
-    for change in timeline.changes[:point.sample.changes]:
+    for change in timeline.changes[:sample.changes]:
         key = change.category, change.holder
         held[key] = held.get(key, 0) + change.nbytes
-    holders = sorted((Holder(c, h, n) for (c, h), n in held.items() if n > 0),
-                     key=lambda x: -x.nbytes)[:top]
-    return Peak(point, holders, timeline.pool_peak,
-                forget_savings(timeline, found, gpu) if forget else ())
+    return sorted((Holder(c, h, n) for (c, h), n in held.items() if n > 0),
+                  key=lambda x: -x.nbytes)[:top]
 
 
 def _within(holder, link):
@@ -614,47 +650,78 @@ def forget_savings(timeline, found, gpu=False):
     return savings[:FORGET_TOP]
 
 
-#: A point at its moment: ``seconds`` on the clock of the spans.
-TimedPoint = collections.namedtuple('TimedPoint', ('seconds', 'point'))
+#: A moment of a window's trace: ``seconds`` on the clock of the spans,
+#: and the values (``{name: bytes}``) that changed then, all of them at the
+#: first: of the ``categories``, of the top-level links' activations
+#: (``tops``) and of the CuPy pool (``pool``, ``used`` and ``held``).
+Moment = collections.namedtuple(
+    'Moment', ('seconds', 'categories', 'tops', 'pool'))
+
+#: What a window's trace draws: its ``moments`` (:class:`Moment`), its
+#: ``peak`` (:class:`Peak` without ``forget``, or ``None``) and the peak's
+#: ``peak_seconds`` (``None``: a moment not drawn).
+Recorded = collections.namedtuple(
+    'Recorded', ('moments', 'peak', 'peak_seconds'))
 
 
-def recorded(timeline, iteration_starts, end):
-    """Returns the :class:`Recorded` of a window's ``timeline`` (see
-    :func:`timed_points`): the points where a value changed."""
-    found = points(timeline)
-    changed = [point for point, before in zip(found, [None] + found)
-               if before is None or point.categories is not (
-                   before.categories) or point.sample.pool_used is not None]
-    return Recorded(timed_points(timeline, iteration_starts, end, changed),
-                    peak_of(timeline, found=found, forget=False))
-
-
-def timed_points(timeline, iteration_starts, end, found=None):
-    """Returns a :class:`TimedPoint` per sample with a moment: the end of
-    the span that ended at it (resolved), or of its iteration.
+def recorded(timeline, iteration_starts, end, top=5):
+    """Returns the :class:`Recorded` of a window's ``timeline``, in one
+    pass over its changes (a trace writes many samples a window).
 
     Args:
         timeline (MemoryTimeline): A recorded timeline.
         iteration_starts (list): ``[(number, start)]`` of the window.
         end (float): When the window's last iteration ended.
+        top (int): The peak's holders named.
     """
     ends = {number: stop for (number, _), (_, stop) in zip(
         iteration_starts, list(iteration_starts[1:]) + [(None, end)])}
-    out = []
-    for point in points(timeline) if found is None else found:
-        sample = point.sample
-        if sample.kind == 'end':
-            seconds = ends.get(sample.where)
-        elif sample.span is None:
+    categories = dict.fromkeys(CATEGORIES, 0)
+    tops = {}
+    # What changed since the last moment drawn (a value changed and back
+    # is drawn again: no harm); the first moment draws every category.
+    changed, changed_tops, pool = dict(categories), {}, {}
+    used = held = None
+    changes = timeline.changes
+    total = done = 0
+    moments = []
+    highest, peak = -1, None
+    peak_seconds = None
+    for sample in timeline.samples:
+        kind, where, stop, span, pool_used, pool_held = sample
+        if stop != done:
+            for category, _, top_link, nbytes in changes[done:stop]:
+                value = changed[category] = categories[category] + nbytes
+                categories[category] = value
+                if category == 'activations':
+                    value = changed_tops[top_link] = tops.get(
+                        top_link, 0) + nbytes
+                    tops[top_link] = value
+            done = stop
+            total = sum(categories.values())
+        if kind == 'end':
+            seconds = ends.get(where)
+        elif span is None:
             seconds = None
         else:
-            recording, index = sample.span
-            seconds = getattr(recording, sample.kind)[index].end
-        if seconds is not None:
-            out.append(TimedPoint(seconds, point))
-    return out
-
-
-#: What a window's trace draws: its ``points`` (:class:`TimedPoint`) and
-#: its ``peak`` (:class:`Peak`, or ``None``).
-Recorded = collections.namedtuple('Recorded', ('points', 'peak'))
+            seconds = getattr(span[0], kind)[span[1]].end
+        if pool_used is None:
+            value = total
+        else:
+            value = pool_used
+            if value != used:
+                pool['used'] = used = value
+            if pool_held != held:
+                pool['held'] = held = pool_held
+        if value > highest:  # the first of the highest
+            highest, peak_seconds = value, seconds
+            peak = Point(sample, total, dict(categories),
+                         {t: n for t, n in tops.items() if n})
+        if seconds is not None and (changed or changed_tops or pool):
+            moments.append(_tuple(Moment, (
+                seconds, changed, changed_tops, pool)))
+            changed, changed_tops, pool = {}, {}, {}
+    if peak is not None:
+        peak = Peak(peak, _holders(timeline, peak.sample, top),
+                    timeline.pool_peak)
+    return Recorded(moments, peak, peak_seconds)

@@ -2,6 +2,7 @@
 from a trainer or a result folder (docs/profile.md).
 """
 
+import bisect
 import collections
 import glob
 import json
@@ -259,12 +260,19 @@ def memory_trace(path):
         shown = next((e for e in iterations
                       if e['ts'] <= at <= e['ts'] + e['dur']), shown)
     start, end = shown['ts'], shown['ts'] + shown['dur']
-    pool = {e['ts']: e['args'].get('used') for e in events
-            if e.get('ph') == 'C' and e.get('name') == (
-                trace_events.POOL_COUNTER)}
-    points = [MemoryPoint((e['ts'] - start) / 1e3, sum(e['args'].values()),
-                          dict(e['args']), pool.get(e['ts']))
-              for e in counters if start <= e['ts'] <= end]
+    # An event carries the values that changed (Timeline's first, all).
+    pool = sorted((e['ts'], e['args']['used']) for e in events
+                  if e.get('ph') == 'C' and e.get('name') == (
+                      trace_events.POOL_COUNTER) and 'used' in e['args'])
+    pool_times = [ts for ts, _ in pool]
+    values, points = {}, []
+    for e in counters:
+        values.update(e['args'])
+        if start <= e['ts'] <= end:
+            at = bisect.bisect_right(pool_times, e['ts'])
+            points.append(MemoryPoint(
+                (e['ts'] - start) / 1e3, sum(values.values()), dict(values),
+                pool[at - 1][1] if at else None))
     peak = None
     if peaks and start <= peaks[0]['ts'] <= end:
         args = peaks[0].get('args', {})

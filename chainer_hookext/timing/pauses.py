@@ -5,7 +5,6 @@ thread's listeners are told (docs/internals.md, "Layout"; docs/timing.md,
 
 import bisect
 import collections
-import contextlib
 import itertools
 import threading
 
@@ -67,21 +66,27 @@ def paused(name, start, end=None):
     return end
 
 
-@contextlib.contextmanager
-def own_work(name):
+class own_work:
     """Charges the time inside to ``extension/<name>``, not to what runs
-    around it.
+    around it (a class, not a generator: one is entered every iteration
+    some extensions run).
 
     .. admonition:: Example
 
         >>> with own_work('LinkMemory'):
         ...     pass  # the extension's work
     """
-    start = clock.now()
-    try:
-        yield
-    finally:
-        paused(name, start)
+
+    __slots__ = ('name', 'start')
+
+    def __init__(self, name):
+        self.name = name
+
+    def __enter__(self):
+        self.start = clock.now()
+
+    def __exit__(self, *exc_info):
+        paused(self.name, self.start)
 
 
 class PauseIndex:

@@ -62,15 +62,16 @@ def write(path, events, compress=True, other=None):
     """
     if os.path.lexists(path):
         return False
-    # allow_nan=False: one NaN makes Perfetto refuse the whole file.
+    # allow_nan=False: one NaN makes Perfetto refuse the whole file; no
+    # event holds itself (check_circular=False: a tenth of the time).
     trace = {'traceEvents': events, 'displayTimeUnit': 'ms'}
     if other is not None:
         trace['otherData'] = other
-    data = json.dumps(trace, separators=(',', ':'),
-                      allow_nan=False).encode('utf-8')
-    # Level 6, zlib's default: half the time of gzip's 9 for 4% more bytes
+    data = json.dumps(trace, separators=(',', ':'), allow_nan=False,
+                      check_circular=False).encode('utf-8')
+    # Level 3: 0.4 times the time of zlib's default 6 for 16% more bytes
     # on a trace (benchmarks/README.md, "Memory timeline").
-    _files.write_atomic(path, gzip.compress(data, compresslevel=6)
+    _files.write_atomic(path, gzip.compress(data, compresslevel=3)
                         if compress else data)
     return True
 

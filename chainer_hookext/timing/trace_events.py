@@ -81,37 +81,32 @@ def memory_events(memory, ns, pid, tid):
     """Returns the counter events of ``memory`` (a
     ``memory.timeline.Recorded``) and the instant event at its peak.
 
+    A counter event carries the values that changed at its moment (the
+    first, all): Perfetto keeps a value until its next.
+
     Args:
         ns (callable): Clock seconds to the trace's nanoseconds.
         pid (int): The process; ``tid`` the thread of the peak's event.
     """
-    tops = sorted({top for timed in memory.points
-                   for top in timed.point.tops})
     events = []
-    at = {}  # {id(point): ns}
-    last = {}  # {counter: its values}: a value unchanged is not repeated
-    for timed in memory.points:
-        point, start = timed.point, ns(timed.seconds)
-        at[id(point)] = start
-        sample = point.sample
-        counters = [(MEMORY_COUNTER, point.categories)]
+    for seconds, categories, tops, pool in memory.moments:
+        ts = trace.microseconds(ns(seconds))
+        if categories:
+            events.append({'name': MEMORY_COUNTER, 'ph': 'C', 'pid': pid,
+                           'ts': ts, 'args': categories})
         if tops:
-            counters.append((ACTIVATIONS_COUNTER, {
-                top: point.tops.get(top, 0) for top in tops}))
-        if sample.pool_used is not None:
-            counters.append((POOL_COUNTER, {
-                'used': sample.pool_used, 'held': sample.pool_held}))
-        for name, values in counters:
-            if last.get(name) != values:
-                last[name] = values
-                events.append(_counter(name, start, pid, values))
+            events.append({'name': ACTIVATIONS_COUNTER, 'ph': 'C',
+                           'pid': pid, 'ts': ts, 'args': tops})
+        if pool:
+            events.append({'name': POOL_COUNTER, 'ph': 'C', 'pid': pid,
+                           'ts': ts, 'args': pool})
     peak = memory.peak
-    if peak is not None and id(peak.point) in at:
+    if peak is not None and memory.peak_seconds is not None:
         sample = peak.point.sample
         events.append({
             'name': MEMORY_PEAK, 'cat': 'memory', 'ph': 'i', 's': 't',
             'pid': pid, 'tid': tid,
-            'ts': trace.microseconds(at[id(peak.point)]),
+            'ts': trace.microseconds(ns(memory.peak_seconds)),
             'args': {'total': peak.point.total, 'phase': sample.kind,
                      'where': memory_timeline.where_of(sample),
                      'categories': peak.point.categories,
@@ -119,11 +114,6 @@ def memory_events(memory, ns, pid, tid):
                                  for c, h, n in peak.holders],
                      'pool_peak': peak.pool}})
     return events
-
-
-def _counter(name, ns, pid, values):
-    return {'name': name, 'cat': 'memory', 'ph': 'C', 'pid': pid,
-            'ts': trace.microseconds(ns), 'args': dict(values)}
 
 
 def _iterations(window, ns):
@@ -164,7 +154,9 @@ def _links(window, ns, index):
     def real(span):
         if index is None:
             return span
-        return span._replace(start=index.start(span.start, span.end))
+        start = index.start(span.start, span.end)
+        # (most spans hold no pause: no _replace, a Python call)
+        return span if start == span.start else span._replace(start=start)
     slices = []
     for span in window.links.forward:
         span = real(span)

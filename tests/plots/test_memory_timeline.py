@@ -56,6 +56,37 @@ def test_the_iteration_holding_the_peak_is_read(tmp_path):
     assert memory.peak.where == 'main$x$'
 
 
+def test_values_carried_from_the_events_before(tmp_path):
+    # As Timeline writes them: the first event carries every value, the
+    # others what changed.
+    def event(name, ms, **args):
+        return {'name': name, 'ph': 'C', 'pid': 1, 'ts': ms * 1000.0,
+                'args': args}
+    memory, pool = trace_events.MEMORY_COUNTER, trace_events.POOL_COUNTER
+    events = [trace.complete(f'iteration {n}', 'iteration', start * 10 ** 6,
+                             (start + 10) * 10 ** 6, 1, 1)
+              for n, start in ((5, 0), (6, 10))] + [
+        event(memory, 2, params=100, grads=100, optimizer_state=200,
+              activations=50),
+        event(pool, 2, used=1000, held=4000),
+        event(memory, 4, activations=80),
+        event(memory, 12, activations=60, grads=0),
+        event(pool, 12, used=1100),
+        event(memory, 14, activations=90, grads=100),
+        event(pool, 14, used=1200, held=5000),
+        event(memory, 17, activations=0),
+        {'name': trace_events.MEMORY_PEAK, 'ph': 'i', 's': 't', 'pid': 1,
+         'tid': 1, 'ts': 14000.0, 'args': {'total': 490}}]
+    path = str(tmp_path / 'iteration_5.json.gz')
+    trace.write(path, events)
+    read = run_module.memory_trace(path)
+    assert [(p.ms, p.total, p.pool_used) for p in read.points] == [
+        (2, 360, 1100), (4, 490, 1200), (7, 400, 1200)]
+    assert read.points[1].categories == {
+        'params': 100, 'grads': 100, 'optimizer_state': 200,
+        'activations': 90}
+
+
 def test_no_counter_no_memory(tmp_path):
     assert run_module.memory_trace(write_trace(tmp_path, False)) is None
 
