@@ -67,7 +67,7 @@ def kept_arrays(node):
     arrays = [] if indexes is None else [
         inputs[i].data for i in indexes if inputs[i].data is not None]
     # The retained outputs among them (a tuple attribute).
-    _add_attribute_arrays(node, arrays)
+    _add_attribute_arrays(node, arrays, (inputs, node.outputs))
     if type(node) is function.FunctionAdapter:
         _add_attribute_arrays(node.function, arrays)
     for ref in node.outputs:
@@ -100,12 +100,14 @@ def _kind(value):
     return kind
 
 
-def _add_attribute_arrays(obj, arrays):
+def _add_attribute_arrays(obj, arrays, skip=(None, None)):
     # The arrays among ``obj``'s attribute values, or in a tuple or list
-    # there, read through the garbage collector's view of them:
-    # ``vars(obj)`` would give the object a dict it does not have.  A
-    # materialised __dict__ comes as a dict.
+    # there but the two of ``skip`` (a node's inputs and outputs: variable
+    # nodes, weak references), read through the garbage collector's view
+    # of them: ``vars(obj)`` would give the object a dict it does not
+    # have.  A materialised __dict__ comes as a dict.
     kinds = _KINDS
+    first, second = skip
     for value in gc.get_referents(obj):
         kind = kinds.get(type(value))
         if kind is None:
@@ -115,6 +117,8 @@ def _add_attribute_arrays(obj, arrays):
         if kind == _ARRAY:
             arrays.append(value)
         elif kind == _SEQUENCE:  # (_add_items inline: most are tuples)
+            if value is first or value is second:
+                continue
             for item in value:
                 kind = kinds.get(type(item))
                 if kind is None:

@@ -676,13 +676,14 @@ def recorded(timeline, iteration_starts, end, top=5):
     """
     ends = {number: stop for (number, _), (_, stop) in zip(
         iteration_starts, list(iteration_starts[1:]) + [(None, end)])}
-    categories = dict.fromkeys(CATEGORIES, 0)
-    tops = {}
-    # What changed since the last moment drawn (a value changed and back
-    # is drawn again: no harm); the first moment draws every category.
-    changed, changed_tops, pool = dict(categories), {}, {}
-    used = held = None
     changes = timeline.changes
+    categories = dict.fromkeys(CATEGORIES, 0)
+    tops = dict.fromkeys(sorted({change.top for change in changes
+                                 if change.category == 'activations'}), 0)
+    # What changed since the last moment drawn (a value changed and back
+    # is drawn again: no harm); the first moment draws every value.
+    changed, changed_tops, pool = dict(categories), dict(tops), {}
+    used = held = None
     total = done = 0
     moments = []
     highest, peak = -1, None
@@ -694,8 +695,7 @@ def recorded(timeline, iteration_starts, end, top=5):
                 value = changed[category] = categories[category] + nbytes
                 categories[category] = value
                 if category == 'activations':
-                    value = changed_tops[top_link] = tops.get(
-                        top_link, 0) + nbytes
+                    value = changed_tops[top_link] = tops[top_link] + nbytes
                     tops[top_link] = value
             done = stop
             total = sum(categories.values())

@@ -46,6 +46,10 @@ def test_counters_and_peak_in_the_trace(tmp_path):
     params = sum(p.array.nbytes for p in
                  trainer.updater.get_optimizer('main').target.params())
     assert all(v['params'] == params for v in values)
+    # Every top-level link has a value from the window's first moment.
+    by_link = [e['args'] for e in counters
+               if e['name'] == trace_events.ACTIVATIONS_COUNTER]
+    assert set(by_link[0]) == set().union(*by_link)
     # Inside the window's iterations, in time order.
     spans = [e for e in events if e.get('ph') == 'X']
     first = min(e['ts'] for e in spans)
