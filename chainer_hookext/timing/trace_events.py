@@ -64,14 +64,11 @@ def window_events(window, rank, device):
     threads = {loop_thread: 'training loop'}
     if device:
         threads[device_thread] = 'device (CUDA events)'
-    events = trace.metadata(pid, f'rank {rank}', threads)
-    for s in loop:
-        events.append(trace.complete(
-            s.name, s.category, s.start, s.end, pid, loop_thread, s.args))
-    for s in links:
-        events.append(trace.complete(
-            s.name, s.category, s.start, s.end, pid,
-            device_thread if device else loop_thread, s.args))
+    events = trace.metadata(pid, f'rank {rank}', threads) + [
+        trace.complete(s.name, s.category, s.start, s.end, pid, tid, s.args)
+        for tid, slices in ((loop_thread, loop), (
+            device_thread if device else loop_thread, links))
+        for s in slices]
     if window.memory is not None:
         events.extend(memory_events(window.memory, ns, pid, loop_thread))
     return events
@@ -158,8 +155,7 @@ def _links(window, ns, index):
         # (most spans hold no pause: no _replace, a Python call)
         return span if start == span.start else span._replace(start=start)
     slices = []
-    for span in window.links.forward:
-        span = real(span)
+    for span in map(real, window.links.forward):
         name = spans.name_of(span.record)
         slices.append(_Slice(name, 'link_forward', ns(span.start),
                              ns(span.end), {'link': name}))
@@ -174,16 +170,12 @@ def _links(window, ns, index):
                 'link': run.name, 'steps': run.steps, 'steps_ns': busy,
                 'share': round(busy / (end - start), 4) if end > start
                 else 1.0}))
-    for span in window.links.functions:
-        span = real(span)
-        name = spans.name_of(span.record)
-        if span.backward:
-            label, category = span.function + ' (backward)', (
-                'function_backward')
-        else:
-            label, category = span.function, 'function_forward'
-        slices.append(_Slice(label, category, ns(span.start), ns(span.end),
-                             {'link': name}))
+    for span in map(real, window.links.functions):
+        slices.append(_Slice(
+            span.function + (' (backward)' if span.backward else ''),
+            'function_' + ('backward' if span.backward else 'forward'),
+            ns(span.start), ns(span.end),
+            {'link': spans.name_of(span.record)}))
     return slices
 
 
@@ -216,10 +208,9 @@ def _fit(child, parents, ends):
     # inside it.  parents follow one another (sorted by start; ends
     # theirs).  Link spans need no fitting: same clock reads as the phases.
     i = bisect.bisect_right(ends, child.start)  # start <= it < end
-    holds = i < len(parents) and parents[i].start <= child.start
-    parent = parents[i] if holds else None
-    if parent is None:
+    if i == len(parents) or parents[i].start > child.start:
         return child
+    parent = parents[i]
     start = max(child.start, parent.start)
     end = max(min(child.end, parent.end), start)
     if (start, end) == (child.start, child.end):
