@@ -15,10 +15,9 @@ EVERY_LINK = 'summary() and profile.json (ProfileReport) have them all'
 def print_class_table(entries, unit, file):
     """Prints :func:`.records.class_entries` rows as Chainer does."""
     fmt = units.formatter(unit, [e.elapsed_time for e in entries])
-    rows = [['LinkName', 'ElapsedTime', 'Occurrence']]
-    for e in entries:
-        rows.append([e.key, fmt(e.elapsed_time), str(e.occurrence)])
-    _write(rows, '>>>', file)
+    _write([['LinkName', 'ElapsedTime', 'Occurrence']] + [
+        [e.key, fmt(e.elapsed_time), str(e.occurrence)] for e in entries],
+        file, '>>>')
 
 
 def print_tree_table(entries, unit, file, header='LinkPath',
@@ -43,12 +42,10 @@ def print_tree_table(entries, unit, file, header='LinkPath',
         rows.append([label] + cells)
     groups = [range(1, len(figures) + 2)]
     if points is not None:
-        rows[0] += _ROOFLINE_TITLES[:4] + (
-            _ROOFLINE_TITLES[4:] if backward else [])
+        rows[0] += _ROOFLINE_TITLES[:8 if backward else 4]
         groups += [range(start, start + 4) for start in range(
             len(figures) + 2, len(rows[0]), 4)]
-    _write(rows, '<' + '>' * (len(rows[0]) - 1), file, groups,
-           _more(left_out, 'link'))
+    _write(rows, file, groups=groups, more=_more(left_out, 'link'))
 
 
 _ROOFLINE_TITLES = ['FLOPs', 'FLOP/s', 'Peak%', 'Bound',
@@ -56,14 +53,10 @@ _ROOFLINE_TITLES = ['FLOPs', 'FLOP/s', 'Peak%', 'Bound',
 
 
 def _roofline_cells(link_points, backward):
-    cells = []
-    for point in (link_points or (None, None))[:2 if backward else 1]:
-        if point is None:
-            cells += ['', '', '', '']
-        else:
-            cells += [units.count(point.flops), units.count(point.rate),
-                      f'{point.percent:.1f}%', point.bound]
-    return cells
+    return [cell for point in (link_points or (None, None))[
+        :2 if backward else 1] for cell in ([''] * 4 if point is None else [
+            units.count(point.flops), units.count(point.rate),
+            f'{point.percent:.1f}%', point.bound])]
 
 
 REST = '(rest)'
@@ -113,7 +106,7 @@ def print_function_table(rows, self_times, unit, file, backward=False,
         row.time + row.backward_time))
     table += [['  ' + row.function] + cells(row) for row in totals[:top]]
     more += _more(len(totals) - len(totals[:top]), 'function type')
-    _write(table, '<' + '>' * (len(table[0]) - 1), file, more=more)
+    _write(table, file, more=more)
 
 
 def _links_within(self_times, by_link, top):
@@ -145,44 +138,33 @@ def print_spread_table(entries, unit, file, header='LinkName',
             + [f.mean_title for f in others]]
     for label, entry in zip(tree_labels(entries), entries):
         spread = entry.spreads.get(first.field)
-        cells = [label]
-        if spread is None:  # (outside): backward only
-            cells += ['', '', '', '']
-        else:
-            cells += [fmt(spread.mean), fmt(spread.min), fmt(spread.max),
-                      str(spread.slowest_rank)]
-        for figure in others:
-            spread = entry.spreads.get(figure.field)
-            cells.append('' if spread is None else fmt(spread.mean))
-        rows.append(cells)
-    _write(rows, '<' + '>' * (len(rows[0]) - 1), file,
-           more=_more(left_out, 'link'))
+        cells = [label] + (['', '', '', ''] if spread is None else [  # outside
+            fmt(spread.mean), fmt(spread.min), fmt(spread.max),
+            str(spread.slowest_rank)])
+        rows.append(cells + [
+            '' if entry.spreads.get(f.field) is None else
+            fmt(entry.spreads[f.field].mean) for f in others])
+    _write(rows, file, more=_more(left_out, 'link'))
 
 
 def print_share_table(seconds, whole, unit, file,
                       titles=('Phase', 'PerIteration', 'Share')):
     """Prints ``{label: seconds}``, each with its share of ``whole``."""
     fmt = units.formatter(unit, list(seconds.values()))
-    rows = [list(titles)]
-    for label, value in seconds.items():
-        share = f'{100.0 * value / whole:.1f}%' if whole else ''
-        rows.append([label, fmt(value), share])
-    _write(rows, '<>>', file)
+    _write([list(titles)] + [
+        [label, fmt(value), f'{100.0 * value / whole:.1f}%' if whole else '']
+        for label, value in seconds.items()], file)
 
 
 def tree_labels(rows):
     """Each row's label: indented below its parent, without its key."""
-    depths = {}
-    labels = []
+    depths, labels = {}, []
     for row in rows:
-        parent = row.parent
+        depth, label, parent = 0, row.key, row.parent
         if parent in depths:
             depth = depths[parent] + 1
-            label = row.key
             if row.key.startswith(parent):
                 label = row.key[len(parent):].lstrip('/') or row.key
-        else:
-            depth, label = 0, row.key
         depths.setdefault(row.key, depth)
         labels.append('  ' * depth + label)
     return labels
@@ -204,8 +186,7 @@ def print_memory_table(rows, file, gpu, top=TOP):
         time = row.forward_time
         table.append([label] + cells + [
             '' if time is None else f'{time * 1e3:.2f}ms'])
-    _write(table, '<' + '>' * (len(table[0]) - 1), file,
-           more=_more(left_out, 'link'))
+    _write(table, file, more=_more(left_out, 'link'))
 
 
 #: A memory row's figures that hold its descendants' too.
@@ -233,27 +214,23 @@ def _more(count, noun):
     return [f'... {count} more {noun}: {EVERY_LINK}'] if count else []
 
 
-def _write(rows, aligns, file, groups=None, more=()):
+def _write(rows, file, aligns=None, groups=None, more=()):
     # Blocks of whole column groups, each with the key column, each as
     # wide as the console at most.
+    aligns = aligns or '<' + '>' * (len(rows[0]) - 1)
     rows = [[_shorten(row[0])] + row[1:] for row in rows]
     widths = [max(len(row[i]) for row in rows) for i in range(len(aligns))]
     if groups is None:
         groups = [[i] for i in range(1, len(aligns))]
     blocks = [[]]
     for group in groups:
-        block = blocks[-1] + list(group)
-        if blocks[-1] and sum(widths[i] + 2 for i in [0] + block) - 2 > (
-                console.WIDTH):
-            block = list(group)
-            blocks.append(block)
-        blocks[-1] = block
-    lines = []
-    for block in blocks:
-        columns = [0] + block
-        lines += ['  '.join(f'{row[i]:{aligns[i]}{widths[i]}}'
-                            for i in columns).rstrip() for row in rows]
-    console.write(lines + list(more), file)
+        if blocks[-1] and sum(widths[i] + 2 for i in [0, *blocks[-1], *group]
+                              ) - 2 > console.WIDTH:
+            blocks.append([])
+        blocks[-1] += list(group)
+    console.write(['  '.join(f'{row[i]:{aligns[i]}{widths[i]}}'
+                             for i in [0] + block).rstrip()
+                   for block in blocks for row in rows] + list(more), file)
 
 
 def _shorten(key):
