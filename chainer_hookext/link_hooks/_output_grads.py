@@ -45,9 +45,8 @@ def subscribe(listener, steps=False, nodes=False):
 
 
 def unsubscribe(tagger, listener):
-    """Takes back one :func:`subscribe`; on the last, the listener's calls
-    still waiting are done.  Returns ``tagger`` while registered, else
-    ``None``."""
+    """Takes back one :func:`subscribe` (on the last, the listener's waiting
+    calls are done); returns ``tagger`` while registered, else ``None``."""
     if tagger is None:
         return None
     try:
@@ -100,12 +99,10 @@ class Marked:
 class OutputGrads(_tagging.NodeTagger):
     """The thread's tagger of link outputs' gradients (see the module).
 
-    Attributes:
-        links: The thread's ``RunningLinks``, whose tag each node gets.
-        recorder: The node listener, or ``None``.
-        started (list of Call): Calls of waiting listeners partly seen.
-        prev: A weak reference to the last backward step's node, while a
-            step listener listens.
+    ``links``: the thread's ``RunningLinks``, whose tag each node gets;
+    ``recorder``: the node listener or ``None``; ``started``: the calls of
+    waiting listeners partly seen; ``prev``: a weak reference to the last
+    backward step's node, while a step listener listens.
     """
 
     name = 'OutputGrads'
@@ -128,8 +125,7 @@ class OutputGrads(_tagging.NodeTagger):
                     f'{self.name}: {self.recorder!r} listens to the nodes '
                     'already; one node listener at a time.')
             self._record(listener)
-        count = self._counts.get(listener, 0)
-        self._counts[listener] = count + 1
+        self._counts[listener] = self._counts.get(listener, 0) + 1
         if steps and listener not in self._steps:
             self._steps += (listener,)
 
@@ -241,10 +237,7 @@ class OutputGrads(_tagging.NodeTagger):
     def name_of(self, listener, function):
         """The innermost link running for ``listener`` when ``function``
         was made, or ``None``."""
-        try:
-            tag = function._chainer_hookext_links
-        except AttributeError:
-            return None
+        tag = getattr(function, '_chainer_hookext_links', None)
         if type(tag) is Marked:
             tag = tag.running
         return _running_links.name_in(tag, listener)

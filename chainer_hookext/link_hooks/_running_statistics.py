@@ -45,14 +45,13 @@ class Table:
 
     def values(self):
         """Returns ``{reported key: float}``: one host copy per device."""
-        keys = list(self.running)
-        rows = _arrays.to_host([self.running[k].row() for k in keys])
+        running = list(self.running.items())
         values = {}
-        for key, row in zip(keys, rows):
-            running = self.running[key]
-            every = figures(Row(*row.tolist()), running.count, running.calls)
-            for statistic in self.statistics:
-                values[self.key(*key, statistic)] = every[statistic]
+        for (key, one), row in zip(running, _arrays.to_host(
+                [one.row() for _, one in running])):
+            every = figures(Row(*row.tolist()), one.count, one.calls)
+            values.update((self.key(*key, s), every[s])
+                          for s in self.statistics)
         return values
 
     def reset(self):
@@ -138,8 +137,8 @@ def check_statistics(call, statistics, choices):
         names = ((statistics,) if isinstance(statistics, str)
                  else tuple(statistics))
     except TypeError:
-        names = None
-    if names is None or not all(isinstance(s, str) for s in names):
+        names = (None,)
+    if not all(isinstance(s, str) for s in names):
         raise TypeError(
             f'`{call}(statistics={statistics!r})` is not a name or names of '
             f'statistics: {what}')

@@ -18,20 +18,12 @@ class StatisticsHook(_output_hook.OutputHook):
     report_key = None
 
     def __init__(self, statistics, train, eval, call=None):
-        self.statistics_names = self.check_statistics(
-            call or type(self).__name__, statistics)
+        self.statistics_names = names = _running_statistics.check_statistics(
+            call or type(self).__name__, statistics, self.STATISTICS)
         super().__init__(train=train, eval=eval)
         # by (link name, where in its output)
         self._table = _running_statistics.Table(
-            self.statistics_names, type(self).report_key,
-            norm=self.norm and 'norm' in self.statistics_names)
-
-    @classmethod
-    def check_statistics(cls, call, statistics):
-        """Returns ``statistics`` as a tuple of names of :attr:`STATISTICS`
-        (``TypeError`` or ``ValueError`` naming ``call`` otherwise)."""
-        return _running_statistics.check_statistics(
-            call, statistics, cls.STATISTICS)
+            names, type(self).report_key, norm=self.norm and 'norm' in names)
 
     def statistics(self) -> dict:
         """Returns what was accumulated since :meth:`reset`.

@@ -244,9 +244,8 @@ class TimerHook(call_stack.CallStack, scoped_link_hook.ScopedLinkHook):
     def flush(self) -> None:
         """Ends the calls left open by exceptions and resolves CUDA events
         (only in the timed thread)."""
-        if self.thread not in (None, threading.get_ident()):
-            return
-        self.flush_calls()
+        if self.thread in (None, threading.get_ident()):
+            self.flush_calls()
 
     def _merged(self, call, mode):
         _checks.check_choice(call, 'mode', mode, records.MODES + (None,),
@@ -264,14 +263,16 @@ class TimerHook(call_stack.CallStack, scoped_link_hook.ScopedLinkHook):
         return self._merged(call, mode)
 
     def _outside(self, mode):
-        return sum(self.outside[m].backward for m in _MODES[mode])
-
-    def _outside_entry(self, mode):
-        # The (outside) row, or None when empty.
+        # The modes' (outside) records, summed.
         outside = records.CallRecord()
         for m in _MODES[mode]:
             outside.backward += self.outside[m].backward
             records.add_costs(self.outside[m], outside)
+        return outside
+
+    def _outside_entry(self, mode):
+        # The (outside) row, or None when empty.
+        outside = self._outside(mode)
         if (outside.backward <= 0 and not outside.backward_flops
                 and not outside.functions):
             return None
@@ -302,7 +303,7 @@ class TimerHook(call_stack.CallStack, scoped_link_hook.ScopedLinkHook):
         included; 0 without ``backward=True``."""
         root = self._merged('TimerHook.total_backward_time', mode)
         return sum(r.backward for _, r in records.walk(root)) + (
-            self._outside(mode))
+            self._outside(mode).backward)
 
     def entries(self, by: str = 'path', mode: typing.Optional[str] = None
                 ) -> typing.List[records.Entry]:
@@ -335,10 +336,7 @@ class TimerHook(call_stack.CallStack, scoped_link_hook.ScopedLinkHook):
             order of first call, ``'(outside)'`` last.
         """
         root = self._by_link('TimerHook.function_entries', by, mode)
-        outside = records.CallRecord()
-        for m in _MODES[mode]:
-            records.add_costs(self.outside[m], outside)
-        return records.function_entries(root, by, outside)
+        return records.function_entries(root, by, self._outside(mode))
 
     def unknown_functions(self, by: str = 'path',
                           mode: typing.Optional[str] = None
@@ -357,7 +355,7 @@ class TimerHook(call_stack.CallStack, scoped_link_hook.ScopedLinkHook):
         root = self._by_link('TimerHook.unknown_functions', by, mode)
         found = collections.OrderedDict()
         counted = [(getattr(r.labels, by), r) for _, r in records.walk(root)]
-        counted += [(keys.OUTSIDE, self.outside[m]) for m in _MODES[mode]]
+        counted.append((keys.OUTSIDE, self._outside(mode)))
         for key, rec in counted:
             for name, nodes in (rec.unknown or {}).items():
                 links = found.setdefault(name, collections.OrderedDict())
@@ -487,8 +485,7 @@ class TimerHook(call_stack.CallStack, scoped_link_hook.ScopedLinkHook):
         # Rows [record index, class name]: unknown nodes, figures by type.
         saved = self._saved_records(
             {m: self._merged(None, m) for m in _MODES[None]})
-        labels, nodes = [], []
-        function_labels = []
+        labels, nodes, function_labels = [], [], []
         function_columns = {column: [] for column in _FUNCTION_SAVED}
         for index, rec in enumerate(saved):
             for name, count in (rec.unknown or {}).items():
