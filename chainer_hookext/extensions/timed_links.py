@@ -210,12 +210,10 @@ class TimedLinks(link_hook_extension.LinkHookExtension):
         if self._peaks_from is not None:
             self._set_roofline(self._peaks_from, last_chance=True)
         totals, function_totals = self._totals()
-        reports = []
-        for mode in self._modes:
-            report = self._report(mode, totals[mode], iteration,
-                                  function_totals.get(mode, ()))
-            if report is not None:
-                reports.append(report)
+        reports = [report for report in (
+            self._report(mode, totals[mode], iteration,
+                         function_totals.get(mode, ()))
+            for mode in self._modes) if report is not None]
         self._baseline = totals
         self._function_baseline = function_totals
         self._last_iteration = iteration
@@ -228,11 +226,9 @@ class TimedLinks(link_hook_extension.LinkHookExtension):
                 return
             if not self.local_report:
                 return
-        observation = {}
-        for report in reports:
-            observation.update(keys.figures(
-                report, self.backward, self.flops))
-        chainer.report(observation)
+        chainer.report({key: value for report in reports for key, value in
+                        keys.figures(report, self.backward,
+                                     self.flops).items()})
         if not self.print_report:
             return
         for report in reports:
@@ -255,8 +251,14 @@ class TimedLinks(link_hook_extension.LinkHookExtension):
                     report.functions, self_times, self.unit, sys.stdout,
                     backward=keys.backward_reported(
                         report.mode, self.backward), flops=self.flops)
-        if self.flops:
-            _print_unknown(self.unknown_functions(by='name'), sys.stdout)
+        unknown = self.flops and self.unknown_functions(by='name')
+        if unknown:
+            console.write([
+                'Function types without a FLOP formula (not counted):'] + [
+                f"  {name}: {found['nodes']} nodes, in "
+                f"{', '.join(found['links'])} "
+                f"({100.0 * found['time_share']:.1f}% of the time)"
+                for name, found in unknown.items()], sys.stdout)
 
     def _add_links(self, iteration):
         # Links added to the model during training: reported from now on
@@ -302,10 +304,8 @@ class TimedLinks(link_hook_extension.LinkHookExtension):
                 set(names) | {keys.OUTSIDE}, per))
 
     def _report_gathered(self, gathered, iteration):
-        observation = {}
-        for report in gathered:
-            observation.update(gather.figures(report))
-        chainer.report(observation)
+        chainer.report({key: value for report in gathered
+                        for key, value in gather.figures(report).items()})
         if not self.print_report:
             return
         for report in gathered:
@@ -391,18 +391,6 @@ class TimedLinks(link_hook_extension.LinkHookExtension):
         snapshot without them warns, and timing starts afresh)."""
         if not _state.is_loading(serializer):
             self.hook.serialize(serializer['hook'])
-            self._serialize_baseline(serializer)
-            return
-        try:
-            self.hook.serialize(_state.child(serializer, 'hook'))
-            self._serialize_baseline(serializer)
-        except _state.MissingState as e:
-            _state.warn_missing(self.name or self.default_name, e,
-                                'Timing starts afresh.')
-            self._last_iteration = None  # initialize starts a new run
-
-    def _serialize_baseline(self, serializer):
-        if not _state.is_loading(serializer):
             last = self._last_iteration
             serializer('last_iteration', -1 if last is None else last)
             _save_by_mode(serializer['baseline'], self._baseline,
@@ -411,10 +399,17 @@ class TimedLinks(link_hook_extension.LinkHookExtension):
                           self._function_baseline, records.FUNCTION_FIELDS,
                           lambda row: [row.link, row.function])
             return
-        last = int(_state.read(serializer, 'last_iteration'))
-        rows = _state.load_rows(
-            _state.child(serializer, 'baseline'), records.FIELDS,
-            records.COST_FIELDS)  # older snapshots: none counted
+        try:
+            self.hook.serialize(_state.child(serializer, 'hook'))
+            last = int(_state.read(serializer, 'last_iteration'))
+            rows = _state.load_rows(
+                _state.child(serializer, 'baseline'), records.FIELDS,
+                records.COST_FIELDS)  # older snapshots: none counted
+        except _state.MissingState as e:
+            _state.warn_missing(self.name or self.default_name, e,
+                                'Timing starts afresh.')
+            self._last_iteration = None  # initialize starts a new run
+            return
         self._last_iteration = None if last < 0 else last
         self._baseline = _load_by_mode(rows, records.Entry)
         try:  # older snapshots: no function types timed
@@ -476,15 +471,6 @@ def _function_differences(now, then, links, per):
     return [row._replace(**_since(
         row, before.get((row.link, row.function)), records.FUNCTION_FIELDS,
         per)) for row in now if row.link in links]
-
-
-def _print_unknown(unknown, file):
-    if not unknown:
-        return
-    console.write(['Function types without a FLOP formula (not counted):'] + [
-        f"  {name}: {found['nodes']} nodes, in {', '.join(found['links'])} "
-        f"({100.0 * found['time_share']:.1f}% of the time)"
-        for name, found in unknown.items()], file)
 
 
 def _title(mode, iteration, how):
