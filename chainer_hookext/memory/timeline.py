@@ -561,14 +561,12 @@ def points(timeline):
     return out
 
 
-def peak_of(timeline, top=5, found=None, forget=True):
+def peak_of(timeline, top=5):
     """Returns the :class:`Peak` of ``timeline``, or ``None`` without a
     sample: the first sample of the highest total (on a GPU, of the
-    highest pool used bytes), and its ``top`` largest holders (``found``:
-    its :func:`points`, when made already); ``forget``: its ``forget``
-    too (a trace has no use for it)."""
-    if found is None:
-        found = points(timeline)
+    highest pool used bytes), its ``top`` largest holders and its
+    ``forget`` savings."""
+    found = points(timeline)
     if not found:
         return None
     gpu = found[0].sample.pool_used is not None
@@ -576,8 +574,7 @@ def peak_of(timeline, top=5, found=None, forget=True):
         found[i].sample.pool_used if gpu else found[i].total, -i))
     point = found[best]
     return Peak(point, _holders(timeline, point.sample, top),
-                timeline.pool_peak,
-                forget_savings(timeline, found, gpu) if forget else ())
+                timeline.pool_peak, forget_savings(timeline, found, gpu))
 
 
 def _holders(timeline, sample, top):
