@@ -111,23 +111,22 @@ MEMORY = 'memory'
 #: A memory figure (a ``LinkFigures`` field), as :class:`Figure`; ``gpu``:
 #: measured on a GPU only; ``backward`` is for the collision check.
 MemoryFigure = collections.namedtuple('MemoryFigure', (
-    'field', 'suffix', 'outside', 'gpu', 'title', 'backward'))
+    'field', 'suffix', 'outside', 'gpu', 'title', 'backward'),
+    defaults=(False,))
 
 #: In table order (docs/memory.md, "Keys").
 MEMORY_FIGURES = (
-    MemoryFigure('activations', '/activations', True, False, 'Activations',
-                 False),
+    MemoryFigure('activations', '/activations', True, False, 'Activations'),
     MemoryFigure('self_activations', '/activations/self', False, False,
-                 'SelfActivations', False),
-    MemoryFigure('forgettable', '/forgettable', False, False, 'Forgettable',
-                 False),
-    MemoryFigure('params', '/params', False, False, 'Params', False),
-    MemoryFigure('grads', '/grads', False, False, 'Grads', False),
+                 'SelfActivations'),
+    MemoryFigure('forgettable', '/forgettable', False, False, 'Forgettable'),
+    MemoryFigure('params', '/params', False, False, 'Params'),
+    MemoryFigure('grads', '/grads', False, False, 'Grads'),
     MemoryFigure('optimizer_state', '/optimizer_state', False, False,
-                 'OptimizerState', False),
-    MemoryFigure('peak', '/peak', False, True, 'Peak', False),
+                 'OptimizerState'),
+    MemoryFigure('peak', '/peak', False, True, 'Peak'),
     MemoryFigure('backward_peak', '/backward/peak', True, True,
-                 'BackwardPeak', False),
+                 'BackwardPeak'),
 )
 
 
@@ -202,8 +201,7 @@ def prefix(mode, family=TIME):
     >>> prefix('eval', FLOPS)
     'validation/flops/'
     """
-    return (family + '/') if mode == 'train' else (
-        EVAL_PREFIX + family + '/')
+    return ('' if mode == 'train' else EVAL_PREFIX) + family + '/'
 
 
 def backward_reported(mode, backward):
@@ -347,11 +345,9 @@ it out with `links=`.
         for figure in (MEMORY_FIGURES if memory else link_figures(backward)):
             key = (memory_key(name, figure) if memory else
                    figure_key('train', name, figure.field))
-            owned = [_Owner(key, name, figure, None)]
-            if spread:
-                owned += [_Owner(spread_key(key, s), name, figure, s)
-                          for s in STATISTICS]
-            for owner in owned:
+            for owner in [_Owner(key, name, figure, None)] + [
+                    _Owner(spread_key(key, s), name, figure, s)
+                    for s in STATISTICS if spread]:
                 other = owners.setdefault(owner.key, owner)
                 if other.name != name:
                     raise _clash(call, owner, other)
@@ -410,23 +406,20 @@ TimedLoop its figure 'backward'; rename the link (the keys of an \
 optimizer's links start with its name in the updater), leave it out of \
 TimedLinks with `links=` or pass TimedLinks `backward=False`.
     """
-    loop = {}  # {key: TimedLoop's figure}
-    for figure in loop_figures(extension_names):
-        key = loop_key(figure)
-        loop[key] = figure
-        if loop_spread:
-            loop.update((spread_key(key, s), figure) for s in STATISTICS)
+    loop = {k: f for f in loop_figures(extension_names)  # {key: figure}
+            for k in _with_spreads(loop_key(f), loop_spread)}
     loop.update((loop_key(f), f) for f in loop_tail_figures(
         extension_names))
     for name in names:
         for figure in link_figures(backward):
-            key = figure_key('train', name, figure.field)
-            owned = [key]
-            if spread:
-                owned += [spread_key(key, s) for s in STATISTICS]
-            for one in owned:
+            for one in _with_spreads(
+                    figure_key('train', name, figure.field), spread):
                 if one in loop:
                     raise _loop_clash(one, name, figure, loop[one])
+
+
+def _with_spreads(key, spread):
+    return [key] + [spread_key(key, s) for s in STATISTICS if spread]
 
 
 def _loop_clash(key, name, figure, loop_figure):
