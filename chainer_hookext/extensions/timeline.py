@@ -333,7 +333,12 @@ class Timeline(loop_phases.LoopExtension):
         piece = self._recorder.stop()
         try:
             self._write_done()
-            self._close_window(write=True, end=end, piece=piece)
+            window, self._window = self._window, None  # one cut short
+            if window is not None and piece is not None:
+                window.pieces.append(piece)
+            if window is not None and window.pieces:
+                self._write_window(window, self._iteration_starts, (
+                    self._iteration_starts[-1][1] if end is None else end))
             started = self._started
             if (piece is not None and started is not None
                     and clock is not None and clock.phase == phases.OTHER):
@@ -356,22 +361,6 @@ class Timeline(loop_phases.LoopExtension):
         self._unwritten = []
         if self._plan is not None:
             self._plan.forget(self)
-
-    def _close_window(self, write, end=None, piece=None):
-        window, self._window = self._window, None
-        if window is None:
-            return
-        if self._outliers is None and self._recorder.running:
-            if end is None and self._clock is not None:
-                end = self._clock.cut()  # the running phase so far
-            piece = self._recorder.stop()
-        if piece is not None:
-            window.pieces.append(piece)
-        if end is None:
-            end = self._iteration_starts[-1][1]
-        if not write or not window.pieces:
-            return
-        self._write_window(window, self._iteration_starts, end)
 
     def _rank(self):
         return self.comm.rank if self.comm is not None else (
