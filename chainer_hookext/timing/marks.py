@@ -227,33 +227,31 @@ class Marks:
         """Registers the marks on ``trainer``'s loop, the function hook in
         ``function_hooks`` (the training thread's)."""
         try:
-            self._add(trainer, function_hooks)
+            optimizers = tuple(trainer.updater.get_all_optimizers().values())
+            for optimizer in optimizers:
+                # ChainerMN's multi-node optimizer keeps its communicator in
+                # its own __dict__.  First: the user's pre hooks are
+                # optimizer time.
+                if 'communicator' in vars(optimizer):
+                    self._optimizer_hooks.append(_registry.add_optimizer_hook(
+                        optimizer, UpdateMark(self), NAME, 'pre', first=True))
+
+            def count_updates():
+                # Each update adds one to t; a loop, not sum(): no generator.
+                total = 0
+                for optimizer in optimizers:
+                    total += optimizer.t
+                return total
+            self._hook = PhaseMarks(self.clock, count_updates)
+            self._hook_handle = _registry.add(function_hooks, self._hook)
+            for name, entry in _chainer.extension_entries(trainer).items():
+                timed = TimedTrigger(
+                    self, entry.trigger, phases.ExtensionPhase(name))
+                entry.trigger = timed
+                self._triggers.append((entry, timed))
         except BaseException:
             self.remove()
             raise
-
-    def _add(self, trainer, function_hooks):
-        optimizers = tuple(trainer.updater.get_all_optimizers().values())
-        for optimizer in optimizers:
-            # ChainerMN's multi-node optimizer keeps its communicator in its
-            # own __dict__.  First: the user's pre hooks are optimizer time.
-            if 'communicator' in vars(optimizer):
-                self._optimizer_hooks.append(_registry.add_optimizer_hook(
-                    optimizer, UpdateMark(self), NAME, 'pre', first=True))
-
-        def count_updates():
-            # Each update adds one to t; a loop, not sum(): no generator.
-            total = 0
-            for optimizer in optimizers:
-                total += optimizer.t
-            return total
-        self._hook = PhaseMarks(self.clock, count_updates)
-        self._hook_handle = _registry.add(function_hooks, self._hook)
-        for name, entry in _chainer.extension_entries(trainer).items():
-            timed = TimedTrigger(
-                self, entry.trigger, phases.ExtensionPhase(name))
-            entry.trigger = timed
-            self._triggers.append((entry, timed))
 
     @property
     def phase_marks(self):

@@ -62,10 +62,9 @@ class PartHistory:
             self._add_run(runs, phase, seconds)
 
     def _add_run(self, runs, phase, seconds):
-        history = runs.get(phase)
-        if history is None:
-            history = runs[phase] = running_median.RunningMedian(self.size)
-        history.add(seconds)
+        if phase not in runs:
+            runs[phase] = running_median.RunningMedian(self.size)
+        runs[phase].add(seconds)
 
     def save(self, serializer):
         """Saves a row per run kept, labelled with its part's name and, for
