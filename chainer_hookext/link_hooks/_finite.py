@@ -41,8 +41,7 @@ def forward_cause(args):
     (``args``: ``forward_postprocess``'s), checking its inputs, then its
     tree's parameters: a synchronisation per device array, so only for a
     finding reported at once."""
-    inputs = (('args', args.args), ('kwargs', args.kwargs))
-    for prefix, value in inputs:
+    for prefix, value in (('args', args.args), ('kwargs', args.kwargs)):
         for keys, array in _arrays.walk(value):
             if _non_finite(array):
                 where = ''.join(f'[{k!r}]' for k in keys)

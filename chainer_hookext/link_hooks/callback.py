@@ -80,10 +80,8 @@ class CallbackHook(scoped_link_hook.ScopedLinkHook):
                 'to give them to: pass backward(link, grad_outputs, '
                 'grad_inputs), or leave grad_inputs False.')
         if name is not None:
-            _checks.check_name(call, 'name', name)
+            self.name = _checks.check_name(call, 'name', name)
         super().__init__(train=train, eval=eval)
-        if name is not None:
-            self.name = name
         self.prehook = prehook
         self.posthook = posthook
         self.backward = backward

@@ -164,12 +164,8 @@ class NonFiniteHook(_output_hook.OutputHook):
         pending, self._pending = self._pending, []
         if self._grads is not None:
             self._grads.prev = None
-        found = []
-        for code, record in zip(
-                _arrays.to_host([c for c, _ in pending]), pending):
-            if code:
-                found.append(self._found(int(code), record[1]))
-        return found
+        return [self._found(int(code), record) for code, (_, record) in zip(
+            _arrays.to_host([c for c, _ in pending]), pending) if code]
 
     def discard(self) -> None:
         """Forgets the deferred checks not read yet."""
