@@ -61,7 +61,8 @@ def gather(comm, reports, backward, root=0, flops=False, functions=False):
                 [f for r in sent if r.mode == mode for f in r.functions])
                 for sent in per_rank], lambda row: shown)
         gathered.append(Gathered(mode, len(per_rank), summarise(
-            rows, _reported_fields(mode, backward, flops)), types))
+            rows, lambda entry: [f.field for f in keys.reported(
+                mode, entry.key, backward, flops)]), types))
     return gathered
 
 
@@ -74,13 +75,6 @@ def _type_totals(rows):
     return [_TypeTotal(key=total.function, parent=None, **{
         f: getattr(total, f) for f in records.FUNCTION_FIELDS})
         for total in keys.function_totals(rows)]
-
-
-def _reported_fields(mode, backward, flops):
-    def fields(entry):
-        return [f.field for f in keys.reported(
-            mode, entry.key, backward, flops)]
-    return fields
 
 
 def summarise(per_rank, fields):
@@ -136,10 +130,8 @@ def spread_figures(key, spread):
     ['time/loop/data', 'time/loop/data/max', 'time/loop/data/min', \
 'time/loop/data/slowest_rank']
     """
-    out = {key: spread.mean}
-    for statistic in keys.STATISTICS:
-        out[keys.spread_key(key, statistic)] = getattr(spread, statistic)
-    return out
+    return {key: spread.mean, **{keys.spread_key(key, s): getattr(spread, s)
+                                 for s in keys.STATISTICS}}
 
 
 def spread_observation(per_rank, key=None):
