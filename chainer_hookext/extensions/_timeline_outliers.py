@@ -107,20 +107,21 @@ class OutlierRule:
         without ``previous``), then adds the parts to their histories.
         The phase ``left_out`` (the Timeline's own) is no part."""
         spent = phase_seconds(iteration, left_out)
-        called = {}
-        update = 0.0
-        for phase, seconds in spent.items():
-            if isinstance(phase, phases.ExtensionPhase):
-                called[phase] = seconds
-            else:
-                update += seconds
+        called = {phase: seconds for phase, seconds in spent.items()
+                  if isinstance(phase, phases.ExtensionPhase)}
+        update = sum(seconds for phase, seconds in spent.items()
+                     if phase not in called)
         runs = self.history.runs(frozenset(called))
         verdict = None
         if previous is not None and self.iterations >= WARMUP:
             verdict = self._verdict(iteration.seconds, update, called, runs)
             if verdict is not None and verdict.part.name == UPDATE:
-                verdict = _update_grew(verdict, spent, phase_seconds(
-                    previous, left_out))
+                before = phase_seconds(previous, left_out)
+                grew, grew_most = max(
+                    (s - before.get(phase, 0.0), figure(phase))
+                    for phase, s in spent.items() if phase not in called)
+                verdict = verdict._replace(grew_most=grew_most,
+                                           grew_seconds=grew)
         self.history.add(update, called, runs)
         self.iterations += 1
         return verdict
@@ -137,10 +138,12 @@ class OutlierRule:
             baseline = _baseline(key, runs_of, floor)
             if absolute or (baseline is not None
                             and spent_in > self.rule * baseline):
-                grown.append(_part(key, spent_in, runs_of, baseline))
+                n = len(runs_of) if runs_of is not None else 0
+                grown.append(Part(figure(key), spent_in, runs_of.median()
+                                  if n else None, n, baseline))
         if not grown:
             return None
-        part = max(grown, key=_excess)
+        part = max(grown, key=lambda p: p.seconds - (p.baseline or 0.0))
         threshold = (self.rule.total_seconds() if absolute
                      else self.rule * part.baseline)
         return Verdict(seconds, part, threshold, part.name,
@@ -192,24 +195,6 @@ def _baseline(key, history, floor):
     if len(history) < RUNS:
         return None
     return max(history.median(), floor or 0.0)
-
-
-def _update_grew(verdict, spent, before):
-    grew, grew_most = max(
-        (s - before.get(phase, 0.0), figure(phase))
-        for phase, s in spent.items()
-        if not isinstance(phase, phases.ExtensionPhase))
-    return verdict._replace(grew_most=grew_most, grew_seconds=grew)
-
-
-def _part(key, seconds, history, baseline):
-    runs = len(history) if history is not None else 0
-    median = history.median() if runs else None
-    return Part(figure(key), seconds, median, runs, baseline)
-
-
-def _excess(part):
-    return part.seconds - (part.baseline or 0.0)
 
 
 def figure(part):
