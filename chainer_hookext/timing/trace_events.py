@@ -122,18 +122,11 @@ def _iterations(window, ns):
 
 def _phases(window, ns):
     first, end = window.iteration_starts[0][1], window.end
-    slices = []
-    for span in window.phase_spans:
-        if span.phase == phases.OTHER or span.start < first or (
-                span.end > end):
-            continue
-        if isinstance(span.phase, phases.ExtensionPhase):
-            name, category = span.phase.name, 'extension'
-        else:
-            name, category = span.phase, 'phase'
-        slices.append(_Slice(name, category, ns(span.start), ns(span.end),
-                             None))
-    return slices
+    return [_Slice(getattr(s.phase, 'name', s.phase),
+                   'extension' if isinstance(s.phase, phases.ExtensionPhase)
+                   else 'phase', ns(s.start), ns(s.end), None)
+            for s in window.phase_spans
+            if s.phase != phases.OTHER and first <= s.start and s.end <= end]
 
 
 def _collections(window, ns):
