@@ -209,17 +209,16 @@ class LinkMemory(extension.Extension):
         self._armed = True
         if rows is None and self.comm is None:
             return
-        if rows is not None:
-            self.last_ = rows
-        gpu = self.tracer.gpu
         peak, self._peak = self._peak, None
         if rows is not None:
-            self.peak_ = peak
+            self.last_, self.peak_ = rows, peak
         observation = {keys.memory_key(row.key, f): getattr(row, f.field)
                        for row in rows or () for f in keys.memory_figures(
-                           row.key, gpu)}
+                           row.key, self.tracer.gpu)}
         if rows is not None and peak is not None:
-            observation.update(_peak_observation(peak))
+            observation[keys.memory_peak_key()] = _peak_bytes(peak)
+            observation.update((keys.memory_peak_key(c), n)
+                               for c, n in peak.point.categories.items())
         if self.comm is not None:  # every rank gathers, measured or not
             per_rank = gather.collect(self.comm, observation)
             if rows is None:
@@ -296,7 +295,8 @@ class LinkMemory(extension.Extension):
             rows = self.last_ or []
             _state.save_rows(
                 serializer['last'], [[r.key, r.parent] for r in rows],
-                {f: [_number(getattr(r, f)) for r in rows]
+                {f: [math.nan if getattr(r, f) is None else getattr(r, f)
+                     for r in rows]
                  for f in figures.FIELDS + ('forward_time',)})
             return
         try:
@@ -308,7 +308,8 @@ class LinkMemory(extension.Extension):
                                 'Its last report is not restored.')
             return
         self.last_ = [figures.LinkFigures(key=key, parent=parent, **{
-            f: _value(v, f) for f, v in values.items()})
+            f: None if math.isnan(v) else v if f == 'forward_time' else int(v)
+            for f, v in values.items()})
             for (key, parent), values in rows] or None
 
 
@@ -333,23 +334,6 @@ def _peak_bytes(peak):
     if peak.point.sample.pool_used is None:
         return peak.point.total
     return max(peak.pool or 0, peak.point.sample.pool_used)
-
-
-def _peak_observation(peak):
-    observation = {keys.memory_peak_key(): _peak_bytes(peak)}
-    for category, nbytes in peak.point.categories.items():
-        observation[keys.memory_peak_key(category)] = nbytes
-    return observation
-
-
-def _number(value):
-    return math.nan if value is None else value
-
-
-def _value(number, field):
-    if math.isnan(number):
-        return None
-    return number if field == 'forward_time' else int(number)
 
 
 def _timed_links_times(trainer):
