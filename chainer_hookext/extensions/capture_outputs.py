@@ -10,9 +10,6 @@ from chainer_hookext.link_hooks import capture_outputs
 from chainer_hookext.run import link_hook_extension
 
 
-_KEEP = (False, True, 'on_error')
-
-
 class CaptureOutputs(link_hook_extension.LinkHookExtension):
     """Trainer extension that keeps the latest output of chosen links.
 
@@ -58,8 +55,8 @@ class CaptureOutputs(link_hook_extension.LinkHookExtension):
                 f'`{call}(callback={callback!r})` is not callable: pass '
                 'callback(trainer, outputs) or None.')
         keep = _checks.check_choice(
-            call, 'keep', keep, _KEEP, 'a choice (False drops the outputs '
-            'after training)')
+            call, 'keep', keep, (False, True, 'on_error'),
+            'a choice (False drops the outputs after training)')
         copy = _checks.check_flag(call, 'copy', copy)
         train, eval = _checks.check_modes(call, train, eval)
         hook = capture_outputs.CaptureOutputsHook(

@@ -166,15 +166,13 @@ class TimedLoop(loop_phases.LoopExtension):
         present = keys.loop_figures(self._names)
         extensions = list(self._extension_figures()) + sorted(
             f for f, s in delta.items() if f not in present and s > 0)
-        figures = collections.OrderedDict()
-        figures[keys.ITERATION] = sum(delta.values())
-        for phase in phases.UPDATE_PHASES:
-            if phase != phases.ALLREDUCE or phase in delta:
-                figures[phase] = delta.get(phase, 0.0)
+        figures = collections.OrderedDict(
+            [(keys.ITERATION, sum(delta.values()))] + [
+                (p, delta.get(p, 0.0)) for p in phases.UPDATE_PHASES
+                if p != phases.ALLREDUCE or p in delta])
         figures[keys.EXTENSIONS] = sum(delta.get(e, 0.0) for e in extensions)
-        for figure in extensions:
-            figures[figure] = delta.get(figure, 0.0)
-        figures[phases.OTHER] = delta.get(phases.OTHER, 0.0)
+        figures.update((f, delta.get(f, 0.0))
+                       for f in extensions + [phases.OTHER])
         figures[keys.GC] = gc_seconds
         return figures
 
