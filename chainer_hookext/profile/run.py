@@ -136,7 +136,7 @@ def from_folder(out):
                        'extend the trainer with extensions.LogReport()')
     log = _read_json(path, _LOG_KIND)
     _check_shape(path, log, [_LOG_ENTRY], _LOG_KIND)
-    if not any(has_our_keys(entry) for entry in log):
+    if not any(key.startswith(FAMILIES) for entry in log for key in entry):
         raise RunError(
             f'{path}: no key of chainer_hookext in it '
             f'({", ".join(FAMILIES)}...); train with TimedLinks, TimedLoop '
@@ -201,18 +201,11 @@ def write_profile(run):
         run.profile, indent=1).encode('utf-8'))
 
 
-def has_our_keys(entry):
-    """Whether a log entry holds a key of ours."""
-    return any(key.startswith(FAMILIES) for key in entry)
-
-
 def last_entry(run, prefix):
     """The last log entry with a key starting with ``prefix``, or
     ``None``."""
-    for entry in reversed(run.log):
-        if any(key.startswith(prefix) for key in entry):
-            return entry
-    return None
+    return next((entry for entry in reversed(run.log)
+                 if any(key.startswith(prefix) for key in entry)), None)
 
 
 def traces_in(out):
