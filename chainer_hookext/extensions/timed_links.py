@@ -378,13 +378,10 @@ class TimedLinks(link_hook_extension.LinkHookExtension):
         rows = self.hook.entries(by=by, mode=mode)
         whole = sum(e.self_time + e.backward_self_time for e in rows)
         times = {e.key: e.self_time + e.backward_self_time for e in rows}
-        out = collections.OrderedDict()
-        for name, links in found.items():
-            out[name] = {
-                'nodes': sum(links.values()), 'links': dict(links),
-                'time_share': sum(times.get(k, 0.0) for k in links) / whole
-                if whole > 0 else 0.0}
-        return out
+        return collections.OrderedDict((name, {
+            'nodes': sum(links.values()), 'links': dict(links),
+            'time_share': sum(times.get(k, 0.0) for k in links) / whole
+            if whole > 0 else 0.0}) for name, links in found.items())
 
     def serialize(self, serializer: chainer.AbstractSerializer) -> None:
         """Saves or restores the hook's figures and the last report's (a

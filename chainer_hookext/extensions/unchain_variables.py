@@ -124,9 +124,8 @@ def unchain_nested(value):
     while stack:
         value = stack.pop()
         is_variable = isinstance(value, variable.Variable)
-        if not (is_variable or isinstance(value, (dict, list, tuple))):
-            continue
-        if id(value) in seen:
+        if not (is_variable or isinstance(value, (dict, list, tuple))) or (
+                id(value) in seen):
             continue
         seen.add(id(value))
         if not is_variable:
