@@ -39,9 +39,8 @@ _BACKWARD_TIMERS = {
     (True, True): counter.FunctionFlopCounter,
 }
 _FUNCTION_SAVED = ('forward', 'count', 'backward', 'flops', 'backward_flops')
-_SAVED_OUTSIDE = {'backward_time': 'backward',
-                  'backward_flops': 'backward_flops',
-                  'backward_bytes': 'backward_bytes'}
+_SAVED_OUTSIDE = {column: attribute for column, attribute in _SAVED.items()
+                  if column.startswith('backward')}
 
 
 class TimerHook(call_stack.CallStack, scoped_link_hook.ScopedLinkHook):
