@@ -2,7 +2,6 @@
 """
 
 import base64
-import collections
 import html
 import os
 
@@ -146,12 +145,8 @@ def _memory(run):
 def _memory_over_time(run):
     # From the last window trace with memory counters.
     from chainer_hookext.plots import _memory_timeline
-    memory = None
-    for path in reversed(run.traces):
-        if not os.path.basename(path).startswith('outlier_'):
-            memory = run_module.memory_trace(path)
-            if memory is not None:
-                break
+    memory = next((m for m in map(run_module.memory_trace, reversed(
+        _windows(run))) if m is not None), None)
     if memory is None:
         return []
     out = ['<h2 id="memory_timeline">Memory over the iteration</h2>']
@@ -178,52 +173,41 @@ def _memory_over_time(run):
     return out
 
 
-#: A statistics extension's section: its field in ``profile.json``, plot,
-#: statistic drawn when reported, key builder, heading and ``id``.
-_Statistics = collections.namedtuple('_Statistics', (
-    'field', 'draw', 'statistic', 'key_of', 'heading', 'id'))
-
 #: The most links in a statistics section's table.
 TABLE_TOP = 20
 
 
 def _activations(run):
-    from chainer_hookext import plots
-    return _statistics(run, _Statistics(
-        'activations', plots.activations, 'std', keys.activation_key,
-        'Outputs per link (ActivationStatistics)', 'activations'))
+    return _statistics(run, 'activations', 'std', keys.activation_key,
+                       'Outputs per link (ActivationStatistics)')
 
 
 def _gradients(run):
+    return _statistics(run, 'gradients', 'norm', keys.gradient_key,
+                       'Gradients per link (GradientStatistics)')
+
+
+def _statistics(run, field, statistic, key_of, heading):
+    # ``field``: in ``profile.json``, the plot's name and the ``id``.
     from chainer_hookext import plots
-    return _statistics(run, _Statistics(
-        'gradients', plots.gradients, 'norm', keys.gradient_key,
-        'Gradients per link (GradientStatistics)', 'gradients'))
-
-
-def _statistics(run, section):
-    ran = run.profile.get(section.field) or {}
+    ran = run.profile.get(field) or {}
     names, statistics = ran.get('names', []), ran.get('statistics', [])
     if not statistics:
         return []
-    drawn = (section.statistic if section.statistic in statistics
-             else statistics[0])
-    entry = None
-    for one in reversed(run.log):
-        if any(section.key_of(n, (), drawn) in one for n in names):
-            entry = one
-            break
+    drawn = statistic if statistic in statistics else statistics[0]
+    entry = next((one for one in reversed(run.log)
+                  if any(key_of(n, (), drawn) in one for n in names)), None)
     if entry is None:
         return []
-    out = [f'<h2 id="{section.id}">{_text(section.heading)}</h2>']
-    out += _figure(section.draw, run.log, names, drawn)
-    rows = [n for n in names if section.key_of(n, (), drawn) in entry]
-    rows.sort(key=lambda n: -abs(entry[section.key_of(n, (), drawn)]))
+    out = [f'<h2 id="{field}">{_text(heading)}</h2>']
+    out += _figure(getattr(plots, field), run.log, names, drawn)
+    rows = [n for n in names if key_of(n, (), drawn) in entry]
+    rows.sort(key=lambda n: -abs(entry[key_of(n, (), drawn)]))
     out.append(f'<p>Last report, the {min(len(rows), TABLE_TOP)} links with '
                f'the largest {_text(drawn)} of {len(rows)} (a link\'s single '
                f'output):</p>')
     out.append(_table(['link'] + statistics, [
-        [name] + [_number(entry.get(section.key_of(name, (), s)))
+        [name] + [_number(entry.get(key_of(name, (), s)))
                   for s in statistics] for name in rows[:TABLE_TOP]]))
     return out
 
@@ -246,8 +230,7 @@ def _traces(run):
     out += [f'<li><code>{_text(os.path.relpath(path, run.out))}</code></li>'
             for path in run.traces[-10:]]
     out.append('</ul>')
-    windows = [p for p in run.traces
-               if not os.path.basename(p).startswith('outlier_')]
+    windows = _windows(run)
     if windows:
         name = _text(os.path.basename(windows[-1]))
         out.append(f'<p>The first iteration of <code>{name}</code>:</p>')
@@ -256,6 +239,11 @@ def _traces(run):
 
 
 # -- pieces -------------------------------------------------------------------
+def _windows(run):
+    return [p for p in run.traces
+            if not os.path.basename(p).startswith('outlier_')]
+
+
 def _figure(draw, *args):
     from chainer_hookext import plots
     try:
