@@ -65,15 +65,11 @@ def link_names(run):
 
 def link_seconds(entry, names):
     """``{name: (forward, backward)}`` self seconds of a log entry."""
-    out = collections.OrderedDict()
-    for name in names + [keys.OUTSIDE]:
-        forward = entry.get(keys.figure_key('train', name, 'self_time'), 0.0)
-        backward = entry.get(
-            keys.figure_key('train', name, 'backward_self_time'), 0.0)
-        if name == keys.OUTSIDE:
-            forward, backward = 0.0, entry.get(
-                keys.figure_key('train', name, 'backward_time'), 0.0)
-        out[name] = (forward, backward)
+    out = collections.OrderedDict((name, tuple(
+        entry.get(keys.figure_key('train', name, field), 0.0)
+        for field in ('self_time', 'backward_self_time'))) for name in names)
+    out[keys.OUTSIDE] = (0.0, entry.get(
+        keys.figure_key('train', keys.OUTSIDE, 'backward_time'), 0.0))
     return out
 
 
@@ -130,9 +126,7 @@ def _triggers(run):
 
 
 def _sparser(share):
-    for times in _steps():
-        if share / times <= TRIGGER_TARGET:
-            return times
+    return next(t for t in _steps() if share / t <= TRIGGER_TARGET)
 
 
 def _steps():
@@ -217,7 +211,7 @@ def _forget(run):
     if entry is None or not names:
         return []
     self_figure, forgettable = (
-        [f for f in keys.MEMORY_FIGURES if f.field == field][0]
+        next(f for f in keys.MEMORY_FIGURES if f.field == field)
         for field in ('self_activations', 'forgettable'))
     whole = sum(entry.get(keys.memory_key(name, self_figure), 0)
                 for name in names if name != keys.OUTSIDE)
