@@ -100,10 +100,8 @@ def changes(a, b):
 
 def family(key):
     """0 time, 1 FLOPs, 2 memory."""
-    for rank, (prefix, _) in enumerate(_FORMATS):
-        if key.startswith(prefix):
-            return rank
-    return len(_FORMATS)
+    return next((rank for rank, (prefix, _) in enumerate(_FORMATS)
+                 if key.startswith(prefix)), len(_FORMATS))
 
 
 def compared(change):
@@ -230,7 +228,5 @@ def _divided(value, batch_size):
 
 
 def _format(key):
-    for prefix, fmt in _FORMATS:
-        if key.startswith(prefix):
-            return fmt
-    return str
+    return next((fmt for prefix, fmt in _FORMATS if key.startswith(prefix)),
+                str)
