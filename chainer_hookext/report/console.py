@@ -27,17 +27,11 @@ def write(lines, file=None):
     if is_terminal(file):
         # ProgressBar's own erase (ESC[J, or the Windows console's call).
         util.ProgressBar(out=file).erase_console()
-    file.write(''.join(part + '\n' for line in lines
-                       for part in _wrapped(line)))
+    file.write(''.join(part + '\n' for line in lines for part in (
+        [line] if len(line) <= WIDTH else textwrap.wrap(
+            line, WIDTH, subsequent_indent='    ', break_on_hyphens=False))))
     if hasattr(file, 'flush'):
         file.flush()
-
-
-def _wrapped(line):
-    if len(line) <= WIDTH:
-        return [line]
-    return textwrap.wrap(line, WIDTH, subsequent_indent='    ',
-                         break_on_hyphens=False)
 
 
 def is_terminal(file):

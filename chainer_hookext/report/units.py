@@ -76,10 +76,7 @@ def count(value):
     >>> count(2.5e9), count(1234), count(12)
     ('2.50G', '1.23k', '12')
     """
-    for factor, prefix in _PREFIXES:
-        if abs(value) >= factor:
-            return f'{value / factor:.2f}{prefix}'
-    return f'{int(round(value))}'
+    return _prefixed(value, _PREFIXES)
 
 
 _BINARY = ((2 ** 30, 'GiB'), (2 ** 20, 'MiB'), (2 ** 10, 'KiB'))
@@ -91,7 +88,11 @@ def nbytes(value):
     >>> nbytes(3 * 2 ** 20), nbytes(1536), nbytes(12)
     ('3.00MiB', '1.50KiB', '12B')
     """
-    for factor, prefix in _BINARY:
+    return _prefixed(value, _BINARY, 'B')
+
+
+def _prefixed(value, prefixes, unit=''):
+    for factor, prefix in prefixes:
         if abs(value) >= factor:
             return f'{value / factor:.2f}{prefix}'
-    return f'{int(round(value))}B'
+    return f'{int(round(value))}{unit}'
