@@ -5,7 +5,6 @@ import io
 from chainer_hookext import _files
 
 
-#: Dots per inch of every PNG.
 DPI = 100
 
 

@@ -4,7 +4,6 @@ from chainer_hookext.plots import _matplotlib
 from chainer_hookext.plots import _text
 
 
-#: The most function types drawn.
 TOP = 15
 
 

@@ -4,7 +4,6 @@ its object API (a ``Figure`` on an Agg canvas), never ``pyplot``."""
 import collections
 
 
-#: The message of the ``ImportError`` raised without matplotlib.
 MESSAGE = ('chainer_hookext.plots needs matplotlib: '
            'pip install chainer-hookext[plot]')
 

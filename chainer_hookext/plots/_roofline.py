@@ -13,7 +13,6 @@ from chainer_hookext.plots import _top
 from chainer_hookext.report import keys
 
 
-#: The marker of each way of a link's point.
 MARKERS = (('forward', 'o'), ('backward', '^'))
 
 

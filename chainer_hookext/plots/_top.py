@@ -3,7 +3,6 @@
 
 #: The most entries a legend names: past it, ``TOP - 1`` and one others.
 TOP = 20
-#: The colour of the :func:`others` entry.
 OTHERS_COLOUR = 'lightgray'
 
 

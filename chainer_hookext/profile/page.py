@@ -11,7 +11,6 @@ from chainer_hookext.profile import run as run_module
 from chainer_hookext.report import keys
 from chainer_hookext.report import units
 
-#: The page's file name in the trainer's ``out``.
 PAGE_FILE = 'profile.html'
 
 _STYLE = '''
@@ -173,7 +172,6 @@ def _memory_over_time(run):
     return out
 
 
-#: The most links in a statistics section's table.
 TABLE_TOP = 20
 
 
