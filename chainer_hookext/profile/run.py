@@ -37,10 +37,8 @@ class RunError(ValueError):
 def from_trainer(trainer, log=None):
     """The :class:`Run` of a trainer now; ``log`` defaults to its
     LogReport's entries, else its file."""
-    if log is None:
-        log = _log_of(trainer)
-    return Run(trainer.out, list(log), collect(trainer),
-               traces_in(trainer.out))
+    return Run(trainer.out, list(_log_of(trainer) if log is None else log),
+               collect(trainer), traces_in(trainer.out))
 
 
 def collect(trainer):
