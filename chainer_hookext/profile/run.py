@@ -237,8 +237,14 @@ def memory_trace(path):
     from chainer_hookext.timing import trace
     from chainer_hookext.timing import trace_events
     events = trace.read(path)
-    counters = sorted((e for e in events if e.get('ph') == 'C' and (
-        e.get('name') == trace_events.MEMORY_COUNTER)), key=lambda e: e['ts'])
+    counters = [e for e in events if e.get('ph') == 'C' and (
+        e.get('name') == trace_events.MEMORY_COUNTER)]
+    # One process, the first rank's: an event carries the values that
+    # changed (Timeline's first, all), each rank's after its own.
+    pid = min((e.get('pid', 0) for e in counters), default=None)
+    events = [e for e in events if e.get('pid', 0) == pid]
+    counters = sorted((e for e in counters if e.get('pid', 0) == pid),
+                      key=lambda e: e['ts'])
     iterations = sorted((e for e in events if e.get('ph') == 'X' and (
         e.get('cat') == 'iteration')), key=lambda e: e['ts'])
     if not counters or not iterations:
@@ -251,7 +257,6 @@ def memory_trace(path):
         shown = next((e for e in iterations
                       if e['ts'] <= at <= e['ts'] + e['dur']), shown)
     start, end = shown['ts'], shown['ts'] + shown['dur']
-    # An event carries the values that changed (Timeline's first, all).
     pool = sorted((e['ts'], e['args']['used']) for e in events
                   if e.get('ph') == 'C' and e.get('name') == (
                       trace_events.POOL_COUNTER) and 'used' in e['args'])

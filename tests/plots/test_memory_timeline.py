@@ -77,6 +77,10 @@ def test_values_carried_from_the_events_before(tmp_path):
         event(memory, 17, activations=0),
         {'name': trace_events.MEMORY_PEAK, 'ph': 'i', 's': 't', 'pid': 1,
          'tid': 1, 'ts': 14000.0, 'args': {'total': 490}}]
+    # A second rank's (ChainerMN), on its own process: not mixed in.
+    events += [dict(e, pid=2, args={name: n + 7 for name, n in
+                                    e['args'].items()})
+               if e['ph'] == 'C' else dict(e, pid=2) for e in events]
     path = str(tmp_path / 'iteration_5.json.gz')
     trace.write(path, events)
     read = run_module.memory_trace(path)
