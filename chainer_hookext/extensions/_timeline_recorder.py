@@ -3,7 +3,6 @@ starts: one :class:`Recorder` per recording, a :class:`Piece` per cut.
 """
 
 import collections
-import operator
 
 from chainer_hookext import _chainer
 from chainer_hookext import _registry
@@ -17,8 +16,6 @@ from chainer_hookext.timing import trace_events
 #: loop clock's spans, gc spans and pauses (our own work).
 Piece = collections.namedtuple(
     'Piece', ('links', 'phase_spans', 'gc_spans', 'pauses'))
-#: The clock's lists that a piece's phase_spans, gc_spans, pauses join.
-_lists = operator.attrgetter('span_lists', 'gc_lists', 'pause_lists')
 
 
 def _new_piece():
@@ -63,8 +60,9 @@ class Recorder:
         self._piece = _new_piece()
         self.links = self._piece.links
         hook.start_spans(self._piece.links)
-        for lists, mine in zip(_lists(self._clock), self._piece[1:]):
-            lists.append(mine)
+        self._clock.span_lists.append(self._piece.phase_spans)
+        self._clock.gc_lists.append(self._piece.gc_spans)
+        self._clock.pause_lists.append(self._piece.pauses)
 
     def cut(self):
         """Returns the piece recorded so far; the next one starts."""
@@ -72,8 +70,9 @@ class Recorder:
         new = self._piece = _new_piece()
         self.links = new.links
         self._hook.start_spans(new.links)
-        for lists, was, now in zip(_lists(self._clock), old[1:], new[1:]):
-            _replace(lists, was, now)
+        _replace(self._clock.span_lists, old.phase_spans, new.phase_spans)
+        _replace(self._clock.gc_lists, old.gc_spans, new.gc_spans)
+        _replace(self._clock.pause_lists, old.pauses, new.pauses)
         return old
 
     def stop(self):
@@ -85,8 +84,9 @@ class Recorder:
         clock, self._clock = self._clock, None
         hook, self._hook = self._hook, None
         handle, self._handle = self._handle, None
-        for lists, was in zip(_lists(clock), piece[1:]):
-            _replace(lists, was, None)
+        _replace(clock.span_lists, piece.phase_spans, None)
+        _replace(clock.gc_lists, piece.gc_spans, None)
+        _replace(clock.pause_lists, piece.pauses, None)
         hook.stop_spans()
         if handle is None:  # TimedLinks' timer: it goes on timing
             return piece
@@ -125,8 +125,9 @@ def joined(pieces):
         for field in ('forward', 'backward', 'functions'):
             getattr(links, field).extend(getattr(piece.links, field))
         links.gpu = links.gpu or piece.links.gpu
-        for mine, theirs in zip(joined[1:], piece[1:]):
-            mine.extend(theirs)
+        joined.phase_spans.extend(piece.phase_spans)
+        joined.gc_spans.extend(piece.gc_spans)
+        joined.pauses.extend(piece.pauses)
     links.resolve()  # nothing left to resolve: marks them resolved
     return joined
 

@@ -80,8 +80,11 @@ class FunctionRecord:
 
     def add(self, other):
         """Adds ``other``'s figures."""
-        for field in self.__slots__[1:]:
-            setattr(self, field, getattr(self, field) + getattr(other, field))
+        self.forward += other.forward
+        self.count += other.count
+        self.backward += other.backward
+        self.flops += other.flops
+        self.backward_flops += other.backward_flops
 
 
 class _Sums:
@@ -295,7 +298,10 @@ def function_entries(root, by, outside=None):
         counted.append((OUTSIDE, outside))
     for key, record in counted:
         for one in (record.functions or {}).values():
-            sums.setdefault((key, one.name), FunctionRecord(one.name)).add(one)
+            mine = sums.get((key, one.name))
+            if mine is None:
+                mine = sums[key, one.name] = FunctionRecord(one.name)
+            mine.add(one)
     return [FunctionEntry(key, name, one.forward, one.backward, one.count,
                           one.flops, one.backward_flops)
             for (key, name), one in sums.items()]

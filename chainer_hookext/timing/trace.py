@@ -42,12 +42,17 @@ def shifted(event, ns):
 def metadata(pid, process, threads):
     """Returns the events naming process ``pid`` and its ``threads``
     (``{tid: name}``, in that order)."""
-    named = [('process', 0, process, pid)] + [
-        ('thread', tid, name, tid) for tid, name in threads.items()]
-    return [{'name': f'{kind}_{key}', 'ph': 'M', 'pid': pid, 'tid': tid,
-             'args': {key: value}}
-            for kind, tid, name, index in named
-            for key, value in (('name', name), ('sort_index', index))]
+    events = [
+        {'name': 'process_name', 'ph': 'M', 'pid': pid, 'tid': 0,
+         'args': {'name': process}},
+        {'name': 'process_sort_index', 'ph': 'M', 'pid': pid, 'tid': 0,
+         'args': {'sort_index': pid}}]
+    for tid, name in threads.items():
+        events.append({'name': 'thread_name', 'ph': 'M', 'pid': pid,
+                       'tid': tid, 'args': {'name': name}})
+        events.append({'name': 'thread_sort_index', 'ph': 'M', 'pid': pid,
+                       'tid': tid, 'args': {'sort_index': tid}})
+    return events
 
 
 def write(path, events, compress=True, other=None):
