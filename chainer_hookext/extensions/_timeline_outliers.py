@@ -18,49 +18,34 @@ from chainer_hookext.timing import pauses
 from chainer_hookext.timing import phases
 from chainer_hookext.timing import part_history
 
-#: Runs of each part whose seconds give its running median.
-RECENT = 50
-#: Iterations added before any is judged.
-WARMUP = 20
-#: Runs of an extension before its own are judged.
-RUNS = 3
-#: ``outliers=True``: a part slower than this many times its baseline.
-FACTOR = 3.0
-#: Sets of extensions called together whose runs are kept (LRU).
-SIGNATURES = 32
-#: The part of an iteration outside its extensions.
+RECENT = 50  # runs of each part whose seconds give its running median
+WARMUP = 20  # iterations added before any is judged
+RUNS = 3  # runs of an extension before its own are judged
+FACTOR = 3.0  # ``outliers=True``: slower than this times its baseline
+SIGNATURES = 32  # sets of extensions called together whose runs are kept
 UPDATE = part_history.UPDATE
 
-#: An iteration recorded whole; ``seconds`` less the Timeline's own work.
+#: ``seconds``: less the Timeline's own work.
 Iteration = collections.namedtuple(
     'Iteration', ('number', 'start', 'end', 'piece', 'seconds'))
-
-#: The iteration running; ``own``: the clock's total of the Timeline's
-#: own phase at its start.
+#: ``own``: the clock's total of the Timeline's own phase at its start.
 Started = collections.namedtuple('Started', ('number', 'start', 'own'))
-
-#: A part of an iteration, judged (:data:`UPDATE` or ``extension/<name>``);
-#: ``baseline``: what it is judged against (``None``: not judged).
+#: ``baseline``: what the part is judged against (``None``: not judged).
 Part = collections.namedtuple(
     'Part', ('name', 'seconds', 'median', 'runs', 'baseline'))
-
-#: Why an iteration is an outlier: the :class:`Part` grown most over its
-#: baseline, the ``threshold`` passed; ``grew_most``: the update's phase
-#: grown most since the iteration before, else the extension's figure.
+#: ``part``: the one grown most over its baseline; ``grew_most``: the
+#: update's phase grown most since the iteration before.
 Verdict = collections.namedtuple(
     'Verdict', ('seconds', 'part', 'threshold', 'grew_most', 'grew_seconds'))
 
 
 def ended(started, end, piece, own):
-    """Returns the :class:`Iteration` of ``started`` (a :class:`Started`);
-    ``own`` as in :class:`Started`, at ``end``."""
     return Iteration(started.number, started.start, end, piece,
                      end - started.start - (own - started.own))
 
 
 def check(outliers):
-    """Returns ``Timeline(outliers=...)`` as ``None`` (off), a factor
-    (``float``) or a threshold (``datetime.timedelta``), or raises."""
+    """``outliers=`` as ``None``, a factor or a ``timedelta``, or raises."""
     what = (f'use True (a part of an iteration slower than {FACTOR:g} '
             'times its own running median), a factor above 1 (e.g. 5.0), a '
             'datetime.timedelta (an absolute threshold, e.g. '
@@ -84,9 +69,7 @@ def check(outliers):
 
 
 class OutlierRule:
-    """Each part's recent runs (``history``), the iterations added and the
-    outlier traces ``written`` (resumed runs included); ``rule`` what
-    :func:`check` returned."""
+    """Each part's recent runs, and the outlier traces ``written``."""
 
     def __init__(self, rule, max_outliers):
         self.rule = rule
@@ -99,13 +82,9 @@ class OutlierRule:
         self.written = 0
         self.warned = False
 
-    def full(self):
-        return self.written >= self.max_outliers
-
     def judge(self, iteration, previous, left_out):
-        """Returns a :class:`Verdict` or ``None`` (always in the warm-up or
-        without ``previous``), then adds the parts to their histories.
-        The phase ``left_out`` (the Timeline's own) is no part."""
+        """Returns a :class:`Verdict` or ``None``, then adds the parts to
+        their histories; ``left_out`` (the Timeline's own phase) is none."""
         spent = phase_seconds(iteration, left_out)
         called = {phase: seconds for phase, seconds in spent.items()
                   if isinstance(phase, phases.ExtensionPhase)}
@@ -132,7 +111,7 @@ class OutlierRule:
             return None
         history = self.history.update
         floor = history.median()
-        grown = []  # the parts above their threshold (all: absolute)
+        grown = []
         for key, spent_in, runs_of in [(UPDATE, update, history)] + [
                 (phase, s, runs.get(phase)) for phase, s in called.items()]:
             baseline = _baseline(key, runs_of, floor)
@@ -150,10 +129,9 @@ class OutlierRule:
                        part.seconds - (part.median or 0.0))
 
     def outlier(self, iteration, previous, left_out):
-        """Returns :meth:`judge`'s verdict when its trace is to be written;
-        warns once of the first past ``max_outliers``."""
+        """:meth:`judge`'s verdict when its trace is to be written."""
         verdict = self.judge(iteration, previous, left_out)
-        if verdict is None or not self.full():
+        if verdict is None or self.written < self.max_outliers:
             return verdict
         if not self.warned:
             self.warned = True
@@ -173,8 +151,7 @@ class OutlierRule:
             self.written, numpy.int64))
 
     def load(self, serializer):
-        """Restores what :meth:`save` saved; without it, starts afresh
-        silently (an earlier version's count of traces written goes on)."""
+        # Without it, afresh silently.
         self.reset()
         try:
             self.written = int(_state.read(serializer, 'outliers_written'))
@@ -187,7 +164,6 @@ class OutlierRule:
 
 
 def _baseline(key, history, floor):
-    # ``floor``: the update's median.
     if history is None:
         return None
     if key == UPDATE:
@@ -198,13 +174,12 @@ def _baseline(key, history, floor):
 
 
 def figure(part):
-    """Returns ``update``, ``data``, ``extension/<name>`` ... of a part."""
     return UPDATE if part == UPDATE else keys.phase_figure(part)
 
 
 def phase_seconds(iteration, left_out):
-    """Returns ``{phase: seconds}`` of ``iteration`` but ``left_out``, our
-    own work (pauses) as extension phases of their own."""
+    """``{phase: seconds}`` but ``left_out``; pauses as phases of their own.
+    """
     seconds = {}
     own_work = [p for p in iteration.piece.pauses
                 if iteration.start <= p.start and p.end <= iteration.end]
@@ -214,12 +189,9 @@ def phase_seconds(iteration, left_out):
         if phase == left_out or span.start < iteration.start or (
                 span.end > iteration.end):
             continue
-        if index is not None:
-            spent = sum(end - start
-                        for start, end in index.cut(span.start, span.end))
-        else:
-            spent = span.end - span.start
-        seconds[phase] = seconds.get(phase, 0.0) + spent
+        seconds[phase] = seconds.get(phase, 0.0) + (
+            span.end - span.start if index is None else sum(
+                end - start for start, end in index.cut(span.start, span.end)))
     for pause in own_work:
         phase = phases.ExtensionPhase(pause.name)
         if phase != left_out:
@@ -229,12 +201,10 @@ def phase_seconds(iteration, left_out):
 
 
 def ratio(part):
-    """Returns a :class:`Part`'s seconds over its baseline, or ``None``."""
     return part.seconds / part.baseline if part.baseline else None
 
 
 def why(verdict, previous):
-    """Returns the ``why`` line of an outlier's trace."""
     part = verdict.part
     line = f'{part.name}: {units.seconds(part.seconds)}, '
     median = units.seconds(part.median or 0.0)
@@ -256,7 +226,6 @@ def why(verdict, previous):
 
 
 def about(iteration, previous, verdict):
-    """Returns what an outlier's trace says about it (JSON values)."""
     part = verdict.part
     return {
         'iteration': iteration.number,
@@ -277,8 +246,7 @@ def about(iteration, previous, verdict):
 
 
 def outlier_trace(iteration, previous, verdict, rank):
-    """Returns the events of an outlier and the iteration before it, and
-    the ``otherData``: :func:`about` them, also the outlier slice's args."""
+    """The events of an outlier and the iteration before, and otherData."""
     events = _timeline_recorder.window_events(
         [(previous.number, previous.start), (iteration.number,
                                              iteration.start)],
