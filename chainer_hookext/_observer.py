@@ -1,9 +1,6 @@
-"""The package's one entry per thread in each of Chainer's hook registries.
-
-Every hook of the package is a listener of the thread's :class:`Observer` of
-a registry, whose entry under :data:`KEY` is the one listener itself, the
-observer calling each listener in turn, or nothing (docs/internals.md,
-"What the package sets, and where it is put back").
+"""The package's one entry per thread in each of Chainer's hook registries:
+the one listener, an :class:`Observer` calling each, or nothing
+(docs/internals.md, "What the package sets, and where it is put back").
 """
 
 import collections
@@ -21,14 +18,13 @@ EVENTS = {
                            'backward_preprocess', 'backward_postprocess'),
 }
 
-# {id(registry): Observer}: registries are per thread, this map per process
-# (a listener may leave from another thread than the one it joined in).
+# {id(registry): Observer}, per process: a listener may leave from another
+# thread.
 _observers = {}
 
 
 def observer_of(registry, kind=None):
-    """Returns the observer of ``registry``; makes one when ``kind``
-    (``chainer.LinkHook`` or ``chainer.FunctionHook``) is given."""
+    """The observer of ``registry``; made when ``kind`` is given."""
     observer = _observers.get(id(registry))
     if observer is None or observer.registry is not registry:
         if kind is None:
@@ -39,23 +35,20 @@ def observer_of(registry, kind=None):
 
 
 def join(registry, key, hook, first=False):
-    """Makes ``hook`` a listener under ``key`` (before the others with
-    ``first``) and calls its ``added(None)``, taking it out if that raises.
-    """
+    """Makes ``hook`` a listener under ``key`` and calls ``added(None)``."""
     kind = chainer.LinkHook if isinstance(hook, chainer.LinkHook) else (
         chainer.FunctionHook)
     observer_of(registry, kind).join(key, hook, first)
 
 
 def leave(registry, key, hook):
-    """Takes ``hook`` out and calls its ``deleted(None)``; returns whether
-    it was the listener under ``key``."""
+    """Takes ``hook`` out (``deleted(None)``); whether it was there."""
     observer = observer_of(registry)
     return observer is not None and observer.leave(key, hook)
 
 
 def move(registry, key, hook, first):
-    """Moves the listener ``hook`` before the others (``first``) or after."""
+    """Moves ``hook`` before the others (``first``) or after."""
     observer = observer_of(registry)
     if observer is not None and observer.listeners.get(key) is hook:
         observer.listeners.move_to_end(key, last=not first)
@@ -70,9 +63,7 @@ def changed(hook):
 
 
 def use_method(hook, event, method=None):
-    """Makes the bound ``method`` what is called for ``hook``'s ``event``
-    (an instance attribute over the class's), or the class's again with
-    ``None``; recomposes only on a change."""
+    """Makes ``method`` (``None``: the class's) what ``event`` calls."""
     current = vars(hook).get(event)
     if method is None:
         if current is None:
@@ -86,20 +77,14 @@ def use_method(hook, event, method=None):
 
 
 def listeners(registry):
-    """Returns ``{key: listener}`` of ``registry``, in calling order."""
+    """``{key: listener}`` of ``registry``, in calling order."""
     observer = observer_of(registry)
     return collections.OrderedDict(
         () if observer is None else observer.listeners)
 
 
 class Observer:
-    """The package's one entry in one registry of one thread.
-
-    Attributes:
-        registry (dict): The registry it is the entry of.
-        listeners (collections.OrderedDict): ``{key: hook}`` in calling
-            order.
-    """
+    """The package's entry in one registry; ``listeners`` in call order."""
 
     name = 'observer'
 
@@ -133,8 +118,6 @@ class Observer:
         return True
 
     def compose(self):
-        """Puts in the registry the one listener, this observer, or nothing.
-        """
         hooks = list(self.listeners.values())
         if not hooks:
             self.registry.pop(KEY, None)
@@ -164,7 +147,6 @@ _OBSERVERS = {chainer.LinkHook: LinkObserver,
 
 
 def _overrides(hook, kind, event):
-    # Whether Chainer's call of ``event`` does anything in ``hook``.
     return event in vars(hook) or getattr(type(hook), event) is not getattr(
         kind, event)
 
@@ -174,8 +156,8 @@ def _nothing(*args):
 
 
 def _calling_each(methods, kind, event):
-    # One function calling each method; two (a timer and the phase marks,
-    # the common case) without a loop.
+    # Two (a timer and the phase marks, the common case): no loop.
+
     if not methods:
         return _nothing
     if len(methods) == 1:

@@ -16,15 +16,8 @@ _local = threading.local()
 
 
 def subscribe(listener, tags=False):
-    """Makes ``listener`` a listener of the thread's :class:`RunningLinks`
-    and returns it; counted, each call needs one :func:`unsubscribe`.
-
-    Args:
-        listener: A hook calling :meth:`~RunningLinks.enter` and
-            :meth:`~RunningLinks.leave`; with ``tags``, with ``link_names``
-            and ``config_train`` too (a ``ScopedLinkHook``).
-        tags (bool): Have its innermost running link in
-            :attr:`~RunningLinks.tag`.
+    """Joins ``listener`` (with ``tags``, a ``ScopedLinkHook`` tagged in
+    :attr:`~RunningLinks.tag`) to the thread's stack, counted; returns it.
     """
     stack = getattr(_local, 'stack', None)
     if stack is None:
@@ -34,8 +27,8 @@ def subscribe(listener, tags=False):
 
 
 def unsubscribe(stack, listener):
-    """Takes back one :func:`subscribe`; returns ``stack`` while it has
-    listeners, else ``None``."""
+    """Takes back one :func:`subscribe`; ``stack``, or ``None`` once empty.
+    """
     if stack is None:
         return None
     stack.part(listener)
@@ -54,8 +47,7 @@ def drop_calls_left_open():
 
 
 def name_in(tag, listener):
-    """Returns ``listener``'s name in a :attr:`~RunningLinks.tag` (or in
-    ``None``, a node's tag made before), or ``None``."""
+    """``listener``'s name in a tag (``None`` too), or ``None``."""
     if tag:
         for one, name in tag:
             if one is listener:
@@ -64,8 +56,7 @@ def name_in(tag, listener):
 
 
 def with_name(tag, listener, name):
-    """Returns ``tag`` with ``listener``'s name ``name`` (``None``: none);
-    ``tag`` itself when it has it already."""
+    """``tag`` with ``listener``'s name ``name`` (``None``: none)."""
     if name_in(tag, listener) == name:
         return tag
     tag = tuple([pair for pair in tag if pair[0] is not listener])
@@ -73,14 +64,7 @@ def with_name(tag, listener, name):
 
 
 class Call:
-    """One running link call.
-
-    Attributes:
-        link (~chainer.Link): The link called.
-        kwargs (dict): Its ``kwargs``: which call it is.
-        parent (Call): The call it runs in, or ``None``.
-        tag (tuple): :attr:`RunningLinks.tag` while it is the innermost.
-    """
+    """One running link call; ``kwargs`` tells which call it is."""
 
     __slots__ = ('link', 'kwargs', 'parent', 'tag', '_path')
 
@@ -92,8 +76,7 @@ class Call:
 
     @property
     def path(self):
-        """Its name after the calls around it: ``link.name`` under its
-        parent's (``'MLP/l1'``), the class name for a link of no chain."""
+        """``'MLP/l1'``; the class name for a link of no chain."""
         path = self._path
         if path is None:
             link = self.link
@@ -107,14 +90,10 @@ class Call:
 
 
 class RunningLinks:
-    """The thread's stack of running link calls.
+    """The thread's running link calls (``calls``, outermost first).
 
-    Attributes:
-        calls (list of Call): The running calls, outermost first.
-        tag (tuple): ``((listener, name), ...)``: the innermost running
-            link of each tagging listener's scope and mode; one immutable
-            tuple per call that changes it, shared by the nodes tagged.
-        listeners (dict): ``{listener: subscriptions}``.
+    ``tag``: ``((listener, name), ...)``, each tagging listener's innermost
+    link in scope; one tuple per call, shared by the nodes tagged.
     """
 
     def __init__(self):
@@ -125,8 +104,7 @@ class RunningLinks:
         self._left = None  # the call the last leave popped
 
     def __reduce__(self):
-        # A copy of a hook holding it holds none: it subscribes when next
-        # added (link_hooks/_copied_hooks.py).
+        # A copy holds none (link_hooks/_copied_hooks.py).
         return _copies.same, (None,)
 
     def join(self, listener, tags):
@@ -148,9 +126,7 @@ class RunningLinks:
             self._left = None
 
     def enter(self, args):
-        """Pushes the call starting (``forward_preprocess``'s ``args``),
-        once for all listeners (a call is known by its ``kwargs`` dict);
-        returns its :class:`Call`."""
+        """Pushes the call starting, once for all listeners."""
         calls = self.calls
         parent = None
         if calls:
@@ -168,8 +144,6 @@ class RunningLinks:
         return call
 
     def _tag(self, call, tag):
-        # The parent's tag, with this call's name for each listener whose
-        # scope and mode it is in.
         train = None
         key = id(call.link)
         for listener in self._taggers:
@@ -193,8 +167,7 @@ class RunningLinks:
         return tag
 
     def leave(self, args):
-        """Pops the call ending (``forward_postprocess``'s ``args``), once,
-        and the calls left open above it; returns its :class:`Call`, or
+        """Pops the call ending (and those left open above it), once;
         ``None`` when it is not on the stack."""
         kwargs = args.kwargs
         left = self._left
@@ -217,9 +190,8 @@ class RunningLinks:
         return call
 
     def drop_ended(self, skip_current):
-        """Drops the calls whose ``Link.__call__`` ended (reading frames:
-        a slow path); returns the innermost call left.  ``skip_current``:
-        as :func:`~chainer_hookext._frames.still_running`'s."""
+        """Drops the calls whose ``Link.__call__`` ended (a slow path);
+        returns the innermost call left."""
         self._drop(_frames.still_running(
             [call.link for call in self.calls], skip_current))
         calls = self.calls
@@ -227,7 +199,6 @@ class RunningLinks:
         return calls[-1] if calls else None
 
     def _drop(self, depth):
-        # Drops the calls from ``depth`` up; tells the listeners.
         dropped = self.calls[depth:]
         if not dropped:
             return

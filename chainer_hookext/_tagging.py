@@ -21,9 +21,7 @@ _MISSING = object()
 
 
 def new_tagger(cls, *args, **kwargs):
-    """Returns ``cls(*args, **kwargs)``, a :class:`NodeTagger` subclass,
-    with a free slot, registered once; its last
-    :meth:`~NodeTagger.unregister` frees the slot."""
+    """``cls(*args, **kwargs)`` with a free slot, registered once."""
     tagger = cls(*args, **kwargs)
     tagger._slot_key = (threading.get_ident(), tagger.tag_name)
     held = _slots_in_use.setdefault(tagger._slot_key, set())
@@ -42,9 +40,8 @@ def new_tagger(cls, *args, **kwargs):
 
 
 def register(tagger, cls, *args):
-    """Registers ``tagger`` once more and returns it, or
-    ``new_tagger(cls, *args)`` when it is ``None`` (a link hook's
-    ``added``: ``self._tagger = register(self._tagger, cls, self)``)."""
+    """Registers ``tagger`` once more, or makes one when it is ``None``:
+    ``self._tagger = register(self._tagger, cls, self)``."""
     if tagger is None:
         return new_tagger(cls, *args)
     tagger.register()
@@ -52,8 +49,8 @@ def register(tagger, cls, *args):
 
 
 def unregister(tagger):
-    """Takes back one :func:`register` (in ``deleted``); returns
-    ``tagger`` while still registered, else ``None``."""
+    """Takes back one :func:`register`; ``tagger``, or ``None`` once gone.
+    """
     if tagger is None:
         return None
     tagger.unregister()
@@ -61,27 +58,17 @@ def unregister(tagger):
 
 
 class NodeTagger(chainer.FunctionHook):
-    """Function hook tagging nodes in forward; made by :func:`new_tagger`.
-
-    Subclasses store the tag in ``forward_preprocess`` as the plain
-    attribute :attr:`tag_name` and read it in backward with :meth:`tag_of`.
-    Registration is counted; the last :meth:`unregister` frees the slot and
-    spends the tagger.
-
-    Attributes:
-        slot (int): Its slot (docs/internals.md, "Node tagging"); ``None``
-            when freed.
+    """Function hook storing a tag as :attr:`tag_name` in forward, read in
+    backward with :meth:`tag_of`; counted registration, the last
+    :meth:`unregister` freeing its ``slot`` (made by :func:`new_tagger`).
     """
 
     name = 'NodeTagger'
-    #: Whether to be registered before the thread's other function hooks.
-    first = False
-    #: The attribute holding the tag of the tagger at slot 0.
-    tag_name = TAG
+    first = False  # registered before the thread's other function hooks
+    tag_name = TAG  # the attribute of the tag at slot 0
 
     def __reduce__(self):
-        # A copy of a hook holding a tagger holds none: it makes a new one
-        # when next added (a tagger belongs to one thread).
+        # A copy holds none: a tagger belongs to one thread.
         return _copies.same, (None,)
 
     def __init__(self, name=None):
@@ -95,16 +82,15 @@ class NodeTagger(chainer.FunctionHook):
 
     @property
     def registered(self):
-        """Whether the tagger is in the thread's function hooks."""
         return self._handle is not None
 
     @property
     def extra_name(self):
-        """The attribute of a node holding the tags of slots 1 and above."""
+        """The node attribute of the tags of slots 1 and above."""
         return f'{self.tag_name}_extra'
 
     def tag_of(self, function):
-        """Returns the tag of ``function``, or ``None`` when it has none."""
+        """The tag of ``function``, or ``None``."""
         try:
             return function._chainer_hookext_tag
         except AttributeError:
@@ -116,13 +102,12 @@ class NodeTagger(chainer.FunctionHook):
         return None if tags is None else tags.get(self.slot)
 
     def nodes_read(self, function):
-        """The nodes whose tags a method called for ``function`` reads or
-        writes (at slots 1 and above)."""
+        """The nodes whose tags a method for ``function`` reads or writes.
+        """
         return (function,)
 
     def tags_in(self, nodes):
-        """Puts each node's tag of this slot under :attr:`tag_name`;
-        returns what :meth:`tags_out` puts back."""
+        """Puts each node's tag of this slot under :attr:`tag_name`."""
         name = self.tag_name
         saved = []
         for node in nodes:
@@ -134,8 +119,7 @@ class NodeTagger(chainer.FunctionHook):
         return saved
 
     def tags_out(self, nodes, saved):
-        """Moves each node's tag of this slot back, and the tag of slot 0
-        back under :attr:`tag_name`."""
+        """Undoes :meth:`tags_in`."""
         name = self.tag_name
         for node, first in zip(nodes, saved):
             attributes = vars(node)
@@ -155,7 +139,6 @@ class NodeTagger(chainer.FunctionHook):
         _observer.use_method(self, event, method)
 
     def register(self):
-        """Registers the tagger once more (counted)."""
         if self._spent:
             raise RuntimeError(
                 f'{type(self).__name__}.register: this tagger was '
@@ -167,14 +150,13 @@ class NodeTagger(chainer.FunctionHook):
                 chainer.get_function_hooks(), self, first=self.first)
 
     def put_first(self, first):
-        """Moves the tagger before the thread's other function hooks
-        (``first``), or after them."""
+        """Moves the tagger before the other function hooks, or after."""
         self.first = first
         if self._handle is not None:
             _registry.move(self._handle, self, first)
 
     def unregister(self):
-        """Takes back one :meth:`register`; the last one removes the hook."""
+        """Takes back one :meth:`register`; the last removes the hook."""
         if self._count > 0:
             self._count -= 1
         if self._count or self._handle is None:
