@@ -1,5 +1,4 @@
-"""Bars stacked per log entry, shared by the pictures of ``LogReport``'s
-entries: the series, the x axis, a link's colour, the legend."""
+"""Bars stacked per ``LogReport`` entry, shared by the pictures."""
 
 import collections
 import itertools
@@ -11,21 +10,18 @@ from chainer_hookext.plots import _top
 from chainer_hookext.report import keys
 
 
-#: Colours of the links in order, ``(outside)`` last, cycled: a link has
-#: one colour in every picture.
+#: The links' colours, cycled: a link has one colour in every picture.
 LINK_COLOURS = ('tab:blue', 'tab:orange', 'tab:green', 'tab:red',
                 'tab:purple', 'tab:brown', 'tab:pink', 'tab:olive',
                 'tab:cyan', 'tab:gray')
 
-#: One layer of stacked bars: the reported ``key`` it draws.
 Series = collections.namedtuple('Series', ('label', 'key', 'colour'))
 
-#: A :class:`Series` read from the log: one value per bar.
 Layer = collections.namedtuple('Layer', ('label', 'values', 'colour'))
 
 
 def link_colours(names):
-    """Returns ``{name: colour}`` of ``names`` and ``(outside)``."""
+    """Returns ``{name: colour}`` of ``names``, ``(outside)`` last."""
     names = [n for n in names if n != keys.OUTSIDE] + [keys.OUTSIDE]
     return dict(zip(names, itertools.cycle(LINK_COLOURS)))
 
@@ -37,16 +33,14 @@ def reported(log, series):
 
 
 def layers(log, series, scale=1.0):
-    """Returns a :class:`Layer` per ``series`` found in ``log`` (0 where an
-    entry lacks it), times ``scale``."""
+    """Returns a :class:`Layer` per ``series`` in ``log``, times ``scale``."""
     return [Layer(s.label, numpy.array(
         [e.get(s.key, 0) for e in log], float) * scale, s.colour)
         for s in series if any(s.key in e for e in log)]
 
 
 def named(panels, top=_top.TOP):
-    """Returns ``panels`` (lists of :class:`Layer`) with the ``top`` largest
-    labels over all panels kept, the rest summed in one layer on top."""
+    """Returns ``panels`` with the largest labels kept, the rest summed."""
     sizes = collections.OrderedDict()
     for layers in panels:
         for layer in layers:
@@ -66,8 +60,7 @@ def named(panels, top=_top.TOP):
 
 
 def steps(log):
-    """Returns ``(labels, name)`` of the bars: the entries' epochs, or
-    their iterations when an epoch has several entries."""
+    """Returns ``(labels, name)``: epochs, else iterations."""
     epochs = [e.get('epoch') for e in log]
     if None not in epochs and len(set(epochs)) == len(epochs):
         return epochs, 'epoch'
@@ -75,7 +68,7 @@ def steps(log):
 
 
 def set_steps(ax, labels, name):
-    """Labels the bars ``0 .. len(labels) - 1``, at most 15 of them."""
+    """Labels at most 15 of the bars."""
     every = -(-len(labels) // 15)
     ticks = list(range(len(labels)))[::every]
     ax.set_xticks(ticks)
@@ -84,7 +77,6 @@ def set_steps(ax, labels, name):
 
 
 def stack(ax, layers, scale=1.0):
-    """Draws the layers' bars bottom to top, divided by ``scale``."""
     bottom = 0
     for layer in layers:
         values = layer.values / scale
@@ -94,7 +86,6 @@ def stack(ax, layers, scale=1.0):
 
 
 def byte_unit(largest):
-    """Returns ``(scale, unit)``: the largest unit ``largest`` bytes fill."""
     for power, unit in ((3, 'GiB'), (2, 'MiB'), (1, 'KiB')):
         if largest >= 1024 ** power:
             return 1024 ** power, unit
@@ -102,15 +93,14 @@ def byte_unit(largest):
 
 
 def stack_bytes(ax, layers):
-    """:func:`stack` of bytes in the unit of the highest bar; returns it."""
+    """:func:`stack` of bytes; returns the unit."""
     scale, unit = byte_unit(max(sum(layer.values for layer in layers)))
     stack(ax, layers, scale)
     return unit
 
 
 def legend_beside(ax, sources):
-    """Puts the legend of the axes ``sources`` right of ``ax``: each label
-    once, the top layer first."""
+    """Puts the legend of ``sources`` right of ``ax``, top layer first."""
     found = collections.OrderedDict()
     for source in sources:
         for handle, label in zip(*source.get_legend_handles_labels()):

@@ -12,7 +12,7 @@ def changes(labels, percents):
         percents (list of float): ``100 * (B - A) / A`` of each.
 
     Returns:
-        matplotlib.figure.Figure: The picture, or ``None`` without keys.
+        matplotlib.figure.Figure: ``None`` without keys.
     """
     _matplotlib.require()
     if not labels:

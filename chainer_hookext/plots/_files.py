@@ -9,7 +9,7 @@ DPI = 100
 
 
 def png(figure):
-    """Returns the PNG bytes of a ``matplotlib.figure.Figure``."""
+    """Returns the PNG bytes of a figure."""
     buffer = io.BytesIO()
     figure.savefig(buffer, format='png', dpi=DPI)
     return buffer.getvalue()

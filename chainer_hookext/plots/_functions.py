@@ -1,4 +1,4 @@
-"""TimedLinks' time of each function type, largest first."""
+"""TimedLinks' time of each function type."""
 
 from chainer_hookext.plots import _matplotlib
 from chainer_hookext.plots import _text
@@ -11,14 +11,11 @@ def functions(function_summary):
     """Draws the :data:`TOP` function types' time, forward and backward.
 
     Args:
-        function_summary (dict): ``{type: {'time': seconds,
-            'backward_time': seconds, ...}}``, as
-            :meth:`~chainer_hookext.TimedLinks.function_summary` returns it
-            (``link_times.json``'s ``'functions'``).
+        function_summary (dict):
+            :meth:`~chainer_hookext.TimedLinks.function_summary`.
 
     Returns:
-        matplotlib.figure.Figure: The picture, or ``None`` when no type
-        took time.
+        matplotlib.figure.Figure: ``None`` when no type took time.
     """
     _matplotlib.require()
     rows = sorted(((name, row.get('time', 0), row.get('backward_time', 0))

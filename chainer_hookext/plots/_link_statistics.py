@@ -1,5 +1,4 @@
-"""ActivationStatistics' and GradientStatistics' figures as heat maps: a
-row per link, a column per log entry."""
+"""Activation and gradient statistics as heat maps, link by log entry."""
 
 import math
 
@@ -18,13 +17,12 @@ def gradients(log, names, statistic='norm'):
 
     Args:
         log (list of dict): ``LogReport``'s entries.
-        names (list of str): The links, by the reporter's names, top to
-            bottom; past 20, the 19 with the largest values.
+        names (list of str): The links, top to bottom; past 20, the 19
+            largest.
         statistic (str): ``'norm'``, ``'std'`` ...
 
     Returns:
-        matplotlib.figure.Figure: The picture, or ``None`` when no entry
-        has the statistic of a link's (single) output.
+        matplotlib.figure.Figure: ``None`` when no entry has it.
     """
     return heat_map(log, names, keys.gradient_key, statistic,
                     f'Gradient {statistic} per link (GradientStatistics)')
@@ -38,7 +36,6 @@ def activations(log, names, statistic='std'):
 
 
 def heat_map(log, names, key_of, statistic, title):
-    """Draws ``key_of(name, (), statistic)`` of ``names`` per entry."""
     _matplotlib.require()
     found = {name: key_of(name, (), statistic) for name in names}
     log = [e for e in log if any(key in e for key in found.values())]
@@ -69,7 +66,6 @@ def heat_map(log, names, key_of, statistic, title):
 
 
 def _norm(grid):
-    # A log colour scale when every value is positive (and not one value).
     from matplotlib import colors
     finite = grid[numpy.isfinite(grid)]
     if finite.size and finite.min() > 0 and finite.max() > finite.min():

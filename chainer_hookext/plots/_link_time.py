@@ -6,19 +6,16 @@ from chainer_hookext.report import keys
 
 
 def link_time(log, names):
-    """Draws :class:`~chainer_hookext.TimedLinks`' self times, stacked.
-
-    Forward on the left, backward (with ``(outside)``) on the right: a bar
-    per log entry; past 20 links, the 19 largest and ``N others``.
+    """Draws :class:`~chainer_hookext.TimedLinks`' self times, stacked:
+    forward left, backward right, a bar per log entry.
 
     Args:
         log (list of dict): ``LogReport``'s entries.
-        names (list of str): The links, by the reporter's names
-            (``'main/predictor/l1'``), bottom to top.
+        names (list of str): The links (``'main/predictor/l1'``), bottom to
+            top; past 20, the 19 largest and ``N others``.
 
     Returns:
-        matplotlib.figure.Figure: The picture, or ``None`` when no entry
-        has the links' times.
+        matplotlib.figure.Figure: ``None`` when no entry has the times.
     """
     _matplotlib.require()
     colours = _bars.link_colours(names)

@@ -3,15 +3,12 @@
 
 def link_times(timed):
     """Returns a :class:`~chainer_hookext.TimedLinks`' whole-run figures
-    by link name as JSON values (the example's ``link_times.json``).
+    by link name as JSON values (``link_times.json``).
 
     Returns:
-        dict: ``'links'``: :meth:`~chainer_hookext.TimedLinks.summary`;
-        with ``functions=True``, ``'functions'``:
-        :meth:`~chainer_hookext.TimedLinks.function_summary`; with
-        ``flops=True``, ``'peaks'`` (``{'flops', 'bandwidth'}``),
-        ``'roofline'`` (``{name: {'forward': point, 'backward': point}}``,
-        a point a dict or ``None``) and ``'unknown_functions'``.
+        dict: ``'links'``; with ``functions=True``, ``'functions'``; with
+        ``flops=True``, ``'peaks'``, ``'roofline'`` (``{name: {'forward':
+        point or None, 'backward': ...}}``) and ``'unknown_functions'``.
     """
     out = {'links': timed.summary(by='name')}
     if timed.functions:

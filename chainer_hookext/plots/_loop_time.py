@@ -6,8 +6,7 @@ from chainer_hookext.report import keys
 from chainer_hookext.timing import phases
 
 
-#: TimedLoop's phases, bottom to top, and colours: they add up to the
-#: iteration.
+#: TimedLoop's phases, bottom to top: they add up to the iteration.
 PHASES = ((phases.DATA, 'tab:blue'), (phases.FORWARD, 'tab:orange'),
           (phases.BACKWARD, 'tab:green'), (phases.OPTIMIZER, 'tab:red'),
           (phases.ALLREDUCE, 'tab:purple'), (keys.EXTENSIONS, 'silver'),
@@ -21,8 +20,7 @@ def loop_time(log):
         log (list of dict): ``LogReport``'s entries.
 
     Returns:
-        matplotlib.figure.Figure: The picture, or ``None`` when no entry
-        has ``time/loop/iteration``.
+        matplotlib.figure.Figure: ``None`` without ``time/loop/iteration``.
     """
     _matplotlib.require()
     log = [e for e in log if keys.loop_key(keys.ITERATION) in e]

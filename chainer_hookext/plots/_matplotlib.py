@@ -1,5 +1,4 @@
-"""matplotlib, an optional extra, imported when a picture is drawn; only
-its object API (a ``Figure`` on an Agg canvas), never ``pyplot``."""
+"""matplotlib (optional), imported when drawing; never ``pyplot``."""
 
 import collections
 
@@ -12,8 +11,7 @@ Modules = collections.namedtuple(
 
 
 def require():
-    """Returns the :class:`Modules` used; raises ``ImportError`` with
-    :data:`MESSAGE` without matplotlib."""
+    """Returns the :class:`Modules`; ``ImportError`` without matplotlib."""
     try:
         from matplotlib import figure
         from matplotlib import patches
@@ -24,7 +22,6 @@ def require():
 
 
 def new_figure(figsize):
-    """Returns an empty ``Figure`` of ``figsize`` inches on an Agg canvas."""
     modules = require()
     fig = modules.figure.Figure(figsize=figsize)
     modules.backend_agg.FigureCanvasAgg(fig)

@@ -1,5 +1,4 @@
-"""LinkMemory's bytes of each link: activations per log entry, stacked,
-and the model's state (docs/memory.md)."""
+"""LinkMemory's bytes of each link (docs/memory.md)."""
 
 import numpy
 
@@ -16,21 +15,17 @@ MODEL_STATE = (('parameters', 'params'), ('gradients', 'grads'),
 
 
 def memory(log, names):
-    """Draws :class:`~chainer_hookext.LinkMemory`'s bytes of each link.
-
-    On the left, a bar per log entry: the activations each link's own
-    nodes keep, and ``(outside)``'s.  On the right, the last entry's model
-    state of each link, less its child links'.  Past 20 links, the 19
-    largest and ``N others``.
+    """Draws :class:`~chainer_hookext.LinkMemory`'s bytes of each link:
+    left, each link's own activations per log entry; right, the last
+    entry's model state of each link, less its child links'.
 
     Args:
         log (list of dict): ``LogReport``'s entries.
-        names (list of str): The links, by the reporter's names, bottom
-            to top.
+        names (list of str): The links, bottom to top; past 20, the 19
+            largest and ``N others``.
 
     Returns:
-        matplotlib.figure.Figure: The picture, or ``None`` when no entry
-        has the links' activations.
+        matplotlib.figure.Figure: ``None`` when no entry has activations.
     """
     _matplotlib.require()
     colours = _bars.link_colours(names)
@@ -71,7 +66,6 @@ def memory(log, names):
 
 
 def children(names):
-    """Returns ``{name: [its child links' names]}`` of ``names``."""
     out = {name: [] for name in names}
     for name in names:
         parent = name.rpartition('/')[0]
@@ -81,8 +75,7 @@ def children(names):
 
 
 def own_bytes(entry, names, name, field):
-    """Returns a link's figure in ``entry`` less its child links' (0 if
-    absent)."""
+    """Returns a link's figure in ``entry`` less its child links'."""
     children = [n for n in names if n.startswith(name + '/')
                 and '/' not in n[len(name) + 1:]]
     return entry.get(_key(name, field), 0) - sum(

@@ -1,33 +1,23 @@
-"""One traced iteration's memory over time, stacked by category, the peak
-marked (docs/memory.md, "Memory over the iteration")."""
+"""One traced iteration's memory over time (docs/memory.md, "Memory over
+the iteration")."""
 
 from chainer_hookext.plots import _bars
 from chainer_hookext.plots import _matplotlib
 from chainer_hookext.plots import _text
 from chainer_hookext.plots import _top
 
-#: The categories stacked bottom to top: the counter's field, label, colour.
+#: Bottom to top: the counter's field, label, colour.
 CATEGORIES = (('params', 'parameters', 'tab:blue'),
               ('grads', 'gradients', 'tab:orange'),
               ('optimizer_state', 'optimizer state', 'tab:green'),
               ('activations', 'activations', 'tab:red'))
-#: The ``gid`` of the line at the peak (a test finds it by it).
 PEAK_GID = 'memory peak'
 
 
 def memory_timeline(memory):
-    """Draws a traced iteration's bytes alive over time.
-
-    Args:
-        memory (~chainer_hookext.profile.run.MemoryTrace): What
-            :func:`~chainer_hookext.profile.run.memory_trace` read from a
-            :class:`~chainer_hookext.Timeline` file.
-
-    Returns:
-        matplotlib.figure.Figure: The categories stacked as steps, on a GPU
-        the CuPy pool's used bytes, the peak a vertical line; ``None``
-        without a point.
-    """
+    """Draws a :class:`~chainer_hookext.profile.run.MemoryTrace`'s
+    categories stacked, on a GPU the pool's used bytes, the peak a line;
+    ``None`` without a point."""
     _matplotlib.require()
     points = memory.points
     if not points:

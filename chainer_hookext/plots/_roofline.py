@@ -21,12 +21,10 @@ def roofline(link_times):
     peaks; past 10 links, the 9 with the most FLOPs and ``N others``.
 
     Args:
-        link_times (dict): As :func:`~chainer_hookext.plots.link_times`
-            returns it: its ``'peaks'`` and ``'roofline'``.
+        link_times (dict): :func:`~chainer_hookext.plots.link_times`.
 
     Returns:
-        matplotlib.figure.Figure: The picture, or ``None`` without a
-        ``'roofline'`` or without a point to draw.
+        matplotlib.figure.Figure: ``None`` without a point to draw.
     """
     _matplotlib.require()
     points = link_times.get('roofline') or {}
@@ -63,8 +61,7 @@ def roofline(link_times):
 
 
 def draw_points(ax, points, found):
-    """Draws ``found`` (``(path, way, marker, point)``): the largest links
-    in their colours, the rest as one grey entry."""
+    """Draws ``found``: the largest links coloured, the rest one entry."""
     flops = collections.OrderedDict()
     for path, _, _, point in found:
         flops[path] = flops.get(path, 0) + point['flops']
@@ -86,6 +83,5 @@ def draw_points(ax, points, found):
 
 
 def _drawn(point):
-    # FLOPs, bytes and time: a place on the log axes.
     return bool(point) and point.get('flops', 0) > 0 and bool(
         point.get('intensity')) and point.get('rate', 0) > 0

@@ -1,7 +1,5 @@
-"""A user's text (a link's name, a key, a file name) as matplotlib draws
-it: as typed, never read as mathematics or TeX, never hidden."""
+"""A user's text drawn as typed: never mathematics or TeX, never hidden."""
 
-#: TeX's special characters, as typed (with ``text.usetex``).
 TEX = {'\\': r'\textbackslash{}', '{': r'\{', '}': r'\}', '$': r'\$',
        '&': r'\&', '#': r'\#', '%': r'\%', '_': r'\_', '^': r'\^{}',
        '~': r'\~{}'}
@@ -11,8 +9,8 @@ SHOWN = '\u200b'  # zero-width space
 
 
 def escape(text):
-    """Returns ``str(text)`` drawn as typed: ``$`` (or with ``text.usetex``
-    every TeX special) escaped, a leading ``_`` shown in a legend.
+    """Returns ``str(text)`` with ``$`` (with ``text.usetex``, every TeX
+    special) escaped and a leading ``_`` shown in a legend.
 
     >>> escape('cost$x_$')
     'cost\\\\$x_\\\\$'

@@ -11,8 +11,7 @@ from chainer_hookext.plots import _text
 from chainer_hookext.timing import trace
 
 
-#: Timeline's categories, top to bottom where spans start together, and
-#: their colours.
+#: Timeline's categories, top to bottom where spans start together.
 CATEGORIES = (('iteration', 'lightgray'), ('phase', 'tab:blue'),
               ('extension', 'tab:purple'), ('link_forward', 'tab:orange'),
               ('link_backward', 'tab:green'), ('function_forward', 'gold'),
@@ -25,9 +24,8 @@ _WINDOW = re.compile(r'iteration_(\d+)(?:_rank(\d+))?\.json(?:\.gz)?$')
 
 
 def first_trace(out):
-    """Returns the path of the first window trace (not an outlier's; rank
-    0's) a :class:`~chainer_hookext.Timeline` wrote under ``out``, or
-    ``None``."""
+    """Returns the first window trace (rank 0's, not an outlier's) a
+    :class:`~chainer_hookext.Timeline` wrote under ``out``, or ``None``."""
     found = []
     for path in glob.glob(os.path.join(out, 'timeline', 'iteration_*')):
         match = _WINDOW.match(os.path.basename(path))
@@ -38,13 +36,9 @@ def first_trace(out):
 
 
 def first_iteration(events):
-    """Returns ``(depth, event)`` of the spans of the first iteration
-    (depth 0) in its thread, each one deeper than the span holding it.
-
-    Of spans with the same start and length (a piece of a cut link span
-    and its parent's), the holder comes first: by :data:`CATEGORIES`, then
-    :func:`link_depth`.
-    """
+    """Returns ``(depth, event)`` of the first iteration's spans (depth 0)
+    in its thread; of spans alike (a cut link span's piece and its
+    parent's) the holder first."""
     order = {c: i for i, (c, _) in enumerate(CATEGORIES)}
     spans = [e for e in events if e.get('ph') == 'X']
     iterations = [e for e in spans if e['cat'] == 'iteration']
@@ -66,8 +60,7 @@ def first_iteration(events):
 
 
 def link_depth(event):
-    """Returns the depth of a span's ``args['link']`` (``main`` 0); 0
-    without."""
+    """Returns the depth of a span's ``args['link']``, else 0."""
     link = (event.get('args') or {}).get('link')
     return link.count('/') if isinstance(link, str) else 0
 
@@ -83,8 +76,7 @@ def timeline(trace_path):
         trace_path (str): A ``.json.gz`` (or ``.json``) Timeline file.
 
     Returns:
-        matplotlib.figure.Figure: The picture, or ``None`` when the file
-        holds no iteration.
+        matplotlib.figure.Figure: ``None`` without an iteration.
     """
     modules = _matplotlib.require()
     spans = first_iteration(trace.read(trace_path))
@@ -121,8 +113,7 @@ def timeline(trace_path):
 
 
 def draw_boxes(ax, spans, origin):
-    # One collection per category and depth, not a patch per span: a
-    # thousand links' spans take a few.
+    # A collection per category and depth: a patch per span is slow.
     colours = dict(CATEGORIES)
     rows = collections.OrderedDict()
     for depth, e in spans:
@@ -135,7 +126,6 @@ def draw_boxes(ax, spans, origin):
 
 
 def label_span(ax, renderer, name, start, width, y, pixels):
-    # The longest of the span's names that fits in its pixels, if any.
     if pixels < MIN_LABEL_WIDTH:
         return
     for label in (name, name.rsplit('/', 1)[-1]):

@@ -7,8 +7,7 @@ OTHERS_COLOUR = 'lightgray'
 
 
 def largest(sizes, top=TOP):
-    """Returns the names of ``sizes`` shown, in order: all up to ``top``,
-    else the ``top - 1`` largest."""
+    """Returns ``sizes``' names: all up to ``top``, else ``top - 1``."""
     if len(sizes) <= top:
         return list(sizes)
     kept = set(sorted(sizes, key=lambda name: -sizes[name])[:top - 1])
@@ -16,5 +15,4 @@ def largest(sizes, top=TOP):
 
 
 def others(count):
-    """Returns the label of ``count`` links drawn together."""
     return f'{count} others'
