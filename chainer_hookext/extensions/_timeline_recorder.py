@@ -12,10 +12,12 @@ from chainer_hookext.report import link_names
 from chainer_hookext.timing import spans
 from chainer_hookext.timing import trace_events
 
-#: What was recorded between two cuts: the links' ``spans.Recording``, the
-#: loop clock's spans, gc spans and pauses (our own work).
+#: What was recorded between two cuts; ``links``: a ``spans.Recording``.
 Piece = collections.namedtuple(
     'Piece', ('links', 'phase_spans', 'gc_spans', 'pauses'))
+#: The loop clock's lists each receiving a piece's field.
+_CLOCK_LISTS = (('span_lists', 'phase_spans'), ('gc_lists', 'gc_spans'),
+                ('pause_lists', 'pauses'))
 
 
 def _new_piece():
@@ -23,25 +25,22 @@ def _new_piece():
 
 
 class Recorder:
-    """Registers ``timer`` (the Timeline's own) or uses TimedLinks', and
-    keeps the spans of both and of the loop's clock while running."""
+    """Records with ``timer`` (the Timeline's own) or TimedLinks'."""
 
     def __init__(self, timer):
         self.timer = timer
-        self._hook = None  # the timer recorded: ``timer`` or TimedLinks'
+        self._hook = None  # ``timer`` or TimedLinks'
         self._handle = None  # ``timer``'s registration, when it is used
         self._clock = None
-        self._piece = None  # the piece being recorded
-        #: The running piece's ``spans.Recording``, or ``None``.
-        self.links = None
+        self._piece = None
+        self.links = None  # the running piece's ``spans.Recording``
 
     @property
     def running(self):
         return self._piece is not None
 
     def start(self, trainer, loop, validation, functions=False):
-        """Registers the hook on the update's calls (and an ``Evaluator``'s
-        with ``validation``) and starts a piece; ``loop``'s clock runs."""
+        """Registers the hook and starts a piece; ``loop``'s clock runs."""
         model = link_names.model_link_names(trainer)
         scope = {i: name for i, (name, _) in model.items()}
         hook = _timed_links_timer(trainer, scope, validation, functions)
@@ -60,9 +59,8 @@ class Recorder:
         self._piece = _new_piece()
         self.links = self._piece.links
         hook.start_spans(self._piece.links)
-        self._clock.span_lists.append(self._piece.phase_spans)
-        self._clock.gc_lists.append(self._piece.gc_spans)
-        self._clock.pause_lists.append(self._piece.pauses)
+        for lists, field in _CLOCK_LISTS:
+            getattr(self._clock, lists).append(getattr(self._piece, field))
 
     def cut(self):
         """Returns the piece recorded so far; the next one starts."""
@@ -70,9 +68,9 @@ class Recorder:
         new = self._piece = _new_piece()
         self.links = new.links
         self._hook.start_spans(new.links)
-        _replace(self._clock.span_lists, old.phase_spans, new.phase_spans)
-        _replace(self._clock.gc_lists, old.gc_spans, new.gc_spans)
-        _replace(self._clock.pause_lists, old.pauses, new.pauses)
+        for lists, field in _CLOCK_LISTS:
+            _replace(getattr(self._clock, lists), getattr(old, field),
+                     getattr(new, field))
         return old
 
     def stop(self):
@@ -84,9 +82,8 @@ class Recorder:
         clock, self._clock = self._clock, None
         hook, self._hook = self._hook, None
         handle, self._handle = self._handle, None
-        _replace(clock.span_lists, piece.phase_spans, None)
-        _replace(clock.gc_lists, piece.gc_spans, None)
-        _replace(clock.pause_lists, piece.pauses, None)
+        for lists, field in _CLOCK_LISTS:
+            _replace(getattr(clock, lists), getattr(piece, field), None)
         hook.stop_spans()
         if handle is None:  # TimedLinks' timer: it goes on timing
             return piece
@@ -113,8 +110,7 @@ def _replace(lists, old, new):
 
 
 def joined(pieces):
-    """Returns ``pieces`` as one, their link spans resolved (CUDA events
-    waited for)."""
+    """``pieces`` as one, their link spans resolved."""
     for piece in pieces:
         piece.links.resolve()
     if len(pieces) == 1:
@@ -125,17 +121,15 @@ def joined(pieces):
         for field in ('forward', 'backward', 'functions'):
             getattr(links, field).extend(getattr(piece.links, field))
         links.gpu = links.gpu or piece.links.gpu
-        joined.phase_spans.extend(piece.phase_spans)
-        joined.gc_spans.extend(piece.gc_spans)
-        joined.pauses.extend(piece.pauses)
+        for _, field in _CLOCK_LISTS:
+            getattr(joined, field).extend(getattr(piece, field))
     links.resolve()  # nothing left to resolve: marks them resolved
     return joined
 
 
 def window_events(iteration_starts, end, pieces, rank, memory=None):
-    """Returns the trace events of the iterations ``iteration_starts``
-    (``[(number, start)]``) to ``end``, with ``memory``'s counters (a
-    ``MemoryTimeline`` recorded over them)."""
+    """The trace events of ``iteration_starts`` (``[(number, start)]``) to
+    ``end``, with ``memory``'s (a ``MemoryTimeline``) counters."""
     piece = joined(pieces)
     recorded = trace_events.Window(
         iteration_starts, end, piece.phase_spans, piece.links,
@@ -145,8 +139,7 @@ def window_events(iteration_starts, end, pieces, rank, memory=None):
 
 
 def _timed_links_timer(trainer, scope, validation, functions):
-    # TimedLinks' timer when it times all of ``scope`` in every mode shown:
-    # then a span is exactly what TimedLinks charges.
+    # TimedLinks' timer when it times all of ``scope`` in every mode shown.
     for entry in _chainer.extension_entries(trainer).values():
         extension = entry.extension
         if not isinstance(extension, timed_links.TimedLinks):

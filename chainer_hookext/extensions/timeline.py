@@ -1,7 +1,5 @@
 """The trainer extension writing Perfetto traces of chosen iterations and
-of outliers (docs/timing.md, "`Timeline`: a trace of chosen iterations"
-and "Outlier traces"); what it records: _timeline_recorder.py, which
-iterations are outliers: _timeline_outliers.py.
+of outliers (docs/timing.md, "`Timeline`: a trace of chosen iterations").
 """
 
 import collections
@@ -30,35 +28,28 @@ from chainer_hookext.timing import trace_events
 class Timeline(loop_phases.LoopExtension):
     """Trainer extension writing a trace of chosen training iterations.
 
-    Each time its trigger fires, the next ``iterations`` training
-    iterations (after ``warmup`` more) are recorded and written to
-    ``<trainer.out>/timeline/iteration_<N>.json.gz`` for Perfetto: the
-    phases of :class:`~chainer_hookext.TimedLoop`, the extension calls, the
-    link spans and garbage collections (docs/timing.md, "`Timeline`: a
-    trace of chosen iterations").  One ``Timeline`` per trainer.
+    At each trigger, the next ``iterations`` training iterations (after
+    ``warmup`` more) are written to
+    ``<trainer.out>/timeline/iteration_<N>.json.gz`` for Perfetto
+    (docs/timing.md, "`Timeline`: a trace of chosen iterations").
 
     Args:
         iterations (int): Iterations per window.
-        warmup (int): Iterations skipped after the trigger fires, before
-            the window.
+        warmup (int): Iterations skipped after the trigger fires.
         validation (bool): Also record the link calls inside ``Evaluator``
             extensions.
         compress (bool): Write gzip (``.json.gz``); ``False``: ``.json``.
         comm (chainermn.CommunicatorBase): Under ChainerMN, rank 0 writes
             every rank's window in one file; without it each rank writes
             its own, ``_rank<k>`` in its name.
-        outliers: Also write each iteration slower than its history says
-            to ``outlier_iteration_<N>.json.gz``: ``True`` (3 times the
-            median), a factor above 1, or a ``datetime.timedelta`` on the
-            whole iteration; ``None`` or ``False`` (default): off, at no
-            cost (docs/timing.md, "Outlier traces").
-        max_outliers (int): Outlier traces written at most in a training
-            run (resumes included); past it, one ``RuntimeWarning``.
-        functions (bool): Also a span per function node's forward and
-            backward step, inside its link's span (host clock only).
-        memory (bool): Also counter tracks of the bytes alive through the
-            window and the peak's largest holders (docs/memory.md, "Memory
-            over the iteration").
+        outliers: Also write each slow iteration to
+            ``outlier_iteration_<N>.json.gz``: ``True`` (3 times the
+            median), a factor above 1, or a ``datetime.timedelta``; ``None``
+            (default): off (docs/timing.md, "Outlier traces").
+        max_outliers (int): Outlier traces written at most in a run.
+        functions (bool): Also a span per function node (host clock only).
+        memory (bool): Also counter tracks of the bytes alive
+            (docs/memory.md, "Memory over the iteration").
 
     Attributes:
         written (list of str): The files this extension wrote, in order.
@@ -104,26 +95,24 @@ class Timeline(loop_phases.LoopExtension):
         self.max_outliers = max_outliers
         self.functions = functions
         self.memory = memory
-        self._memory = None  # the window's MemoryTimeline (memory=True)
+        self._memory = None  # the window's MemoryTimeline
         self._next_window = None  # first iteration of the scheduled window
         self._timer = timer.TimerHook(name='Timeline', backward=True,
                                       functions=functions)
         self._recorder = _timeline_recorder.Recorder(self._timer)
-        self._window = None  # _Window, while one records
-        self._done = None  # _Done: a window recorded, not written yet
-        self._plan = None  # the trainer's IterationPlan
+        self._window = None
+        self._done = None  # a window recorded, not written yet
+        self._plan = None
         self._iteration_starts = []  # the window's [(number, start)]
         self._unix_start = None
-        # Outliers (None when off): the rule, the iteration running
-        # (Started), the one just ended and the one before (Iteration).
         self._outliers = None if rule is None else (
             _timeline_outliers.OutlierRule(rule, max_outliers))
         self._started = self._ended = self._previous = None
         self._unwritten = []  # _Outlier, written outside windows
-        self._own_phase = None  # this extension's phase in the loop clock
+        self._own_phase = None
         self._loaded = False  # a snapshot loaded since the last run
-        self._failed = False  # a file could not be written in this run
-        self.written = []  # paths written in this process
+        self._failed = False
+        self.written = []
 
     def initialize(self, trainer):
         self._discard()
@@ -152,7 +141,6 @@ class Timeline(loop_phases.LoopExtension):
             self._plan_window(self._next_window)
 
     def _plan_window(self, first):
-        # So that no other extension measures in the window's iterations.
         self._plan.trace(self, first, first + self.iterations - 1)
 
     def iteration_ended(self, trainer):
@@ -169,9 +157,8 @@ class Timeline(loop_phases.LoopExtension):
                 started, start, self._recorder.cut(), own)
 
     def iteration_started(self, trainer):
-        # No clock read nor own work here, inside an iteration a window may
-        # trace: set-up and writing are in iteration_ending.
-        number = trainer.updater.iteration + 1  # the iteration starting
+        # No clock read nor own work here, inside a traced iteration.
+        number = trainer.updater.iteration + 1
         start = self._loop.iteration_start
         ended, self._ended = self._ended, None
         window = self._window
@@ -199,8 +186,7 @@ class Timeline(loop_phases.LoopExtension):
 
     def iteration_ending(self, trainer):
         # Before the stop trigger, the clock in ``other``, which no trace
-        # draws: windows and outliers are written, the recorder started or
-        # stopped for the next iteration.
+        # draws.
         following = trainer.updater.iteration + 1
         first = self._next_window
         if self.memory:
@@ -213,13 +199,11 @@ class Timeline(loop_phases.LoopExtension):
 
     def _in_window(self, following):
         window, first = self._window, self._next_window
-        if window is not None and following < window.first + self.iterations:
-            return True
-        return first is not None and first <= following < (
-            first + self.iterations)
+        return (window is not None
+                and following < window.first + self.iterations) or (
+            first is not None and first <= following < first + self.iterations)
 
     def _memory_ended(self, trainer, following):
-        # Stopped after the window's last iteration, kept for writing.
         memory = self._memory
         if memory is None or not memory.recording:
             return
@@ -258,9 +242,7 @@ class Timeline(loop_phases.LoopExtension):
                 self._recorder.stop()
 
     def _open_window(self, trainer, first, number, start):
-        # ``number`` > ``first`` when a run resumes inside the window.  The
-        # recorder runs since the iteration before: what it recorded before
-        # this start is dropped.
+        # ``number`` > ``first`` when a run resumes inside the window.
         if not self._recorder.running:
             with self._loop.own_work(self.name or self.default_name):
                 self._recorder.start(trainer, self._loop, self.validation,
@@ -273,8 +255,7 @@ class Timeline(loop_phases.LoopExtension):
         self._unix_start = time.time() - (self._clock.now() - start)
 
     def _end_window(self, number, end):
-        # Kept, to be written in iteration_ending.  Without outliers the
-        # recorder ran for the window alone: it stops unless one starts now.
+        # Written in iteration_ending.
         window, self._window = self._window, None
         if self._outliers is None and self._recorder.running:
             if self._next_window == number:
@@ -302,8 +283,7 @@ class Timeline(loop_phases.LoopExtension):
                         memory))
 
     def _judge(self, ended):
-        # An iteration another extension measured (the plan says) is
-        # neither judged nor kept as the previous: no trace shows it.
+        # An iteration another extension measured: no trace shows it.
         previous, self._previous = self._previous, ended
         if self._plan is not None and self._plan.measured(ended.number):
             self._previous = None
@@ -367,8 +347,7 @@ class Timeline(loop_phases.LoopExtension):
             _launcher_rank() or 0)
 
     def _write(self, name, events, other=None):
-        # Returns whether written.  Under ChainerMN a window (``other``
-        # None) is gathered, an outlier trace is each rank's own.
+        # Whether written.  Under ChainerMN windows (``other`` None) gather.
         rank = _launcher_rank()
         if self.comm is not None and other is None:
             gathered = gather.collect(  # a collective
@@ -406,8 +385,7 @@ class Timeline(loop_phases.LoopExtension):
         return written
 
     def serialize(self, serializer):
-        """Saves or restores the scheduled window and, with outliers, the
-        recent iterations' seconds and the count of outliers written."""
+        """Saves or restores the scheduled window and outlier history."""
         if not _state.is_loading(serializer):
             pending = self._next_window
             if self._window is not None:  # the window not written yet
@@ -430,11 +408,8 @@ class Timeline(loop_phases.LoopExtension):
 
 
 _Window = collections.namedtuple('_Window', ('first', 'pieces'))
-
 _Outlier = collections.namedtuple(
     '_Outlier', ('iteration', 'previous', 'verdict'))
-
-#: A window recorded, to write; ``iteration_starts``: [(number, start)].
 _Done = collections.namedtuple('_Done', ('window', 'iteration_starts', 'end'))
 
 
