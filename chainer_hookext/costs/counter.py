@@ -12,19 +12,20 @@ class FlopCounter(backward.BackwardTimer):
     """Backward timer charging each node's FLOPs and bytes to a record;
     made with ``_tagging.new_tagger(FlopCounter, calls, name)``."""
 
+    counts_flops = True
+
     # -- hot path: a few hundred instructions per node, not calls ------------
-    def forward_preprocess(self, function, in_data):
-        rec = self.calls.top
-        if rec is not self.bottom:  # a timed link's forward
-            function._chainer_hookext_tag = rec
-            rec = rec.charged
-            cost = flops.count(function, in_data)
-            if cost is None:
-                self._add_unknown(rec, function)
-                return
-            rec.flops += cost.flops
-            rec.bytes += cost.bytes
+    def count_cost(self, rec, function, in_data):
+        cost = flops.count(function, in_data)
+        if cost is None:
+            self._add_unknown(rec, function)
             return
+        rec.flops += cost.flops
+        rec.bytes += cost.bytes
+
+    def _tag_outside_calls(self, function, in_data):
+        # Outside every timed link: a node of a step is counted as the
+        # step's backward cost.
         running = self._running
         if running is None or self.paused:
             # outside every timed link and step, or the trainer's update
@@ -54,11 +55,7 @@ class FlopCounter(backward.BackwardTimer):
         rec.backward_flops += cost.flops
         rec.backward_bytes += cost.bytes
 
-    _tag_node = forward_preprocess
-
     # -- by function type (FunctionFlopCounter's) ----------------------------
-    counts_flops = True
-
     def node_flops(self, function, in_data):
         # 0 without a formula; counted again: the costs are memoized.
         cost = flops.count(function, in_data)

@@ -51,10 +51,21 @@ class BackwardTimer(_tagging.NodeTagger):
 
     # -- hot path ----------------------------------------------------------
     def forward_preprocess(self, function, in_data):
+        # The one place where a node of a timed link's forward is tagged: a
+        # per-link figure counted per node goes here (docs/internals.md,
+        # "Adding a per-link figure").
         rec = self.calls.top
         if rec is self.bottom:
-            rec = None if self._running is None else self._recomputed()
+            return self._tag_outside_calls(function, in_data)
         function._chainer_hookext_tag = rec
+        if self.counts_flops:
+            self.count_cost(rec.charged, function, in_data)
+
+    def _tag_outside_calls(self, function, in_data):
+        # A node made in a step (F.forget's recomputation, a gradient
+        # node) or outside every timed link.
+        function._chainer_hookext_tag = (
+            None if self._running is None else self._recomputed())
 
     def backward_preprocess(self, function, in_data, out_grad):
         if self.paused:  # outside a trainer's update
@@ -152,32 +163,32 @@ class BackwardTimer(_tagging.NodeTagger):
             return None
         return self.calls.outside['train' if train else 'eval']
 
+    #: Whether :meth:`count_cost` counts each node's FLOPs and bytes.
+    counts_flops = False
+
+    def count_cost(self, rec, function, in_data):
+        """Charges the cost of a node of a timed link's forward to ``rec``
+        (``FlopCounter``'s)."""
+
     _tag_node = forward_preprocess  # not hidden by FunctionTimer's
 
     # -- by function type (FunctionTimer's) ----------------------------------
-    counts_flops = False  # whether _tag_node counts FLOPs (FlopCounter)
-
     def _function_forward_preprocess(self, function, in_data):
         rec = self.calls.top
         if rec is self.bottom:
             return self._function_outside_links(function, in_data)
-        if self.counts_flops:  # the class's tags and counts
-            flops = rec.charged.flops
-            self._tag_node(function, in_data)
-            flops = rec.charged.flops - flops
-        else:
-            function._chainer_hookext_tag = rec
         rec = rec.charged
+        flops = rec.flops
+        self._tag_node(function, in_data)
         try:
             one = rec.functions[function.__class__]
         except (KeyError, TypeError):  # its first node here; none yet
             one = function_record(rec, function)
-        if self.counts_flops:
-            one.flops += flops
+        one.flops += rec.flops - flops
         self._open.append(OpenForward(function, one, clock.now(), rec))
 
     def _function_outside_links(self, function, in_data):
-        self._tag_node(function, in_data)
+        self._tag_outside_calls(function, in_data)
         if self._running is not None:  # applied in a step: the step's
             self.step_node_applied(function, in_data)
             return
