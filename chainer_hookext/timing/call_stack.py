@@ -13,22 +13,18 @@ from chainer_hookext import _chainer
 from chainer_hookext import _observer
 from chainer_hookext import _frames
 from chainer_hookext.timing import clock
-
 from chainer_hookext.timing import link_paths
 from chainer_hookext.timing import records
 from chainer_hookext.timing import spans
 
 
-#: A link in scope added to the model while timing: its ``name`` in the
-#: scope and its ``parent``'s, e.g. ``('main/predictor/l3',
-#: 'main/predictor')``.
+#: A link in scope added to the model while timing, and its parent's name.
 AddedLink = collections.namedtuple('AddedLink', ('name', 'parent'))
 
 
 class _NoChildren(dict):
-    # The bottom's children: every lookup gives _OUTERMOST, "called again",
-    # so an outermost call takes the slow path through a compare the hot
-    # path makes anyway (and the hot path keeps a plain subscript).
+    # Every lookup gives _OUTERMOST, "called again": an outermost call takes
+    # the slow path through a compare the hot path makes anyway.
     __slots__ = ()
 
     def __missing__(self, key):
@@ -45,20 +41,14 @@ class CallStack:
 
     Attributes:
         top (CallRecord): The innermost running timed call, or :attr:`bottom`.
-        bottom (CallRecord): The bottom of the stack: no timed call runs.
-        trees (dict): Live call trees by mode, ``'train'`` and ``'eval'``.
         outside (dict): By mode, the record of the backward steps of nodes
             created outside every timed call.
-        paths (LinkPaths): The paths of the links.
         link_names (dict): The hook's scope, ``{id(link): name}``, or
             ``None``; ``config_train``: its modes, as :meth:`call_mode` reads.
-        gpu (bool): Whether CUDA events time the calls.
-        thread (int): Ident of the thread timing, while registered.
         parts (~chainer_hookext.run.iteration_parts.IterationParts):
             Which part of a trainer's iterations runs, or ``None``.
-        added_links (list): :class:`AddedLink` of each link in scope added
-            to the model while timing, until its reader (``TimedLinks``)
-            empties it.
+        added_links (list): :class:`AddedLink` of each link added to the
+            model while timing, until ``TimedLinks`` empties it.
     """
 
     parts = None
@@ -79,9 +69,8 @@ class CallStack:
         self.backward_mark = None  # the backward step's event to start from
         self._calls = 0  # calls started on a GPU: each call's number
 
-    # -- hot path: keep it short, it runs twice per link call --------------
-    # Invariant: within a timed call every link call is pushed (out of scope
-    # ones marked out_of_scope); outside one (top is bottom) none is.
+    # -- hot path: runs twice per link call.  Invariant: within a timed call
+    # every link call is pushed (out of scope ones marked); outside, none.
     def forward_preprocess(self, args):
         top = self.top
         try:
@@ -89,8 +78,8 @@ class CallStack:
         except KeyError:  # the first call of the link from this caller
             return self._enter(args.link)
         else:  # (no jump over the handler)
-            if rec.last_end >= top.start:  # called again in this call of top
-                return self._enter_again(args.link, rec)  # or outermost
+            if rec.last_end >= top.start:  # called again, or outermost
+                return self._enter_again(args.link, rec)
             self.top = rec
             rec.start = clock.now()
 
@@ -141,8 +130,7 @@ class CallStack:
                 top = self._prune(skip_current=True)
                 if not local and self._refresh(link):
                     key = link
-        if top is self.bottom:
-            # An outermost call: the mode and scope are read here, once.
+        if top is self.bottom:  # an outermost call: mode and scope read once
             names = self.link_names
             if names is not None and id(link) not in names:
                 return
@@ -173,8 +161,7 @@ class CallStack:
         return None
 
     def call_mode(self):
-        """Returns the mode of an outermost call starting now: ``True``
-        (training), ``False`` (evaluation) or ``None`` (not timed)."""
+        """``True`` (train), ``False`` (eval) or ``None`` (not timed)."""
         parts = self.parts
         if parts is None:
             train = True if _chainer.is_train() else False
@@ -203,9 +190,8 @@ class CallStack:
             rec.start = clock.now()
 
     def _enter_again(self, link, rec):
-        # ``link`` ended already in this call of the top: a loop in the
-        # top's forward, or the code that caught the top's exception.  The
-        # frames tell (1 us); a loop's code, once told, is trusted.
+        # A loop in the top's forward, or code that caught its exception:
+        # the frames tell (1 us); a loop's code, once told, is trusted.
         top = self.top
         if top is self.bottom:  # an outermost call
             return self._enter(link)
@@ -219,9 +205,7 @@ class CallStack:
         self._push(rec)
 
     def _leave(self, link):
-        # The record to pop for a postprocess not the top link's: the top
-        # for a link outside the model (keyed by its class), the link's own
-        # once the calls left open above it end, or None.
+        # The record to pop for a postprocess not the top link's, or None.
         rec = self.top
         if rec is self.bottom:
             return None
@@ -232,8 +216,7 @@ class CallStack:
         return rec
 
     def _refresh(self, link):
-        # A link not indexed, in a new call path: a child of a chain may
-        # have been added since (a layer replaced).  Whether indexed now.
+        # A layer may have been replaced: whether ``link`` is indexed now.
         if link.name is None:  # made in a forward: never part of the model
             return False
         names = self.link_names
@@ -274,14 +257,11 @@ class CallStack:
             self._use_span_methods()
 
     # -- spans, while a Timeline records -----------------------------------
-    #: The :class:`~.spans.Recording` given to :meth:`start_spans`, or None.
     recording = None
 
     def start_spans(self, recording):
-        """Appends a span to ``recording.forward`` (a
-        :class:`~.spans.Recording`) for each ended call in scope, from the
-        call's own clock reads, until :meth:`stop_spans`; swaps
-        ``forward_postprocess`` meanwhile, leaving the class's as it is."""
+        """Appends a span to ``recording.forward`` for each ended call in
+        scope until :meth:`stop_spans` (swaps ``forward_postprocess``)."""
         self.recording = recording
         self._use_span_methods()
 
@@ -302,8 +282,6 @@ class CallStack:
         _observer.use_method(self, 'forward_postprocess', method)
 
     def _span_forward_postprocess(self, args):
-        # The class's postprocess, then the call's span; ``_leave`` first
-        # for the record that pops.
         rec = self.top
         if rec.key is not args.link:
             rec = self._leave(args.link)
@@ -316,7 +294,6 @@ class CallStack:
                 spans.Span(rec, start, rec.last_end))
 
     def _gpu_span_forward_postprocess(self, args):
-        # As _span_forward_postprocess, with the call's pair of events.
         rec = self.top
         if rec.key is not args.link:
             rec = self._leave(args.link)
@@ -328,10 +305,8 @@ class CallStack:
             self.recording.forward.append(
                 spans.Span(rec, start, self._last_event))
 
-    # -- our own work ------------------------------------------------------
     def paused(self, name, start, end):
-        """Takes a pause (:mod:`.pauses`) out of every running call (not of
-        those timed with CUDA events)."""
+        """Takes a pause out of every running call (not on a GPU)."""
         if self.gpu:
             return
         length = end - start
@@ -340,15 +315,10 @@ class CallStack:
             rec.start += length
             rec = rec.parent
 
-    # -- calls left open by exceptions -------------------------------------
-    # Chainer calls no postprocess for a forward that raised.  _prune ends
-    # the calls it left open, each up to its last event, when a call is of
-    # a new path, when a link is called again in one call of the top (so a
-    # child called again by the code that caught the exception is that
-    # code's), and when a postprocess is not the top's.  Left: a first call
-    # of a child the raising link called before (not this time), or made
-    # from code calling that child in a loop, is timed inside the raising
-    # link until its caller ends.
+    # -- calls left open by exceptions (Chainer calls no postprocess for a
+    # forward that raised): _prune ends them at a new path, a call again
+    # or a postprocess not the top's.  Left: a child's first call from the
+    # code that caught it is timed inside the raising link.
     def _chain(self):
         chain = []
         rec = self.top
@@ -359,7 +329,6 @@ class CallStack:
         return chain
 
     def _prune(self, skip_current):
-        # Ends the calls whose Link.__call__ no longer runs.
         chain = self._chain()
         keep = _frames.still_running([rec.key for rec in chain], skip_current)
         self._end_left_open(chain[keep:])
@@ -367,8 +336,7 @@ class CallStack:
         return self.top
 
     def _end_left_open(self, calls):
-        # A call left open counts, up to its last event: the innermost
-        # one's start or its last child's end.
+        # Each counts up to the innermost's start or its last child's end.
         if not calls:
             return
         if self.gpu:
@@ -385,8 +353,7 @@ class CallStack:
             rec.last_end = end
 
     def _events_in_use(self):
-        # What the event queue must not give back (clock.EventQueue): none
-        # while a window's spans hold events.
+        # None while a window's spans hold events.
         if self.recording is not None:
             return None
         return [self._last_event, self.backward_mark] + [
@@ -394,16 +361,14 @@ class CallStack:
 
     # -- reading -----------------------------------------------------------
     def flush_calls(self):
-        """Ends the calls left open and resolves the CUDA events (from the
-        timed thread: the caller checks)."""
+        """Ends the calls left open and resolves the CUDA events."""
         if self.top is not self.bottom:
             self._prune(skip_current=False)
         self.events.resolve()
 
     def store(self, stored, forget_paths=True):
-        """Ends every open call and moves the live trees into ``stored``
-        (by mode); with ``forget_paths`` the stack then refers to no link.
-        """
+        """Ends every open call and moves the live trees into ``stored``;
+        with ``forget_paths`` the stack then refers to no link."""
         self._end_left_open(self._chain())
         self.top = self.bottom
         self.events.resolve()

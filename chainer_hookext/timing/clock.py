@@ -21,8 +21,7 @@ def is_gpu(link):
 
 
 def record_event(event=None):
-    """Records ``event`` (a new one when ``None``) on the current stream,
-    and returns it."""
+    """Records ``event`` (a new one when ``None``) and returns it."""
     if event is None:
         event = cuda.Event()
     event.record()
@@ -30,15 +29,13 @@ def record_event(event=None):
 
 
 def elapsed(start, stop):
-    """Returns the seconds between two recorded events (waits for ``stop``).
-    """
+    """Returns the seconds between two recorded events."""
     stop.synchronize()
     return cuda.cupy.cuda.get_elapsed_time(start, stop) / 1000
 
 
 #: CUDA events waiting for their time: charged to ``record.charged.backward``
-#: (a step, charged when resolved: the record may have been stored since)
-#: or to ``record.elapsed`` (a call).
+#: (a step: the record may have been stored since) or ``record.elapsed``.
 EventPair = collections.namedtuple(
     'EventPair', ('record', 'start', 'stop', 'backward'))
 
@@ -48,15 +45,9 @@ class EventQueue:
     :meth:`record` records again.
 
     Args:
-        in_use (callable): Returns the events recorded but not pushed yet
-            (a running call's start), never given back; or returns
-            ``None`` (a window's spans hold them). ``None``: nothing is
-            given back.
-
-    Attributes:
-        pending (list of EventPair): The pairs not resolved yet.
-        free (list): Resolved events, recorded again by :meth:`record`.
-        created (int): Events created so far (the rest were reused).
+        in_use (callable): Returns the events recorded but not pushed yet,
+            never given back, or ``None``: nothing is given back (as with
+            no ``in_use``).
     """
 
     def __init__(self, in_use=None):
@@ -67,7 +58,6 @@ class EventQueue:
         self._held = []  # given back once no longer in use
 
     def record(self):
-        """Returns an event recorded now on the current stream."""
         free = self.free
         if free:
             return record_event(free.pop())
@@ -83,8 +73,7 @@ class EventQueue:
             self.resolve(MAX_PENDING // 2)
 
     def resolve(self, n=None):
-        """Adds the time of the first ``n`` (all) pending pairs and gives
-        their events back."""
+        """Adds the time of the first ``n`` (all) pending pairs."""
         pending = self.pending
         n = len(pending) if n is None else n
         for pair in pending[:n]:
@@ -100,8 +89,8 @@ class EventQueue:
         del pending[:n]
 
     def _give_back(self, pairs, keep):
-        # Each event once (a stop is often the next start); those still to
-        # be read are held until a later call finds them free.
+        # Each event once (a stop is often the next start); those in
+        # ``keep`` are held until a later call.
         kept = {id(e) for e in keep}
         seen = set()
         held, self._held = self._held, []

@@ -14,20 +14,12 @@ class LinkPaths:
         return link in self._paths
 
     def get(self, link):
-        """Returns the path of ``link``, or ``None``."""
         return self._paths.get(link)
 
     def add_root(self, root, path='/', override=True):
-        """Indexes ``root`` and its descendants, ``root`` at ``path``.
-
-        Args:
-            root (~chainer.Link): The root.
-            path (str): Its path; ``/#2`` ... if another root has it.
-            override (bool): Re-index links that already have a path.
-
-        Returns:
-            str: The path given to ``root``.
-        """
+        """Indexes ``root`` and its descendants, ``root`` at ``path`` (or
+        ``path#2`` ... if another root has it); returns ``root``'s path.
+        With ``override``, re-indexes links that already have a path."""
         if self._paths.get(root) is not None and not override:
             return self._paths[root]
         base, n = path, 1
@@ -42,13 +34,8 @@ class LinkPaths:
         return path
 
     def refresh(self):
-        """Indexes the links added under the roots since (a layer replaced
-        during training is a new link at an old path).
-
-        Returns:
-            list: ``(link, parent, suffix)`` per new link, parents first;
-            ``suffix`` its path past the parent's (``'/l2'``).
-        """
+        """Indexes the links added under the roots since; returns
+        ``(link, parent, suffix)`` per new link, parents first."""
         added = []
         for path, root in list(self._owners.items()):
             parent = path.rstrip('/')

@@ -17,8 +17,7 @@ from chainer_hookext.timing import phases
 NAME = 'loop_phases'
 
 #: Functions applied after a backward (a forward if a new walk follows):
-#: the first's time, the last step's rank before it, whether an optimizer
-#: updated since the backward started.
+#: the first's time, the last step's rank, whether an optimizer updated.
 Candidate = collections.namedtuple(
     'Candidate', ('start', 'step_rank', 'updated'))
 
@@ -47,14 +46,11 @@ class PhaseMarks(function_hook.FunctionHook):
         self.candidate = None
         self.updates = 0  # count_updates() at the backward's start
         self.warned = False
-        # The backward timer's read at the start or end of
-        # read_function's step, until taken.
+        # The backward timer's read at read_function's step, until taken.
         self.read_function = None
         self.read_time = None
         self.call_start = None  # the first link call of a forward waited
-        # The timer whose reads are taken (a Timeline window's), or None:
-        # any timer's.
-        self.reader = None
+        self.reader = None  # the timer whose reads are taken; None: any
 
     # The hot path: one call each per function applied and backward step.
     def forward_preprocess(self, function, in_data):
@@ -77,9 +73,8 @@ class PhaseMarks(function_hook.FunctionHook):
         self.step_rank = function.rank
 
     def link_call_started(self, t):
-        """An outermost link call of the update, or a node timed by type,
-        started at ``t`` (a timer's read): a forward waited for starts
-        there."""
+        """An outermost link call of the update started at ``t``: a forward
+        waited for starts there."""
         if self.watch_forward and not self.steps and self.call_start is None:
             self.call_start = t
 
@@ -118,7 +113,6 @@ class PhaseMarks(function_hook.FunctionHook):
             self.clock.switch(phases.BACKWARD, start)
 
     def backward_ended(self):
-        """The running ``backward``'s last step's end, or ``None``."""
         clock = self.clock
         end = self.step_end
         if clock.phase == phases.BACKWARD and end is not None and (
@@ -127,8 +121,8 @@ class PhaseMarks(function_hook.FunctionHook):
         return None
 
     def switch(self, phase, t=None):
-        """Starts ``phase`` at ``t`` or now; the time since a running
-        ``backward``'s last step is ``optimizer``."""
+        """Starts ``phase`` at ``t`` or now; the time since the last
+        backward step is ``optimizer``."""
         clock = self.clock
         if clock.phase == phases.BACKWARD:
             end = self.backward_ended()
@@ -146,7 +140,6 @@ class PhaseMarks(function_hook.FunctionHook):
 
     def stop(self):
         """The update has ended: nothing is looked at until :meth:`start`.
-        Warns once of functions applied after an update, with no backward.
         """
         candidate = self.candidate
         if candidate is not None and candidate.updated and not self.warned:
@@ -162,10 +155,8 @@ class PhaseMarks(function_hook.FunctionHook):
 
 
 class UpdateMark(_registry.OptimizerHook):
-    """ChainerMN's multi-node optimizer's first ``pre`` hook: its update
-    starts, after the all-reduce.  On no other optimizer (docs/timing.md,
-    "Why so few optimizer hooks").
-    """
+    """ChainerMN's multi-node optimizer's first ``pre`` hook (docs/timing.md,
+    "Why so few optimizer hooks")."""
 
     def __init__(self, marks):
         self.marks = marks
@@ -178,9 +169,7 @@ class UpdateMark(_registry.OptimizerHook):
 
 class TimedTrigger:
     """An extension entry's trigger that starts the extension's phase;
-    forwards every attribute to the trigger (snapshots unchanged), and
-    passes through once :attr:`marks` is ``None``.
-    """
+    forwards every attribute to the trigger (snapshots unchanged)."""
 
     def __init__(self, marks, trigger, phase):
         self.marks = marks
@@ -209,10 +198,6 @@ class TimedTrigger:
 
 class Marks:
     """Every mark of one trainer's loop, on one :class:`~.phases.PhaseClock`.
-
-    Attributes:
-        clock (~.phases.PhaseClock): The clock they switch.
-        in_update (bool): Whether the update is running.
     """
 
     def __init__(self, clock):
@@ -225,19 +210,17 @@ class Marks:
 
     def add(self, trainer, function_hooks):
         """Registers the marks on ``trainer``'s loop, the function hook in
-        ``function_hooks`` (the training thread's)."""
+        ``function_hooks``."""
         try:
             optimizers = tuple(trainer.updater.get_all_optimizers().values())
             for optimizer in optimizers:
                 # ChainerMN's multi-node optimizer keeps its communicator in
-                # its own __dict__.  First: the user's pre hooks are
-                # optimizer time.
+                # its __dict__.  First: the user's pre hooks are optimizer's.
                 if 'communicator' in vars(optimizer):
                     self._optimizer_hooks.append(_registry.add_optimizer_hook(
                         optimizer, UpdateMark(self), NAME, 'pre', first=True))
 
-            def count_updates():
-                # Each update adds one to t; a loop, not sum(): no generator.
+            def count_updates():  # a loop, not sum(): no generator
                 total = 0
                 for optimizer in optimizers:
                     total += optimizer.t
@@ -255,7 +238,6 @@ class Marks:
 
     @property
     def phase_marks(self):
-        """The function hook marking the update's phases, while added."""
         return self._hook
 
     def remove(self):
@@ -275,7 +257,6 @@ class Marks:
             _registry.remove(self._hook_handle, hook)
 
     def iteration_started(self):
-        """The update begins: ``data``."""
         self.in_update = True
         hook = self._hook
         hook.start()
@@ -291,7 +272,7 @@ class Marks:
         hook.switch(phase)
 
     def update_started(self):
-        """ChainerMN's update starts, after its all-reduce."""
+        # ChainerMN's update starts, after its all-reduce.
         hook = self._hook
         end = hook.backward_ended()
         if end is not None:

@@ -32,7 +32,7 @@ Span = collections.namedtuple('Span', ('phase', 'start', 'end'))
 GcSpan = collections.namedtuple(
     'GcSpan', ('generation', 'collected', 'start', 'end'))
 
-# The last collections in PhaseClock.gc that a pause (short) may take back.
+# The last collections in PhaseClock.gc that a pause may take back.
 _GC_RECENT = 8
 
 
@@ -43,11 +43,8 @@ class PhaseClock:
         totals (dict): ``{phase: seconds}`` since the clock was made.
         gc (float): Seconds in the garbage collector (inside the phases),
             but for collections started in an extension's phase or a pause.
-        phase: The running phase, or ``None``.
-        started (float): When the running phase started.
         makes_span (bool): Whether the running phase makes a span when it
-            ends (``False``: an extension not called); each :meth:`switch`
-            sets it.
+            ends (``False``: an extension not called).
         span_lists, gc_lists, pause_lists (list): Lists (a ``Timeline``
             recording's) to which each ended :class:`Span`, each
             :class:`GcSpan` and each :class:`.pauses.Pause` is appended.
@@ -96,7 +93,6 @@ class PhaseClock:
         self.switch(None)
 
     def now(self):
-        """Returns the clock's time in seconds."""
         return clock.now()
 
     def read(self, t=None):
@@ -115,8 +111,7 @@ class PhaseClock:
             t - self._mark - (self._paused_until(t) if self._pauses else 0.0))
 
     def paused(self, name, start, end):
-        """Charges a pause (:mod:`.pauses`) to ``extension/<name>``, not to
-        the phase it ran in."""
+        """Charges a pause to ``extension/<name>``, not to its phase."""
         phase = ExtensionPhase(name)
         totals = self.totals
         totals[phase] = totals.get(phase, 0.0) + (end - start)
@@ -143,8 +138,7 @@ class PhaseClock:
 
     def count_gc(self, phase, info):
         """A ``gc.callbacks`` entry: each collection to :attr:`gc` (unless
-        it starts in an extension's phase) and to :attr:`gc_lists`.  A
-        ``stop`` without its ``start`` adds nothing."""
+        in an extension's phase) and to :attr:`gc_lists`."""
         if phase == 'start':
             self._gc_start = clock.now()
             self._gc_counted = not isinstance(self.phase, ExtensionPhase)
@@ -163,7 +157,6 @@ class PhaseClock:
                 spans.append(span)
 
     def _take_back_gc(self, start, end):
-        # Collections inside the pause are its extension's: out of gc.
         kept = []
         for span in self._gc_recent:
             if start <= span.start and span.end <= end:
@@ -184,12 +177,8 @@ class IterationTimes:
     slowest kept apart.
 
     Attributes:
-        seconds (list of float): The kept iterations' seconds.
-        count (int): How many iterations were added.
-        slowest (int): The slowest iteration's number, or ``None``.
-        max (float): Its seconds.
-        phases (dict): What ``phases()`` returned for it (``{name:
-            seconds}``, names that JSON writes).
+        slowest (int): The slowest iteration's number, or ``None``; ``max``
+            its seconds, ``phases`` what ``phases()`` returned for it.
     """
 
     def __init__(self, size, seed=0):
@@ -232,7 +221,6 @@ class IterationTimes:
         return kept[max(int(rank), 1) - 1]
 
     def save(self, serializer):
-        """Saves the kept seconds, the count and the slowest."""
         serializer('seconds', numpy.asarray(self.seconds, numpy.float64))
         serializer('count', numpy.asarray([self.count], numpy.int64))
         slowest = self.slowest
@@ -247,7 +235,7 @@ class IterationTimes:
     @classmethod
     def load(cls, serializer, size):
         """Returns what :meth:`save` saved as ``serializer['tail']``; empty
-        when missing (an earlier version's snapshot)."""
+        when missing (an older snapshot)."""
         try:
             tail = _state.child(serializer, 'tail')
             seconds = _state.read(tail, 'seconds')

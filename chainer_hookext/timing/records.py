@@ -18,10 +18,9 @@ OUTSIDE = '(outside)'
 #: root (``/predictor/l1``) and class name.
 Labels = collections.namedtuple('Labels', ('name', 'path', 'class_name'))
 
-#: A figure a :class:`CallRecord` adds up besides its time: the record's
-#: ``attribute`` (the link's own share); the :class:`Entry` fields
-#: ``inclusive`` (with the callees') and ``own`` (``None``: no field); its
-#: ``zero``; ``cost``: counted with ``flops=True`` only.
+#: A figure a :class:`CallRecord` adds up besides its time: its record
+#: ``attribute``, :class:`Entry` fields (``own`` may be ``None``), ``zero``;
+#: ``cost``: counted with ``flops=True`` only.
 Count = collections.namedtuple(
     'Count', ('attribute', 'inclusive', 'own', 'zero', 'cost'))
 
@@ -40,8 +39,7 @@ _COUNTED = tuple((field, count) for count in COUNTS
                  for field in (count.inclusive, count.own) if field)
 
 #: One row of a summary: ``key`` a name, path or class name, ``parent`` its
-#: first caller's (``None`` at the top), seconds, calls (``occurrence``),
-#: then the :data:`COUNTS` fields (0 by default).
+#: first caller's, seconds, calls, then the :data:`COUNTS` fields.
 Entry = collections.namedtuple('Entry', (
     'key', 'parent', 'elapsed_time', 'self_time', 'occurrence') + tuple(
     field for field, _ in _COUNTED), defaults=tuple(
@@ -52,9 +50,8 @@ FIELDS = tuple(f for f in Entry._fields if f not in ('key', 'parent'))
 #: The fields counted only with ``flops=True``.
 COST_FIELDS = tuple(field for field, count in _COUNTED if count.cost)
 
-#: One function type's share of a link's self figures (``functions=True``):
-#: ``link`` the link's key or :data:`OUTSIDE`, ``function`` the node's class
-#: name, forward and backward seconds, nodes applied, FLOPs.
+#: One function type's share of a link's self figures (``functions=True``);
+#: ``link`` may be :data:`OUTSIDE`.
 FunctionEntry = collections.namedtuple('FunctionEntry', (
     'link', 'function', 'time', 'backward_time', 'occurrence', 'flops',
     'backward_flops'), defaults=(0, 0))
@@ -65,10 +62,8 @@ FUNCTION_FIELDS = tuple(
 
 
 class FunctionRecord:
-    """The figures of one function type under one call record
-    (``functions=True``): ``name`` the class name, ``forward`` and
-    ``backward`` seconds, ``count`` nodes, ``flops`` and ``backward_flops``.
-    """
+    """The figures of one function type (class ``name``) under one call
+    record (``functions=True``)."""
 
     __slots__ = ('name', 'forward', 'count', 'backward', 'flops',
                  'backward_flops')
@@ -79,7 +74,6 @@ class FunctionRecord:
         self.count = self.flops = self.backward_flops = 0
 
     def add(self, other):
-        """Adds ``other``'s figures."""
         self.forward += other.forward
         self.count += other.count
         self.backward += other.backward
@@ -88,8 +82,6 @@ class FunctionRecord:
 
 
 class _Sums:
-    # The sums of one key's records, as entries adds them up.
-
     __slots__ = Entry._fields
 
     def __init__(self, key, parent):
@@ -118,31 +110,20 @@ backward_bytes=0)
 
 class CallRecord:
     """A node of a call tree (docs/internals.md, "How backward time is
-    charged to links").
+    charged to links"); its :data:`COUNTS` attributes are self figures.
 
     Attributes:
-        key: Its key among its parent's children: the link, its class (a
-            link outside the model), or its labels in a stored tree.
-        labels (Labels): ``None`` for a root and a link out of scope.
-        start, last_end (float): When the running call started, and the
-            last ended (:func:`.clock.now`); ``start_event`` on a GPU.
+        key: The link, its class (a link outside the model), or its labels
+            in a stored tree.
         call_number, ended_in: On a GPU, the running call's number, and
             the parent's call number its last call ended in (events are
             reused, numbers are not).
         loop_code: The code found calling a child of its link again
             within one call (a loop).
-        elapsed (float), count (int): Inclusive seconds and ended calls.
-        unknown (dict): ``{class name: nodes}`` with no FLOP formula, or
-            ``None``.
-        functions (dict): ``{node class: FunctionRecord}`` (by class name
-            when stored), or ``None``.
+        unknown (dict): ``{class name: nodes}`` with no FLOP formula.
         charged (CallRecord): Charged for its backward steps and costs:
             itself, its nearest timed ancestor (out of scope), or the
             stored record after :func:`merge` with ``move=True``.
-        out_of_scope (bool): Kept on the stack only, to keep it balanced.
-
-    The :data:`COUNTS` attributes are the self figures of the nodes its
-    link's forward created, and of their backward steps.
     """
 
     __slots__ = ('key', 'labels', 'parent', 'children', 'start',
@@ -174,12 +155,12 @@ class CallRecord:
 
 
 def merge(src, dst, move=False):
-    """Adds the tree under ``src`` to the stored tree under ``dst``.
+    """Adds the tree under ``src`` to the stored tree under ``dst``,
+    records out of scope left out, their children lifted.
 
-    Records out of scope are left out, their children lifted.  Safe while
-    another thread times into ``src``: each dict is copied in one step.
-    With ``move``, ``src``'s records let go of their keys and children,
-    and charge later steps of nodes still alive to the stored records.
+    Safe while another thread times into ``src`` (each dict is copied in
+    one step).  With ``move``, ``src``'s records let go of their keys and
+    children, and charge later steps to the stored records.
     """
     todo = [(src, dst)]
     while todo:
@@ -205,8 +186,8 @@ def merge(src, dst, move=False):
 
 
 def function_record(rec, key, name=None):
-    """Returns ``rec``'s :class:`FunctionRecord` of ``key`` (a node's
-    class, or name when stored), made named ``name`` (``key``) if new."""
+    """Returns ``rec``'s :class:`FunctionRecord` of ``key``, made named
+    ``name`` (``key``) if new."""
     functions = rec.functions
     if functions is None:
         functions = rec.functions = {}
@@ -217,8 +198,8 @@ def function_record(rec, key, name=None):
 
 
 def add_costs(src, dst):
-    """Adds ``src``'s :data:`COUNTS` but ``backward``, its unknown nodes
-    and its function types' figures (by class name) to ``dst``."""
+    """Adds ``src``'s costs (:data:`COUNTS` but ``backward``, unknown nodes,
+    function types) to ``dst``."""
     if src.functions:
         for one in list(src.functions.values()):
             function_record(dst, one.name).add(one)
@@ -236,8 +217,7 @@ _ADDED = tuple(c.attribute for c in COUNTS if c.attribute != 'backward')
 
 
 def walk(root):
-    """Yields ``(depth, record)`` for each record under ``root``, pre-order.
-    """
+    """Yields ``(depth, record)`` under ``root``, pre-order."""
     stack = [(0, r) for r in reversed(list(root.children.values()))]
     while stack:
         depth, record = stack.pop()
@@ -248,17 +228,14 @@ def walk(root):
 
 def entries(root, by):
     """Returns the :class:`Entry` rows of a stored tree, one per key
-    (``by``: ``'name'``, ``'path'`` or ``'class_name'``), in order of first
-    call.
+    (``by``: a :class:`Labels` field), in order of first call.
 
-    Records of one key are summed; under an ancestor of the same key (a
-    link calling itself) only self figures and calls are added, so that
-    inclusive time counts the outermost activation once.
+    Under an ancestor of the same key (a link calling itself) only self
+    figures and calls are added: inclusive time counts it once.
     """
     sums = collections.OrderedDict()
 
-    def visit(record, parent_key, ancestors):
-        # Returns the sub-tree's sums of COUNTS.
+    def visit(record, parent_key, ancestors):  # the sub-tree's COUNTS
         own = record.elapsed - sum(c.elapsed for c in record.children.values())
         key = getattr(record.labels, by)
         row = sums.get(key)
@@ -288,9 +265,7 @@ def entries(root, by):
 
 def function_entries(root, by, outside=None):
     """Returns the :class:`FunctionEntry` rows of a stored tree, by
-    ``'name'`` or ``'path'``, summed per key as in :func:`entries`; those
-    of ``outside`` (nodes made outside every link) last, as :data:`OUTSIDE`.
-    """
+    ``'name'`` or ``'path'``; those of ``outside`` last."""
     sums = collections.OrderedDict()  # {(link key, name): FunctionRecord}
     counted = [(getattr(record.labels, by), record)
                for _, record in walk(root)]
@@ -309,8 +284,7 @@ def function_entries(root, by, outside=None):
 
 def class_entries(root):
     """Returns the :class:`Entry` rows by class name as Chainer's
-    ``TimerHook`` makes them: inclusive time per class, in order of first
-    return, no backward."""
+    ``TimerHook`` makes them (in order of first return, no backward)."""
     sums = collections.OrderedDict()
 
     def visit(record):

@@ -29,7 +29,6 @@ class RunningMedian:
         return len(self._recent)
 
     def add(self, value: float) -> None:
-        """Adds ``value``, dropping the oldest past ``size``."""
         recent = self._recent
         if len(recent) == recent.maxlen:
             del self._sorted[bisect.bisect_left(self._sorted, recent[0])]
@@ -37,12 +36,10 @@ class RunningMedian:
         bisect.insort(self._sorted, value)
 
     def median(self):
-        """Returns the median of the kept values, or ``None``."""
         kept, n = self._sorted, len(self._sorted)
         if not n:
             return None
         return kept[n // 2] if n % 2 else (kept[n // 2 - 1] + kept[n // 2]) / 2
 
     def values(self) -> list:
-        """Returns the kept values, oldest first."""
         return list(self._recent)

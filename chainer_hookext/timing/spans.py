@@ -8,32 +8,24 @@ from chainer_hookext.timing import clock
 from chainer_hookext.timing import records
 
 
-#: A link call or a backward step: ``record`` the call record timed (or
-#: charged), clock seconds, or CUDA events until :meth:`Recording.resolve`.
+#: A link call or a backward step: clock seconds, or CUDA events until
+#: :meth:`Recording.resolve`.
 Span = collections.namedtuple('Span', ('record', 'start', 'end'))
 
 
-#: A node's forward, or a backward step, by type (``functions=True``):
-#: ``function`` the node's class name, host clock seconds.
+#: A node's forward or backward step (``functions=True``), clock seconds.
 FunctionSpan = collections.namedtuple(
     'FunctionSpan', ('record', 'function', 'start', 'end', 'backward'))
 
 
 def name_of(record):
-    """Returns the reporter-style name of a span's record's link, or
-    :data:`.records.OUTSIDE`."""
+    """Returns the name of a span's record's link, or ``OUTSIDE``."""
     return records.OUTSIDE if record.labels is None else record.labels.name
 
 
 class Recording:
-    """The spans a timer kept for one window.
-
-    Attributes:
-        forward, backward (list of Span): Each ended link call in scope,
-            each backward step.
-        functions (list of FunctionSpan): With ``functions=True``.
-        gpu (bool): Whether the latest spans' times are CUDA events.
-    """
+    """The spans a timer kept for one window; with ``gpu``, the latest
+    spans' times are CUDA events."""
 
     def __init__(self):
         self.forward = []
@@ -44,15 +36,13 @@ class Recording:
         self._resolved = 0, 0  # forward and backward spans resolved
 
     def use_gpu(self, gpu):
-        """Times later spans with CUDA events or the clock (the spans so
-        far are resolved)."""
+        """Times later spans with CUDA events or the clock."""
         self.resolve()
         self.gpu = gpu
         self._origin = (clock.now(), clock.record_event()) if gpu else None
 
     def resolve(self):
-        """Turns the CUDA events so far into clock seconds (waits for the
-        last)."""
+        """Turns the CUDA events so far into clock seconds."""
         if self._origin is not None:
             origin, event = self._origin
 

@@ -12,8 +12,8 @@ from chainer_hookext import _files
 
 
 def microseconds(ns):
-    """Returns ``ns`` in microseconds: the float whose ``int(value *
-    1000.0)`` (and rounding) is ``ns``."""
+    """Returns ``ns`` in microseconds: a float whose ``int(value * 1000.0)``
+    is ``ns``."""
     value = ns / 1000
     while int(value * 1000.0) < ns:
         value = math.nextafter(value, math.inf)
@@ -31,8 +31,7 @@ def complete(name, category, start, end, pid, tid, args=None):
 
 
 def shifted(event, ns):
-    """Returns ``event`` moved by ``ns`` nanoseconds (metadata as it is).
-    """
+    """Returns ``event`` moved by ``ns`` nanoseconds."""
     if event.get('ph') not in ('X', 'C', 'i'):
         return event
     start = int(round(event['ts'] * 1000)) + ns
@@ -57,9 +56,7 @@ def metadata(pid, process, threads):
 
 def write(path, events, compress=True, other=None):
     """Writes ``{'traceEvents': events}`` to ``path``, whole or not at
-    all, ``other`` as the trace's ``otherData``.  Returns ``False`` when
-    ``path`` exists already (a link included): never overwritten.
-    """
+    all, ``other`` as ``otherData``; ``False`` when ``path`` exists."""
     if os.path.lexists(path):
         return False
     # allow_nan=False: one NaN makes Perfetto refuse the whole file; no
