@@ -24,15 +24,13 @@ _WAITING = object()
 
 def subscribe(listener, steps=False, nodes=False):
     """Makes ``listener`` listen to the thread's :class:`OutputGrads`
-    (counted: each call needs one :func:`unsubscribe`); returns the tagger.
+    (counted); returns the tagger.
 
-    A listener that calls :meth:`~OutputGrads.mark` has ``output_grad(call,
-    position, grad)`` (what the call keeps), ``call_done(call)`` and
-    ``waits``; with ``steps`` it has ``grad_step(function, running,
-    out_grad, prev)``, called at every backward step; with ``nodes`` (one
-    at a time) ``tag_node(function, in_data, tag)`` (returns the tag),
-    ``backward_step_started(function, tag)`` and
-    ``backward_step_ended(function, tag)``.
+    A marking listener has ``output_grad(call, position, grad)``,
+    ``call_done(call)`` and ``waits``; with ``steps``, ``grad_step(function,
+    running, out_grad, prev)``; with ``nodes`` (one at a time),
+    ``tag_node(function, in_data, tag)``, ``backward_step_started(function,
+    tag)`` and ``backward_step_ended(function, tag)``.
     """
     tagger = _tagging.register(getattr(_local, 'tagger', None), OutputGrads)
     _local.tagger = tagger
@@ -45,8 +43,8 @@ def subscribe(listener, steps=False, nodes=False):
 
 
 def unsubscribe(tagger, listener):
-    """Takes back one :func:`subscribe` (on the last, the listener's waiting
-    calls are done); returns ``tagger`` while registered, else ``None``."""
+    """Takes back one :func:`subscribe`; returns ``tagger`` while
+    registered, else ``None``."""
     if tagger is None:
         return None
     try:
@@ -59,10 +57,8 @@ def unsubscribe(tagger, listener):
 
 
 class Call:
-    """One call of a link, as a listener marked it: ``keys``, where each
-    output array is in the output; ``grads``, one per position (outputs,
-    then inputs), what the listener kept of its gradient or ``None``;
-    ``waiting``, the marks not seen yet; ``started``, whether one was."""
+    """A link call a listener marked: ``keys``, each output array's place;
+    ``grads``, one per position (outputs, then inputs)."""
 
     __slots__ = ('listener', 'link', 'keys', 'grads', 'waiting', 'started')
 
@@ -84,9 +80,8 @@ class Call:
 
 
 class Marked:
-    """The tag of a node that created a link call's output: ``running``
-    (its tag otherwise), ``marks`` ``[(call, position, index)]`` and
-    ``reads`` ``[(read, key, index)]``, each ``None`` until needed."""
+    """A marked node's tag (docs/internals.md, "The gradients w.r.t. a
+    link's outputs"); ``running``, its tag otherwise."""
 
     __slots__ = ('running', 'marks', 'reads')
 
@@ -97,13 +92,9 @@ class Marked:
 
 
 class OutputGrads(_tagging.NodeTagger):
-    """The thread's tagger of link outputs' gradients (see the module).
-
-    ``links``: the thread's ``RunningLinks``, whose tag each node gets;
-    ``recorder``: the node listener or ``None``; ``started``: the calls of
-    waiting listeners partly seen; ``prev``: a weak reference to the last
-    backward step's node, while a step listener listens.
-    """
+    """The thread's tagger of link outputs' gradients (see the module);
+    ``recorder``, the node listener; ``prev``, a weak reference to the last
+    backward step's node, while a step listener listens."""
 
     name = 'OutputGrads'
     #: One per thread (slot 0): its own attribute, beside the timers'.
@@ -149,8 +140,8 @@ class OutputGrads(_tagging.NodeTagger):
             self.links = _running_links.unsubscribe(self.links, self)
 
     def _record(self, recorder):
-        # The node listener first in the function hooks: its work is a
-        # pause told of before another hook reads the clock.
+        # First in the function hooks: its work is a pause told of before
+        # another hook reads the clock.
         self.recorder = recorder
         self.put_first(recorder is not None)
         _observer.use_method(self, 'backward_postprocess', None if (
@@ -164,10 +155,8 @@ class OutputGrads(_tagging.NodeTagger):
         function._chainer_hookext_links = tag
 
     def mark(self, listener, link, out, inputs=None):
-        """Marks the nodes that created the outputs (``args.out``) of one
-        link call, and of ``inputs`` (``(args.args, args.kwargs)``) unless
-        ``None``; returns the :class:`Call`, or ``None`` when no output has
-        a node."""
+        """Marks the nodes that created a call's ``out`` (and ``inputs``,
+        ``(args, kwargs)``); returns the :class:`Call` or ``None``."""
         if isinstance(out, chainer.Variable):
             keys, values = [()], [out]
         else:
@@ -190,16 +179,14 @@ class OutputGrads(_tagging.NodeTagger):
             call.grads[position] = _WAITING
             call.waiting += 1
         if _WAITING not in call.grads[:len(keys)]:
-            # No output can get a gradient: no call to be done.
             call.grads = [None] * len(values)
             call.waiting = 0
             return None
         return call
 
     def watch(self, read, name, out):
-        """Has ``read((name, key), grad)`` called once with the gradient
-        w.r.t. each output Variable of a call, at its node's step: a
-        :meth:`mark` keeping no record of the call."""
+        """Calls ``read((name, key), grad)`` once per output Variable of a
+        call, at its node's step."""
         outputs = (((), out),) if isinstance(out, chainer.Variable) else (
             _arrays.walk(out, variables=True))
         for key, value in outputs:
@@ -213,8 +200,8 @@ class OutputGrads(_tagging.NodeTagger):
             tag.reads.append((read, (name, key), index))
 
     def _marked(self, variable):
-        # The Marked tag of variable's creator (made if need be) and which
-        # of its outputs it is; (None, None) without one.
+        # (creator's Marked tag, made if need be, output index) or
+        # (None, None).
         node = variable.creator_node
         if node is None:
             return None, None
@@ -235,8 +222,8 @@ class OutputGrads(_tagging.NodeTagger):
         return tag, index
 
     def name_of(self, listener, function):
-        """The innermost link running for ``listener`` when ``function``
-        was made, or ``None``."""
+        """``listener``'s innermost running link at ``function``'s
+        making, or ``None``."""
         tag = getattr(function, '_chainer_hookext_links', None)
         if type(tag) is Marked:
             tag = tag.running
@@ -260,7 +247,6 @@ class OutputGrads(_tagging.NodeTagger):
             self._seen(marked, out_grad)
 
     def _step_ended(self, function, in_data, out_grad):
-        # backward_postprocess, while a node listener listens.
         try:
             tag = function._chainer_hookext_links
         except AttributeError:
@@ -270,7 +256,6 @@ class OutputGrads(_tagging.NodeTagger):
         self.recorder.backward_step_ended(function, tag)
 
     def _seen(self, marked, out_grad):
-        # Readers first, then the calls done (the callbacks).
         reads = marked.reads
         if reads is not None:
             marked.reads = None  # once: not again in a second backward
@@ -299,14 +284,13 @@ class OutputGrads(_tagging.NodeTagger):
             call.listener.call_done(call)
 
     def forward_begins(self):
-        """At a waiting listener's link call outside a backward step (not
-        ``F.forget``'s recomputation), the calls partly seen are done."""
+        """Does the calls partly seen, outside ``F.forget``'s
+        recomputation."""
         if self.started and not _chainer.is_recomputing():
             self.flush()
 
     def flush(self, listener=None):
-        """Does the calls partly seen (of ``listener``; ``None``: all),
-        with ``None`` for the nodes not seen."""
+        """Does the calls partly seen (of ``listener``; ``None``: all)."""
         calls, kept = self.started, []
         self.started = kept
         first_error = None

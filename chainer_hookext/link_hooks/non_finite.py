@@ -26,8 +26,8 @@ class NonFiniteHook(_output_hook.OutputHook):
 
     Checks each hooked link's forward outputs and, with ``backward=True``,
     the gradients w.r.t. the outputs of the nodes made in its forward;
-    :meth:`check_grads` checks the parameters' gradients.  What a finding
-    says: docs/debugging.md, "`NonFiniteGuard`".
+    :meth:`check_grads`, the parameters' (docs/debugging.md,
+    "`NonFiniteGuard`").
 
     Args:
         backward (bool): Also check gradients in backward.
@@ -42,10 +42,9 @@ class NonFiniteHook(_output_hook.OutputHook):
 
     Attributes:
         findings (list of NonFiniteError): First finding at each place.
-        counts (dict): ``{(link, 'out' or 'grad'): number of non-finite
-            arrays}`` since :meth:`pop_counts`.
-        updater: Object whose ``iteration`` names the iteration in findings
-            (set by :class:`~chainer_hookext.NonFiniteGuard`), or ``None``.
+        counts (dict): ``{(link, 'out' or 'grad'): non-finite arrays}``
+            since :meth:`pop_counts`.
+        updater: Whose ``iteration`` findings name, or ``None``.
 
     .. admonition:: Example
 
@@ -107,8 +106,7 @@ class NonFiniteHook(_output_hook.OutputHook):
     def grad_step(self, function: chainer.FunctionNode, running: typing.Any,
                   out_grad: tuple, prev: typing.Optional[
                       typing.Callable[[], chainer.FunctionNode]]) -> None:
-        """Checks the gradients w.r.t. the outputs of a node made in a
-        hooked link's forward, at its backward step."""
+        """Checks a hooked link's node's output gradients at its step."""
         name = _running_links.name_in(running, self)
         if name is None:
             return
@@ -122,15 +120,9 @@ class NonFiniteHook(_output_hook.OutputHook):
                 self._check(array, 'forward', name, (keys, args))
 
     def check_grads(self, link: chainer.Link) -> None:
-        """Checks the gradients of the parameters of ``link`` and below,
-        after backward and before the update (clear them before the
-        backward: Chainer starts them at NaN); with a scope, of the links
-        in scope only.
-
-        Args:
-            link (~chainer.Link): The model (or a part of it) whose
-                parameters' gradients to check.
-        """
+        """Checks the parameters' gradients of ``link`` (~chainer.Link)
+        and below (in scope only), between backward and update (clear them
+        before backward: Chainer starts them at NaN)."""
         mode = self.config_train
         if mode is not None and mode != _chainer.is_train():
             return
@@ -177,8 +169,8 @@ class NonFiniteHook(_output_hook.OutputHook):
         return counts
 
     def _check(self, array, what, name, detail):
-        # what: 'forward' (detail: (keys, args)), 'backward' (detail:
-        # (function, index, prev)) or 'parameter' (detail: its short name).
+        # detail: (keys, args) 'forward', (function, index, prev)
+        # 'backward', the short name 'parameter'.
         if array.size == 0:
             return
         if self.deferred or (self.deferred is None
@@ -192,7 +184,6 @@ class NonFiniteHook(_output_hook.OutputHook):
             self._found(code, self._record(what, name, detail), args)
 
     def _record(self, what, name, detail):
-        # The finding's fields but its kind, made while the call runs.
         train = _chainer.is_train()
         mode = 'training' if train else 'evaluation'
         updater = self.updater
@@ -223,8 +214,8 @@ class NonFiniteHook(_output_hook.OutputHook):
         return _Record(name, iteration, 'backward', output, hint, None, mode)
 
     def _found(self, code, record, args=None):
-        # args: of a forward finding checked at once, for its cause (only
-        # for a first or raised finding: it checks every input and param).
+        # args: a forward finding's checked at once, for its cause (first
+        # or raised findings only: it syncs per input and param).
         key = record.link, 'out' if record.phase == 'forward' else 'grad'
         self.counts[key] = self.counts.get(key, 0) + 1
         place = record.link, record.phase, record.output
@@ -254,6 +245,5 @@ _Record = collections.namedtuple(
 
 
 def check_action(call, action):
-    """Returns ``action``, checked as :class:`NonFiniteHook`'s."""
     return _checks.check_choice(call, 'action', action, _ACTIONS,
                                 'an action')

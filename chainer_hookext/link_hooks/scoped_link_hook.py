@@ -18,26 +18,21 @@ class ScopedLinkHook(chainer.LinkHook):
     It acts only on the links and in the modes of :meth:`set_scope`, which
     narrow its own ``train`` / ``eval`` (docs/debugging.md, "Any link hook,
     for exactly as long as training").  Subclasses read :attr:`link_names`
-    and :attr:`config_train` in their hot path, or call :meth:`in_scope`;
-    their ``added`` and ``deleted`` call this class's, so that each link
-    holding a copy adds it again (docs/debugging.md, "Copies").
+    and :attr:`config_train`, or call :meth:`in_scope`; their ``added`` and
+    ``deleted`` call this class's (docs/debugging.md, "Copies").
 
     Args:
         train (bool): Act while ``chainer.config.train`` is true.
         eval (bool): Act while ``chainer.config.train`` is false.
 
     Attributes:
-        link_names (dict): ``{id(link): name}`` of the links in scope, or
-            ``None`` for every link.
-        config_train: The modes the hook acts in, its own and the scope's
+        link_names (dict): ``{id(link): name}`` in scope, or ``None``: all.
+        config_train: The modes it acts in, its own and the scope's
             combined: ``None`` (both), ``True`` (training) or ``False``.
-        own_modes (Modes): The hook's own ``(train, eval)``.
-        scope_modes (Modes): The ``(train, eval)`` of the last
-            :meth:`set_scope`; both true before any.
-        held_by_links (int): How many links hold the hook
-            (``link.add_hook``, not deleted since).
-        in_thread (int): How many times it is registered in the thread
-            (``with hook:``, an extension), not removed since.
+        own_modes (Modes): Its own ``(train, eval)``; ``scope_modes``, the
+            last :meth:`set_scope`'s.
+        held_by_links (int): Links holding it; ``in_thread``, its
+            registrations in the thread (``with hook:``, an extension).
 
     .. admonition:: Example
 
@@ -72,17 +67,14 @@ no mode to act in: ...
                       typing.Mapping[int, str]] = None,
                   train: bool = True, eval: bool = True) -> None:
         """Sets the links and modes this hook acts on; the modes narrow the
-        hook's own (kept: a later call may widen them back).
+        hook's own (a later call may widen them back).
 
         Args:
             link_names (dict): ``{id(link): name}`` of the links to act on,
                 or ``None`` for every link.
             train (bool): Allow acting while ``chainer.config.train``.
-            eval (bool): Allow acting while not ``chainer.config.train``.
-
-        Raises:
-            ValueError: When ``train`` and ``eval`` are both false, or allow
-                no mode of the hook's own.
+            eval (bool): Allow acting while not ``chainer.config.train``;
+                a ``ValueError`` when the two leave no mode of the hook's.
         """
         call = type(self).__name__ + '.set_scope'
         scope = _checks.check_modes(call, train, eval)
@@ -131,8 +123,8 @@ no mode to act in: ...
     _with = None  # the registration of ``with hook:``, while in it
 
     def __enter__(self):
-        """Registers the hook in the thread under a key of the package's
-        (``chainer_hookext.<name>``: the plain name stays free)."""
+        """Registers the hook in the thread as
+        ``chainer_hookext.<name>`` (the plain name stays free)."""
         if self._with is not None:
             raise RuntimeError(
                 f'{type(self).__name__}: `with hook:` entered again inside '
@@ -157,7 +149,7 @@ _NO_MODE = object()
 
 
 def _combined_mode(own, scope):
-    # The value of config_train: the modes both allow.
+    # config_train: the modes both allow.
     train = own.train and scope.train
     eval = own.eval and scope.eval
     if train and eval:

@@ -99,10 +99,10 @@ class TimerHook(call_stack.CallStack, scoped_link_hook.ScopedLinkHook):
                  functions: bool = False) -> None:
         if name is not None:
             self.name = _checks.check_name('TimerHook', 'name', name)
-        self.backward = _checks.check_flag('TimerHook', 'backward', backward)
-        self.flops = _checks.check_flag('TimerHook', 'flops', flops)
-        self.functions = _checks.check_flag(
-            'TimerHook', 'functions', functions)
+        self.backward, self.flops, self.functions = (
+            _checks.check_flag('TimerHook', arg, value) for arg, value in (
+                ('backward', backward), ('flops', flops),
+                ('functions', functions)))
         for arg, value in (('flops', flops), ('functions', functions)):
             if value and not backward:
                 raise ValueError(
@@ -141,13 +141,9 @@ class TimerHook(call_stack.CallStack, scoped_link_hook.ScopedLinkHook):
     def set_iteration_parts(
             self, parts: typing.Optional[iteration_parts.IterationParts]
     ) -> None:
-        """Takes each call's mode from where it runs in a trainer's loop
-        (docs/timing.md, "Which calls count").
-
-        Args:
-            parts (~chainer_hookext.run.iteration_parts.IterationParts):
-                The loop's parts, or ``None``: ``chainer.config.train``.
-        """
+        """Takes each call's mode from where it runs in the loop of
+        ``parts``, or from ``chainer.config.train`` when ``None``
+        (docs/timing.md, "Which calls count")."""
         if self.parts is not None:
             self.parts.remove_callback(self._update_changed)
         self.parts = parts
@@ -156,7 +152,6 @@ class TimerHook(call_stack.CallStack, scoped_link_hook.ScopedLinkHook):
         self._update_changed()
 
     def _update_changed(self, in_update=None):
-        # The loop's update started or ended.
         timer = self._backward_timer
         if timer is not None:
             timer.paused = paused = self.outside_update()
@@ -190,20 +185,14 @@ class TimerHook(call_stack.CallStack, scoped_link_hook.ScopedLinkHook):
     def set_scope(self, link_names: typing.Optional[
                       typing.Mapping[int, str]] = None,
                   train: bool = True, eval: bool = True) -> None:
-        """Sets the links and modes to time, as in :class:`ScopedLinkHook`;
-        the figures so far are kept (docs/timing.md, "`TimerHook`")."""
+        """As :class:`ScopedLinkHook`'s; the figures so far are kept."""
         self.store(self._stored, forget_paths=False)
         super().set_scope(link_names, train=train, eval=eval)
 
     def add_root(self, link: chainer.Link, path: str = '/') -> None:
-        """Takes the paths of ``link``'s tree from ``link``, not from the
-        outermost link of each call, until the hook is next removed.
-
-        Args:
-            link (~chainer.Link): The root.
-            path (str): Its path, ``'/'`` by default; made unique
-                (``'/#2'``) when another root has it.
-        """
+        """Takes the paths of ``link``'s tree from ``link`` at ``path``
+        (made unique, ``'/#2'``, when another root has it), not from each
+        call's outermost link, until the hook is next removed."""
         if not isinstance(link, chainer.Link):
             raise TypeError(f'`TimerHook.add_root(link={link!r})` needs a '
                             'chainer.Link, e.g. the model.')
@@ -218,8 +207,7 @@ class TimerHook(call_stack.CallStack, scoped_link_hook.ScopedLinkHook):
         self.paths.add_root(link, path)
 
     def paused(self, name: str, start: float, end: float) -> None:
-        """Takes a pause of our own work out of the running calls and step.
-        """
+        """Takes a pause of our own work out of the running calls."""
         super().paused(name, start, end)
         if self._backward_timer is not None:
             self._backward_timer.own_work_done(start, end)
@@ -241,8 +229,8 @@ class TimerHook(call_stack.CallStack, scoped_link_hook.ScopedLinkHook):
                 'type stay empty.', RuntimeWarning)
 
     def flush(self) -> None:
-        """Ends the calls left open by exceptions and resolves CUDA events
-        (only in the timed thread)."""
+        """Ends calls left open by exceptions, resolves CUDA events (in
+        the timed thread only)."""
         if self.thread in (None, threading.get_ident()):
             self.flush_calls()
 
@@ -262,32 +250,15 @@ class TimerHook(call_stack.CallStack, scoped_link_hook.ScopedLinkHook):
         return self._merged(call, mode)
 
     def _outside(self, mode):
-        # The modes' (outside) records, summed.
         outside = records.CallRecord()
         for m in _MODES[mode]:
             outside.backward += self.outside[m].backward
             records.add_costs(self.outside[m], outside)
         return outside
 
-    def _outside_entry(self, mode):
-        # The (outside) row, or None when empty.
-        outside = self._outside(mode)
-        if (outside.backward <= 0 and not outside.backward_flops
-                and not outside.functions):
-            return None
-        return records.empty_entry(keys.OUTSIDE)._replace(
-            backward_time=outside.backward,
-            backward_self_time=outside.backward,
-            backward_flops=outside.backward_flops,
-            backward_self_flops=outside.backward_flops,
-            backward_bytes=outside.backward_bytes)
-
     def total_time(self, mode: typing.Optional[str] = None) -> float:
-        """Returns the seconds spent in outermost timed calls.
-
-        Args:
-            mode (str): ``'train'``, ``'eval'`` or ``None`` (both).
-        """
+        """Returns the seconds spent in outermost timed calls in ``mode``
+        (``'train'``, ``'eval'`` or ``None``: both)."""
         root = self._merged('TimerHook.total_time', mode)
         return sum(r.elapsed for r in root.children.values())
 
@@ -315,25 +286,22 @@ class TimerHook(call_stack.CallStack, scoped_link_hook.ScopedLinkHook):
         if by == 'class':
             return records.class_entries(root)
         rows = records.entries(root, _BY[by])
-        outside = self._outside_entry(mode)
-        if outside is not None:
-            rows.append(outside)
+        out = self._outside(mode)
+        if out.backward > 0 or out.backward_flops or out.functions:
+            rows.append(records.empty_entry(keys.OUTSIDE)._replace(
+                backward_time=out.backward, backward_self_time=out.backward,
+                backward_flops=out.backward_flops,
+                backward_self_flops=out.backward_flops,
+                backward_bytes=out.backward_bytes))
         return rows
 
     def function_entries(self, by: str = 'path',
                          mode: typing.Optional[str] = None
                          ) -> typing.List[records.FunctionEntry]:
         """Returns each link's self figures by function type
-        (``functions=True``; none without).
-
-        Args:
-            by (str): ``'path'`` or ``'name'``: how the links are keyed.
-            mode (str): ``'train'``, ``'eval'`` or ``None`` (both).
-
-        Returns:
-            list of ~chainer_hookext.timing.records.FunctionEntry: Links in
-            order of first call, ``'(outside)'`` last.
-        """
+        (``functions=True``; none without), as
+        :class:`~.records.FunctionEntry` rows in order of first call,
+        ``'(outside)'`` last; ``by``: ``'path'`` or ``'name'``."""
         root = self._by_link('TimerHook.function_entries', by, mode)
         return records.function_entries(root, by, self._outside(mode))
 
@@ -341,16 +309,8 @@ class TimerHook(call_stack.CallStack, scoped_link_hook.ScopedLinkHook):
                           mode: typing.Optional[str] = None
                           ) -> typing.Dict[str, typing.Dict[str, int]]:
         """Returns the function types counted without a formula (their
-        FLOPs and bytes are not in the figures).
-
-        Args:
-            by (str): ``'path'`` or ``'name'``: how the links are keyed.
-            mode (str): ``'train'``, ``'eval'`` or ``None`` (both).
-
-        Returns:
-            collections.OrderedDict: ``{class name: {link key: nodes}}``,
-            by first occurrence.
-        """
+        FLOPs and bytes are not in the figures): ``{class name: {link key:
+        nodes}}`` by first occurrence; ``by``: ``'path'`` or ``'name'``."""
         root = self._by_link('TimerHook.unknown_functions', by, mode)
         found = collections.OrderedDict()
         counted = [(getattr(r.labels, by), r) for _, r in records.walk(root)]
@@ -366,18 +326,13 @@ class TimerHook(call_stack.CallStack, scoped_link_hook.ScopedLinkHook):
         """Returns a summary of the times of links.
 
         Args:
-            by (str): ``'class'`` (class names, as Chainer's ``TimerHook``),
-                ``'path'`` (link paths) or ``'name'`` (the names given by
-                :meth:`set_scope`, e.g. ``'main/predictor/l1'``; paths when
-                there is no scope).
+            by (str): ``'class'`` (as Chainer's ``TimerHook``), ``'path'``
+                or ``'name'`` (:meth:`set_scope`'s names; paths without).
             mode (str): ``'train'``, ``'eval'`` or ``None`` (both).
 
         Returns:
             collections.OrderedDict: ``{key: {'elapsed_time', 'self_time',
-            'occurrence', ...}}`` (seconds and calls), in Chainer's order by
-            class, else in order of first call with backward figures and
-            ``'(outside)'`` last; the keys by option: docs/timing.md,
-            "`TimerHook`" and "Inside a link: time per function type".
+            'occurrence', ...}}``: docs/timing.md, "`TimerHook`".
         """
         fields = records.FIELDS
         if by == 'class':  # as Chainer's: no backward times
@@ -400,12 +355,10 @@ class TimerHook(call_stack.CallStack, scoped_link_hook.ScopedLinkHook):
 
         Args:
             unit (str): ``'sec'``, ``'ms'``, ``'us'``, ``'ns'``, ``'auto'``
-                (one unit, chosen from the largest time) or
-                ``'auto_foreach'`` (a unit for each time).
+                or ``'auto_foreach'`` (a unit for each time).
             file: Stream to write to; ``sys.stdout`` by default.
-            by (str): ``'class'`` prints Chainer's table; ``'path'`` and
-                ``'name'`` an indented tree with self times, and backward
-                times with ``backward=True``.
+            by (str): ``'class'`` (Chainer's table), ``'path'`` or
+                ``'name'`` (an indented tree).
             mode (str): ``'train'``, ``'eval'`` or ``None`` (both).
         """
         units.check_unit('TimerHook.print_report', unit)
@@ -428,13 +381,11 @@ class TimerHook(call_stack.CallStack, scoped_link_hook.ScopedLinkHook):
                     backward=True, flops=self.flops, top=None)
 
     def serialize(self, serializer: chainer.AbstractSerializer) -> None:
-        """Saves or restores all accumulated times and counts (loading
-        replaces the hook's figures).
+        """Saves or restores (replacing) all times and counts.
 
         Raises:
-            KeyError: Loading, the snapshot has none of the hook's state
-                (:class:`chainer_hookext._state.MissingState`, whatever the
-                deserializer, strict or not); the figures are kept.
+            KeyError: Loading a snapshot without the hook's state
+                (``_state.MissingState``); the figures are kept.
         """
         if not _state.is_loading(serializer):
             labels, columns = [], {column: [] for column in _SAVED}
@@ -475,8 +426,7 @@ class TimerHook(call_stack.CallStack, scoped_link_hook.ScopedLinkHook):
                     attribute, values[attribute]))
 
     def _saved_records(self, trees):
-        # What rows by type refer to by index: the call rows' records, then
-        # each mode's outside.
+        # What rows by type index: the call rows' records, then outsides.
         return [r for m in _MODES[None] for _, r in records.walk(
             trees[m])] + [self.outside[m] for m in _MODES[None]]
 
@@ -499,8 +449,7 @@ class TimerHook(call_stack.CallStack, scoped_link_hook.ScopedLinkHook):
                          function_columns)
 
     def reset(self) -> None:
-        """Forgets every time and count so far; the links' paths are kept.
-        """
+        """Forgets every time and count; the links' paths are kept."""
         self.store({m: records.CallRecord() for m in _MODES[None]},
                    forget_paths=False)
         self._stored = {m: records.CallRecord() for m in _MODES[None]}
