@@ -14,27 +14,24 @@ from chainer_hookext import _copies
 
 
 class IterationParts:
-    """Which part of one trainer's (``None``: no loop's) iterations runs:
-    ``in_update``, whether the update runs, and ``evaluator``, the
-    ``Evaluator`` being called or ``None``.  Both are exact only while a
-    callback is added; else ``in_update`` lasts to the iteration's end.
-    """
+    """Which part of one trainer's iterations runs: ``in_update`` and
+    ``evaluator`` (the ``Evaluator`` called), exact only while a callback
+    is added; else ``in_update`` lasts to the iteration's end."""
 
     in_update = False
     evaluator = None
-    #: The loop's ``PhaseMarks`` while they run, else ``None``: the timers
-    #: give them their clock reads, so that phases and link spans align.
+    #: The loop's ``PhaseMarks`` while they run: the timers give them their
+    #: clock reads, so that phases and link spans align.
     phase_marks = None
 
     def __init__(self, trainer):
         self._trainer = (_no_trainer if trainer is None
                          else weakref.ref(trainer))
-        self._callbacks = []  # called with in_update when it changes
+        self._callbacks = []
         self._stand_ins = None  # the loop's _ConsultedTriggers
         self._standing = 0  # how many stand in now
 
     def __reduce__(self):
-        # A pickle or a copy has parts of no loop.
         return IterationParts, (None,)
 
     def add_callback(self, callback):
@@ -43,14 +40,13 @@ class IterationParts:
         self._callbacks.append(callback)
 
     def remove_callback(self, callback):
-        """Forgets ``callback``; safe to call when it is not there."""
+        """Forgets ``callback``, if there."""
         if callback in self._callbacks:
             self._callbacks.remove(callback)
 
     def set_phase_reader(self, timer):
         """Gives the phase marks the reads of ``timer`` only (``None``: of
-        any), and tells every callback: a ``Timeline`` window's spans and
-        the phases come from the same reads."""
+        any) and tells every callback."""
         marks = self.phase_marks
         if marks is None:
             return
@@ -59,8 +55,7 @@ class IterationParts:
             callback(self.in_update)
 
     def update_started(self):
-        """The stop trigger said go on: the update runs until an extension
-        entry's trigger is consulted."""
+        """The update runs until an entry's trigger is consulted."""
         self.evaluator = None
         if not self.in_update:
             self._set_in_update(True)
@@ -83,7 +78,7 @@ class IterationParts:
                 stand_in.put_back()
 
     def loop_ended(self):
-        """The loop is over: its entries are forgotten."""
+        """Forgets the loop's entries."""
         self.iteration_ended()
         self._stand_ins = None
 
@@ -99,8 +94,7 @@ def _no_trainer():
 
 
 def _stand_ins(parts, trainer):
-    # The entries whose consult changes a flag, in Trainer.run's order
-    # (its extension_order): the first, each Evaluator's and the next.
+    # In Trainer.run's order: the first entry, each Evaluator's, the next.
     entries = _chainer.extension_entries(trainer)
     order = [entries[name] for name in sorted(
         entries, key=lambda name: entries[name].priority, reverse=True)]
@@ -112,9 +106,7 @@ def _stand_ins(parts, trainer):
 
 
 class _ConsultedTrigger:
-    # An entry's trigger from the update's start until consulted: puts it
-    # back, tells the parts, then asks it; every other attribute is its.
-
+    # An entry's trigger from the update's start until consulted.
     __slots__ = ('parts', 'entry', 'trigger', 'evaluator')
 
     def __init__(self, parts, entry, is_evaluator):
@@ -150,11 +142,9 @@ class _ConsultedTrigger:
         return called
 
     def __getattr__(self, name):
-        # Only for names this object lacks: the trigger's.
         if name.startswith('__'):
             raise AttributeError(name)
         return getattr(self.trigger, name)
 
     def __reduce__(self):
-        # A pickle or a copy of the trainer holds the entry's own trigger.
         return _copies.same, (self.trigger,)

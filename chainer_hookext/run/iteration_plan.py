@@ -14,9 +14,8 @@ _plans = weakref.WeakKeyDictionary()
 
 
 class IterationPlan:
-    """The traced and the measured iterations of one trainer's run.
-
-    Use :meth:`of`.
+    """The traced and the measured iterations of one trainer's run (use
+    :meth:`of`).
 
     .. admonition:: Example
 
@@ -28,9 +27,7 @@ class IterationPlan:
         (True, False)
     """
 
-    #: Measured iterations remembered (an outlier trace asks about the
-    #: last two only).
-    REMEMBERED = 8
+    REMEMBERED = 8  # measured iterations (an outlier asks about two)
 
     def __init__(self):
         self._traced = {}  # {owner: Traced}
@@ -38,15 +35,14 @@ class IterationPlan:
 
     @classmethod
     def of(cls, trainer) -> 'IterationPlan':
-        """Returns ``trainer``'s plan (made at the first call)."""
+        """``trainer``'s plan (made at the first call)."""
         plan = _plans.get(trainer)
         if plan is None:
             plan = _plans[trainer] = cls()
         return plan
 
     def trace(self, owner, first: int, last: int) -> None:
-        """Says that ``owner`` traces iterations ``first`` to ``last``
-        (both included), in place of what it traced before."""
+        """``owner`` traces iterations ``first`` to ``last`` from now."""
         if not (isinstance(first, int) and isinstance(last, int)
                 and 1 <= first <= last):
             raise ValueError(
@@ -56,7 +52,7 @@ class IterationPlan:
         self._traced[owner] = Traced(first, last)
 
     def forget(self, owner) -> None:
-        """Forgets what ``owner`` traces; nothing when it traces nothing."""
+        """Forgets what ``owner`` traces, if anything."""
         self._traced.pop(owner, None)
 
     def traced(self, number: int) -> bool:
@@ -65,16 +61,14 @@ class IterationPlan:
                    for t in self._traced.values())
 
     def measure(self, number: int) -> bool:
-        """Returns whether iteration ``number`` may be measured, and then
-        remembers it measured: not when a window traces it, nor the one
-        before it (the measurement's set-up, at ``number``'s start, may
-        run before the clock starts it, in the end of ``number - 1``)."""
+        """Whether iteration ``number`` may be measured (then remembered):
+        not when a window traces it or the one before (the set-up may run
+        in the end of ``number - 1``)."""
         if self.traced(number) or self.traced(number - 1):
             return False
         self._measured.append(number)
         return True
 
     def measured(self, number: int) -> bool:
-        """Whether iteration ``number`` was measured (one of the last
-        :attr:`REMEMBERED`)."""
+        """Whether iteration ``number`` was measured (of the last few)."""
         return number in self._measured

@@ -21,8 +21,7 @@ from chainer_hookext.run import scope_filter
 from chainer_hookext.run import training_loop
 
 
-# {hook: extension} registered or waiting for a loop, to refuse a second
-# owner.
+# {hook: extension} registered or waiting, to refuse a second owner.
 _owners = weakref.WeakKeyDictionary()
 
 
@@ -78,8 +77,8 @@ class LinkHookExtension(extension.Extension):
         self.eval = eval
         self._entry = None  # the TrainingLoop, from initialize to the end
         self._pending = None  # the hook to register when the loop starts
-        self._registered = None  # (_registry handle, registered hook)
-        self._iteration = None  # the updater's, at initialize
+        self._registered = None  # (handle, registered hook)
+        self._iteration = None
 
     @property
     def default_name(self) -> str:
@@ -120,8 +119,7 @@ class LinkHookExtension(extension.Extension):
 
     def scope_link_names(self, trainer: chainer.training.Trainer
                          ) -> typing.Dict[int, str]:
-        """Returns ``{id(link): name}`` of the links this extension hooks.
-        """
+        """``{id(link): name}`` of the links this extension hooks."""
         return scope_link_names(type(self).__name__, self.links, trainer)
 
     def _holds(self, trainer):
@@ -140,7 +138,7 @@ class LinkHookExtension(extension.Extension):
         self._registered = handle, hook
 
     def registered_hook(self) -> typing.Optional[chainer.LinkHook]:
-        """Returns the hook while it is registered, else ``None``."""
+        """The hook while it is registered, else ``None``."""
         registered = self._registered
         return None if registered is None else registered[1]
 
@@ -169,9 +167,7 @@ class LinkHookExtension(extension.Extension):
             if entry is not None:
                 if entry.waiting:
                     self._warn_never_registered(entry.trainer)
-                # Every extension's release, should the end not have been
-                # seen: one raising must not leave another's hook behind.
-                entry.end()
+                entry.end()  # every release, should one raise
         finally:
             self.release()
 
@@ -207,9 +203,8 @@ class LinkHookExtension(extension.Extension):
 
 
 def scope_link_names(call, links, trainer):
-    """Returns ``{id(link): name}`` of ``links`` (``None``: the ``main``
-    optimizer's target) and their descendants, named as the reporter names
-    them (``main/predictor``); ``call`` names the class in errors."""
+    """``{id(link): name}`` of ``links`` (``None``: the ``main`` target)
+    and their descendants, named as the reporter does."""
     model = link_names.model_link_names(trainer)
     roots = links
     if roots is None:
@@ -233,7 +228,7 @@ def scope_link_names(call, links, trainer):
     return names
 
 
-# Chainer's hooks that need their link in added(link): part of the model.
+# Chainer's hooks needing their link in added(link).
 _PER_LINK_HOOKS = (spectral_normalization.SpectralNormalization,
                    weight_standardization.WeightStandardization)
 

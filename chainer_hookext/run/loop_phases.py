@@ -22,9 +22,8 @@ _shared = weakref.WeakKeyDictionary()
 
 
 class LoopPhases:
-    """The phase clock of one trainer's loop (from its start) and the
-    marks that drive it; ``iteration_start``, the clock's time at the
-    running iteration's start.  Use :meth:`subscribe`."""
+    """The phase clock of one trainer's loop and the marks driving it
+    (use :meth:`subscribe`)."""
 
     def __init__(self, trainer):
         self._trainer = weakref.ref(trainer)
@@ -33,13 +32,12 @@ class LoopPhases:
         self.clock = None
         self.iteration_start = None
         self._marks = None
-        self._gc_callback = None  # in gc.callbacks while the loop runs
-        self._pauses = None  # the clock listening to pauses, meanwhile
+        self._gc_callback = None
+        self._pauses = None
         self._entry = training_loop.TrainingLoop.install(
             trainer, self._enter, self._end, self._iteration, self._check)
 
     def __reduce__(self):
-        # A pickle or a copy of a reader reads no loop.
         return _copies.same, (None,)
 
     @property
@@ -48,9 +46,8 @@ class LoopPhases:
 
     @classmethod
     def subscribe(cls, trainer, reader):
-        """Returns ``trainer``'s loop phases, read by ``reader`` (a
-        :class:`LoopExtension`'s methods; its ``release()``, called when the
-        loop ends, calls :meth:`unsubscribe`) from now."""
+        """``trainer``'s loop phases, read by ``reader`` (a
+        :class:`LoopExtension`) from now."""
         shared = _shared.get(trainer)
         if shared is None:
             shared = _shared[trainer] = cls(trainer)
@@ -68,7 +65,6 @@ class LoopPhases:
             self._close()
 
     def _close(self):
-        # Safe to call again.
         trainer = self._trainer()
         if trainer is not None and _shared.get(trainer) is self:
             del _shared[trainer]
@@ -89,8 +85,7 @@ class LoopPhases:
                     break
 
     def _enter(self):
-        # The loop's start, inside Trainer.run's try, in the training
-        # thread: the function hook goes in this thread's registry.
+        # In the training thread: the hook goes in its registry.
         self.clock = phases.PhaseClock()
         marks = marks_module.Marks(self.clock)
         marks.add(self._trainer(), chainer.get_function_hooks())
@@ -101,8 +96,8 @@ class LoopPhases:
         self._pauses = pauses.listen(self.clock)
 
     def _check(self):
-        # Before each call of the stop trigger: ``other`` from the end of
-        # the first iteration.
+        # Before each stop trigger call: ``other`` from the first
+        # iteration's end.
         if self._marks is None:
             return
         if self.clock.phase is not None:
@@ -118,8 +113,7 @@ class LoopPhases:
             return
         self._marks.iteration_started()
         self.iteration_start = self.clock.started
-        # Every reader sees the clock exact at the start before any does
-        # work of its own there (own_work).
+        # Every reader sees the start before any does own work there.
         ended, started, _ = self._calls
         for method in ended:
             method(trainer)
@@ -127,9 +121,7 @@ class LoopPhases:
             method(trainer)
 
     def own_work(self, name):
-        """Returns a context charging the time inside to
-        ``extension/<name>``, to no phase or link around it
-        (:func:`.timing.pauses.own_work`)."""
+        """:func:`.timing.pauses.own_work`."""
         return pauses.own_work(name)
 
     def _end(self):
@@ -140,8 +132,7 @@ class LoopPhases:
 
 
 def _calls(readers):
-    # The readers' methods that override LoopExtension's (a copy: a reader
-    # may leave while they are called).
+    # The readers' overrides of LoopExtension's (a copy: one may leave).
     return tuple(
         tuple(getattr(reader, name) for reader in readers
               if getattr(type(reader), name) is not getattr(
@@ -157,7 +148,7 @@ class LoopExtension(extension.Extension):
     and, in a ``release`` of their own, ``super().release()``."""
 
     def __init__(self):
-        self._loop = None  # LoopPhases, while read
+        self._loop = None
         self._trainer = None
 
     @property
@@ -171,17 +162,15 @@ class LoopExtension(extension.Extension):
         self._loop = LoopPhases.subscribe(trainer, self)
 
     def iteration_ended(self, trainer: chainer.training.Trainer) -> None:
-        """Called at each iteration's start once the clock has started it,
-        before any reader's :meth:`iteration_started`."""
+        """At each iteration's start, before any :meth:`iteration_started`.
+        """
 
     def iteration_started(self, trainer: chainer.training.Trainer
                           ) -> None:
-        """Called at each iteration's start once the clock has started it.
-        """
+        """At each iteration's start, the clock started."""
 
     def iteration_ending(self, trainer: chainer.training.Trainer) -> None:
-        """Called before each call of the stop trigger, the first
-        included (the clock in ``other``, no phase a trace draws)."""
+        """Before each call of the stop trigger, the first included."""
 
     def release(self) -> None:
         """Stops reading the loop's phases; safe to call many times."""

@@ -20,16 +20,14 @@ _MISSING = object()
 _Callbacks = collections.namedtuple(
     '_Callbacks', ('enter', 'end', 'iteration', 'check'))
 
-# {trainer: weakref to the TrainingLoop waiting for its loop}, weak both ways
-# (the trainer holds its replacement); each thread's running ones.
+# {trainer: weakref to its waiting TrainingLoop}; each thread's running ones.
 _waiting = weakref.WeakKeyDictionary()
 _local = threading.local()
 
 
 class TrainingLoop:
-    """Stands in for ``trainer.stop_trigger`` until the loop ends; one
-    serves every callback of a run (use :meth:`install`).  ``parts``: which
-    part of the iterations runs."""
+    """Stands in for ``trainer.stop_trigger`` until the loop ends, for every
+    callback of a run (use :meth:`install`)."""
 
     def __init__(self, trainer):
         trigger = trainer.stop_trigger
@@ -37,7 +35,7 @@ class TrainingLoop:
             trigger = trigger._trigger  # put back by another's replacement
         self._trainer = weakref.ref(trainer)
         self._trigger = trigger
-        self._callbacks = []  # [_Callbacks]
+        self._callbacks = []
         self._state = _WAITING
         self._run_frame = None
         self._reporter = None
@@ -45,7 +43,7 @@ class TrainingLoop:
         self._saved_scope = _MISSING
         self._scope = _ReporterScope(self)  # one object, to compare
         self.parts = iteration_parts.IterationParts(trainer)
-        self._scope_depth = 0  # the iteration's scope is the outermost
+        self._scope_depth = 0
         trainer.stop_trigger = self
         _waiting[trainer] = weakref.ref(self)
 
@@ -59,17 +57,14 @@ class TrainingLoop:
 
     @property
     def waiting(self):
-        """Whether the loop has not started yet."""
         return self._state is _WAITING
 
     @classmethod
     def install(cls, trainer, enter, end=None, iteration=None, check=None):
-        """Arranges for ``enter()`` when ``trainer.run`` enters its loop
-        (inside its ``try``), ``end()`` when it ends, ``iteration(trainer)``
-        at each iteration's start and ``check()`` before each call of the
-        stop trigger (each but ``enter`` may be ``None``), after
-        :func:`end_loops_left_running`.  Returns the loop, to pass
-        ``enter`` to :meth:`discard`.
+        """Calls ``enter()`` when ``trainer.run`` enters its loop (inside
+        its ``try``), ``end()`` when it ends, ``iteration(trainer)`` at each
+        iteration's start, ``check()`` before each stop trigger call (all
+        but ``enter`` optional).  Returns the loop, for :meth:`discard`.
         """
         end_loops_left_running()
         entry = _waiting_for(trainer)
@@ -80,24 +75,20 @@ class TrainingLoop:
         return entry
 
     def discard(self, enter):
-        """Forgets ``enter`` and its end; takes the replacements off when no
-        callback is left."""
+        """Forgets ``enter``'s callbacks; closes when none is left."""
         self._callbacks = [c for c in self._callbacks if c.enter != enter]
         if not self._callbacks:
             self._close()
 
     def __getattr__(self, name):
-        # Only for names this object lacks: the trigger's.
         trigger = self.__dict__.get('_trigger', _MISSING)
         if name.startswith('__') or trigger is _MISSING:
             raise AttributeError(name)
         return getattr(trigger, name)
 
     def __reduce__(self):
-        # A pickle or a copy (the trainer's, during its run) holds the
-        # trigger in the trainer's stop_trigger, and an ended TrainingLoop
-        # forwarding to it wherever an extension of the package refers to
-        # this one.
+        # A copy holds the trigger in stop_trigger, and an ended
+        # TrainingLoop forwarding to it where the package refers to this.
         trainer = self.trainer
         stub = _ended, (self._trigger,)
         if trainer is None or vars(trainer).get('stop_trigger') is not self:
@@ -138,8 +129,7 @@ class TrainingLoop:
         return stop
 
     def end(self):
-        """Ends a running loop: takes the replacements off and runs every
-        end callback, then raises the first error."""
+        """Ends a running loop and runs every end callback."""
         if self._state is not _RUNNING:
             return
         callbacks = [c.end for c in self._callbacks if c.end is not None]
@@ -148,7 +138,6 @@ class TrainingLoop:
         call_all(callbacks)
 
     def _run_enter_callbacks(self):
-        # Only the callbacks with something left to call are kept.
         callbacks = self._callbacks
         self._callbacks = [
             c for c in callbacks
@@ -159,8 +148,8 @@ class TrainingLoop:
             c.enter()
 
     def _run_frame_calling(self, trainer):
-        # Trainer.run's frame if it made this call (two frames up: the
-        # caller of __call__), through one replacement at most.
+        # Trainer.run's frame if it made this call, through one replacement
+        # at most.
         if trainer is not self.trainer:
             return None
         return _frames.trainer_run(
@@ -181,8 +170,7 @@ class TrainingLoop:
         _running().append(self)
 
     def _end_on(self, exc):
-        # The loop ends with ``exc``, which no on_error sees: end it, and
-        # warn of a callback's error so that ``exc`` stays the one raised.
+        # No on_error sees ``exc``: a callback's error is only warned of.
         try:
             self.end()
         except Exception as e:
@@ -215,9 +203,7 @@ class TrainingLoop:
 
 
 class _ReporterScope:
-    # trainer.reporter.scope while the loop runs; a pickle or a copy of the
-    # reporter holds the reporter's own.
-
+    # trainer.reporter.scope while the loop runs; a copy holds the original.
     __slots__ = ('entry',)
 
     def __init__(self, entry):
@@ -236,7 +222,6 @@ class _ReporterScope:
 
 
 def _ended(trigger):
-    # An ended TrainingLoop forwarding to ``trigger``, with no trainer.
     entry = TrainingLoop.__new__(TrainingLoop)
     vars(entry).update(
         _trainer=_no_trainer, _trigger=trigger, _callbacks=[],
@@ -252,7 +237,6 @@ def _no_trainer():
 
 class _IterationScope:
     # The reporter's scope of one iteration, seeing what leaves it.
-
     __slots__ = ('entry', 'scope')
 
     def __init__(self, entry, scope):
@@ -294,21 +278,14 @@ def _waiting_for(trainer):
 
 
 def _running():
-    # The thread's running loops, for end_loops_left_running.
-    running = getattr(_local, 'running', None)
-    if running is None:
-        running = _local.running = []
-    return running
+    return _local.__dict__.setdefault('running', [])
 
 
 def end_loops_left_running():
-    """Ends, with a ``RuntimeWarning``, the thread's loops whose
-    ``Trainer.run`` returned unseen (docs/internals.md, "The lifecycle of
-    `LinkHookExtension`", its last way out)."""
-    running = _running()
-    if not running:
-        return
-    for entry in list(running):
+    """Ends, with a warning, the thread's loops whose ``Trainer.run``
+    returned unseen (docs/internals.md, "The lifecycle of
+    `LinkHookExtension`")."""
+    for entry in list(_running()):
         if _frames.is_running(entry._run_frame):
             continue
         warnings.warn(
