@@ -1,13 +1,9 @@
-"""The bytes alive through chosen iterations, by category: a memory
-timeline (docs/memory.md, "Memory over the iteration").
+"""The bytes alive through chosen iterations, by category (docs/memory.md,
+"Memory over the iteration").
 
-A :class:`MemoryTimeline` listens to the thread's observer while it
-records, and only then.  Each buffer it follows (:mod:`.buffers`) is one
-:class:`Change` when found and one when freed (a weak reference's
-callback); a :class:`Sample` at each link call's and backward step's end
-says how many changes were made (and on a GPU the pool's bytes).
-:func:`points` replays them into totals, :func:`peak_of` finds the highest,
-:func:`recorded` gives a trace what changed at each moment.
+Each followed buffer is one :class:`Change` when found and one when freed;
+a :class:`Sample` at each link call's and backward step's end counts the
+changes so far.
 """
 
 import collections
@@ -28,52 +24,42 @@ from chainer_hookext.report import keys
 #: The categories of bytes followed, in the order they are stacked.
 CATEGORIES = ('params', 'grads', 'optimizer_state', 'activations')
 
-#: A buffer found (``nbytes`` > 0) or freed (< 0): its ``category``, the
-#: ``holder`` (innermost link name, or ``(outside)``) and ``top`` (the
-#: top-level link's name).
+#: A buffer found (``nbytes`` > 0) or freed (< 0); ``holder``: the
+#: innermost link, ``top``: the top-level link.
 Change = collections.namedtuple(
     'Change', ('category', 'holder', 'top', 'nbytes'))
 
-#: A moment of the recording: ``kind`` ``'forward'`` (a link call ended),
-#: ``'backward'`` (a step ended) or ``'end'`` (an iteration ended);
-#: ``where``: the link's name, the step's function type, or the iteration's
-#: number; ``changes``: how many changes had been made; ``span``:
-#: ``(recording, index)`` of the span that ended then, or ``None``;
-#: ``pool_used``, ``pool_held``: the CuPy pool's bytes (``None`` on a CPU).
+#: ``kind``: ``'forward'``, ``'backward'`` or ``'end'`` (of an iteration);
+#: ``where``: the link, function type or iteration number; ``changes``:
+#: how many so far; ``span``: ``(recording, index)`` of the span that ended
+#: then, or ``None``; ``pool_*``: the CuPy pool's bytes (``None`` on a CPU).
 Sample = collections.namedtuple('Sample', (
     'kind', 'where', 'changes', 'span', 'pool_used', 'pool_held'))
 
-#: The bytes alive at a sample: ``total``, ``categories``
-#: ``{category: bytes}``, ``tops`` ``{top-level link: activation bytes}``.
+#: The bytes alive at a sample; ``tops``: activations per top-level link.
 Point = collections.namedtuple(
     'Point', ('sample', 'total', 'categories', 'tops'))
 
-#: The highest point: its ``point``, ``holders`` (:class:`Holder`) largest
-#: first, ``pool`` the pool's peak of used bytes (GPU), ``forget``
-#: (:class:`ForgetSaving`) the links whose ``F.forget`` lowers it, most
-#: first.
+#: The highest point, its largest ``holders``, ``pool`` the pool's peak of
+#: used bytes (GPU), ``forget`` (:class:`ForgetSaving`) most first.
 Peak = collections.namedtuple(
     'Peak', ('point', 'holders', 'pool', 'forget'), defaults=((),))
 
-#: A holder at the peak: a ``category``'s bytes charged to ``link``.
 Holder = collections.namedtuple('Holder', ('category', 'link', 'nbytes'))
 
-#: ``F.forget`` around ``link`` lowers the peak by ``nbytes`` (to ``peak``)
-#: (docs/memory.md, "The peak").
+#: ``F.forget`` around ``link`` lowers the peak by ``nbytes`` to ``peak``.
 ForgetSaving = collections.namedtuple(
     'ForgetSaving', ('link', 'nbytes', 'peak'))
 
 #: The most links a :class:`Peak`'s ``forget`` names.
 FORGET_TOP = 5
 
-# ``_tuple(Change, (...))`` makes a Change with no Python frame (a
-# namedtuple's ``__new__`` is one): the timeline makes several per node.
+# A namedtuple with no Python frame (``__new__`` is one): several per node.
 _tuple = tuple.__new__
 
 
 class _Followed(weakref.ref):
-    # A weak reference to a followed buffer's owner, with the buffer's
-    # ``key``, the Change that found it and its ``index`` in the changes.
+    # A followed buffer's owner, with its key, Change and the Change's index.
     __slots__ = ('key', 'change', 'index')
 
 
@@ -81,13 +67,10 @@ class MemoryTimeline:
     """The bytes alive through the iterations it records.
 
     Args:
-        model (dict): ``{id(link): (name, link)}`` of the model's links
-            (:func:`~chainer_hookext.report.link_names.model_link_names`).
-        recorder: Has the :class:`~chainer_hookext.timing.spans.Recording`
-            the Timeline records now as ``links`` (or ``None``): a sample
-            then names the span that ended at its moment.
-        forget (bool): Follow the links' outputs, which
-            :func:`forget_savings` needs (a trace does not).
+        model (dict): ``{id(link): (name, link)}`` of the model's links.
+        recorder: Its ``links``, the Timeline's current ``Recording`` or
+            ``None``, names the span each sample ends.
+        forget (bool): Follow the links' outputs (:func:`forget_savings`).
     """
 
     def __init__(self, model, recorder=None, forget=True):
@@ -100,14 +83,11 @@ class MemoryTimeline:
         self.freed = {}
         #: ``{index of a found Change: [links whose call returned it]}``.
         self.outputs = {}
-        #: ``{(index, link)}``: an output of ``link`` a node created
-        #: outside it keeps (``F.forget`` around it keeps it alive).
+        #: ``{(index, link)}``: an output of ``link`` kept by a node outside.
         self.kept_outside = set()
         self.pool_peak = None
         self._alive = {}  # {buffer key: its _Followed}
-        # {buffer key: weakref to its owner}: not counted while the owner
-        # lives, the entry gone with it (a WeakValueDictionary's look-up
-        # is Python)
+        # {buffer key: weakref}, not counted (a WeakValueDictionary is slower)
         self._excluded = {}
         self._outputs = {}  # {buffer key: [links]} of live link outputs
         self._owners = {}  # {id(param): link name}
@@ -115,9 +95,8 @@ class MemoryTimeline:
         #: ``{id(link): name}`` of the model.
         self.link_names = {key: name for key, (name, _) in model.items()}
         self._pending = []  # weakrefs of nodes not read yet
-        # {id(param.node): (param, owner, nbytes, index of its Change)}:
-        # gradients a backward made
-        # that Chainer has not set yet (_settle_grads)
+        # {id(param.node): (param, owner, nbytes, Change index)}: gradients
+        # not set yet (_settle_grads)
         self._virtual = {}
         self._steps = 0  # backward steps running
         self._handles = None
@@ -127,9 +106,7 @@ class MemoryTimeline:
         self._param_nodes = {}  # {id(its variable node): (param, owner)}
 
     def __reduce__(self):
-        # A copy (a pickled or deep-copied trainer) is a new timeline that
-        # records nothing: the weak references, the hooks and the model's
-        # ids are this process's, this object's.
+        # A copy records nothing: its refs, hooks and ids are this object's.
         return MemoryTimeline, ({},)
 
     @property
@@ -145,8 +122,7 @@ class MemoryTimeline:
         for name, link in reversed(list(self.model.values())):
             for param in link.params(include_uninit=True):
                 self._owners.setdefault(id(param), name)
-        # Each parameter once, from the links no other link holds (a walk
-        # of every link's params visits a parameter once per link above it).
+        # Each parameter once: from the links no other link holds.
         names = [name for name, _ in self.model.values()]
         self._roots = [(name, link) for name, link in self.model.values()
                        if not any(name.startswith(other + '/')
@@ -173,8 +149,7 @@ class MemoryTimeline:
              function_hook)]
 
     def stop(self):
-        """Removes its hooks; no change is made after.  Safe to call
-        again."""
+        """Removes its hooks; safe to call again."""
         handles, self._handles = self._handles, None
         pool, self._pool = self._pool, None
         if pool is not None:
@@ -197,11 +172,9 @@ class MemoryTimeline:
         self._find_model(settled)
         self.sample('end', number, None)
 
-    # -- bookkeeping -----------------------------------------------------
     def _find(self, array, category, holder, top):
-        # An id is unique while its object lives: an array whose id is a
-        # followed buffer's key is that buffer's owner (the model's arrays
-        # at each iteration's end; benchmarks/README.md, "Memory timeline").
+        # A followed key's id is its owner's while the owner lives
+        # (benchmarks/README.md, "Memory timeline").
         alive = self._alive
         key = id(array)
         if key not in alive:
@@ -231,15 +204,12 @@ class MemoryTimeline:
             self._kept_again(key, holder)
 
     def _kept_again(self, key, holder):
-        # A node of ``holder`` keeps an output of the links listed: those
-        # not holding ``holder`` have it kept outside them.
         index = self._alive[key].index
         for link in self._outputs[key]:
             if not _within(holder, link):
                 self.kept_outside.add((index, link))
 
     def _output(self, array, link):
-        # ``array`` is returned by a call of ``link``.
         found = buffers.owner_of(array)
         if found is None or id(found[0]) not in self._alive:
             return
@@ -251,8 +221,6 @@ class MemoryTimeline:
             self.outputs.setdefault(index, []).append(link)
 
     def _exclude(self, array):
-        # Not counted while it lives (an id is reused after: the entry goes
-        # with it).
         found = buffers.owner_of(array)
         if found is None:
             return
@@ -278,10 +246,8 @@ class MemoryTimeline:
             change.category, change.holder, change.top, -change.nbytes)))
 
     def _find_model(self, settled=()):
-        # The parameters are listed at the start (uninitialised ones too:
-        # their arrays come at their first call), not walked each time.
-        # Most are followed already: _find's first test, inline.  The
-        # gradients ``settled`` (_settle_grads) are followed already.
+        # Listed at start (uninitialised too), not walked; _find's first
+        # test inline; ``settled`` gradients are followed already.
         find, alive = self._find, self._alive
         for param, owner, node in self._params:
             array = param.raw_array
@@ -302,8 +268,7 @@ class MemoryTimeline:
         return calls[-1] if calls else None
 
     def _read_nodes(self, call):
-        # The nodes made since the last read, made inside ``call`` (a
-        # RunningLinks Call, or None).
+        # The nodes made since the last read, inside ``call`` (or None).
         pending, self._pending = self._pending, []
         holder, top = self._holder(call)
         alive, outputs, find = self._alive, self._outputs, self._find
@@ -322,12 +287,8 @@ class MemoryTimeline:
                     self._kept_again(key, holder)
 
     def _settle_grads(self):
-        # Chainer sets the leaves' gradients at the backward's end
-        # (_backprop_to_all): each stood for by its parameter's size since
-        # the step that made it, until the next link call or the
-        # iteration's end.  The gradient set then takes the stand-in's
-        # place (no change: the same bytes); one of another size, or none,
-        # ends it.
+        # Chainer sets leaf gradients at the backward's end: a stand-in of
+        # the parameter's size until then; the same size takes its place.
         virtual, self._virtual = self._virtual, {}
         alive, changes = self._alive, self.changes
         for param, owner, nbytes, index in virtual.values():
@@ -351,10 +312,7 @@ class MemoryTimeline:
         return virtual  # keyed by the parameters' nodes' ids
 
     def sample(self, kind, where, spans=None):
-        """Takes a :class:`Sample` (``spans``: its span, for a link call's
-        or a backward step's end, found when ``None``); none when nothing
-        changed since the last, but at an iteration's end (the first of
-        equal totals is the one a peak names)."""
+        """Takes a :class:`Sample`, unless nothing changed (but at an end)."""
         pool = self._pool
         samples = self.samples
         changes = len(self.changes)
@@ -371,11 +329,8 @@ class MemoryTimeline:
             None if pool is None else pool.used,
             None if pool is None else pool.held())))
 
-    # -- what the listeners call, with Chainer's arguments ---------------
     def _holder(self, call):
-        # The innermost running link of the model (outside it, the call's
-        # path) and the top-level link: the outermost call's child
-        # running, else the outermost.
+        # The innermost model link (else the path) and the top-level one.
         if call is None:
             return keys.OUTSIDE, keys.OUTSIDE
         holder = self._name(call)
@@ -387,7 +342,6 @@ class MemoryTimeline:
         return holder, self._name(top)
 
     def _name(self, call):
-        # The innermost running link of the model, else the call's path.
         names = self.link_names
         running = call
         while running is not None:
@@ -439,8 +393,7 @@ class MemoryTimeline:
             self._pending.append(weakref.ref(function))
 
     def step_started(self, function, in_data, out_grad):
-        # No _settle_grads: between two steps of one backward, the
-        # gradients are not set yet.
+        # No _settle_grads: gradients are not set between two steps.
         if not self._steps and self._pending:
             self._read_nodes(self._running_call())
         self._steps += 1
@@ -461,8 +414,7 @@ class MemoryTimeline:
 
 
 class _LinkListener(chainer.LinkHook):
-    # The timeline's link hook.  Its methods are the timeline's own, as
-    # instance attributes (the observer calls those): one call per event.
+    # The timeline's own methods as attributes: one call per event.
 
     name = 'MemoryTimeline'
 
@@ -472,8 +424,6 @@ class _LinkListener(chainer.LinkHook):
 
 
 class _FunctionListener(chainer.FunctionHook):
-    # The timeline's function hook, as _LinkListener.
-
     name = 'MemoryTimeline'
 
     def __init__(self, timeline):
@@ -483,8 +433,7 @@ class _FunctionListener(chainer.FunctionHook):
 
 
 class _PoolCounter:
-    """The CuPy pool's used bytes from its mallocs and frees, and their
-    peak; ``None`` from :meth:`start` for a model not on a GPU."""
+    """The CuPy pool's used bytes and their peak; ``None`` off a GPU."""
 
     @classmethod
     def start(cls, links):
@@ -526,19 +475,14 @@ class _PoolCounter:
 
 
 def where_of(sample):
-    """Returns the name of where ``sample`` was taken: the link, the
-    backward step's function, or ``'iteration N'``."""
+    """Returns where ``sample`` was taken (``'iteration N'`` at an end)."""
     if sample.kind == 'end':
         return f'iteration {sample.where}'
     return str(sample.where)
 
 
 def points(timeline):
-    """Returns a :class:`Point` per sample of ``timeline``, in order.
-
-    Points with no change between them share their dicts: read them, do
-    not change them.
-    """
+    """Returns a :class:`Point` per sample (unchanged ones share dicts)."""
     categories = dict.fromkeys(CATEGORIES, 0)
     tops = {}
     total = 0
@@ -562,10 +506,8 @@ def points(timeline):
 
 
 def peak_of(timeline, top=5):
-    """Returns the :class:`Peak` of ``timeline``, or ``None`` without a
-    sample: the first sample of the highest total (on a GPU, of the
-    highest pool used bytes), its ``top`` largest holders and its
-    ``forget`` savings."""
+    """Returns the :class:`Peak` at the first highest total (on a GPU, pool
+    used bytes), or ``None`` without a sample."""
     found = points(timeline)
     if not found:
         return None
@@ -578,7 +520,6 @@ def peak_of(timeline, top=5):
 
 
 def _holders(timeline, sample, top):
-    # The ``top`` largest holders at ``sample``, largest first.
     held = {}
     for change in timeline.changes[:sample.changes]:
         key = change.category, change.holder
@@ -588,25 +529,19 @@ def _holders(timeline, sample, top):
 
 
 def _within(holder, link):
-    # Whether ``holder`` is ``link`` or one of its child links.
     return holder == link or holder.startswith(link + '/')
 
 
 def forget_savings(timeline, found, gpu=False):
-    """Returns the :class:`ForgetSaving` of each link whose ``F.forget``
-    lowers the peak, most first (at most :data:`FORGET_TOP`).
-
-    At every sample, the activations charged to the link or its child
-    links are taken out, less its outputs a node created outside it keeps
-    (the ``Forget`` node's output is the same array): the new peak is the
-    highest total left (docs/memory.md, "The peak").
+    """Returns the :class:`ForgetSaving` of the links whose ``F.forget``
+    lowers the peak, most first (docs/memory.md, "The peak").
 
     Args:
         timeline (MemoryTimeline): A recorded timeline.
         found (list): Its :func:`points`.
         gpu (bool): The totals are the pool's used bytes.
     """
-    # Not the outermost links, as LinkMemory's F.forget candidates.
+    # Not the outermost links, as LinkMemory's candidates.
     roots = {name for name, _ in timeline._roots}
     above = {}  # {holder: [it and the links holding it], roots left out}
     for change in timeline.changes:
@@ -647,23 +582,18 @@ def forget_savings(timeline, found, gpu=False):
     return savings[:FORGET_TOP]
 
 
-#: A moment of a window's trace: ``seconds`` on the clock of the spans,
-#: and the values (``{name: bytes}``) that changed then, all of them at the
-#: first: of the ``categories``, of the top-level links' activations
-#: (``tops``) and of the CuPy pool (``pool``, ``used`` and ``held``).
+#: A trace moment: ``seconds`` on the spans' clock and the ``{name: bytes}``
+#: that changed then (all at the first).
 Moment = collections.namedtuple(
     'Moment', ('seconds', 'categories', 'tops', 'pool'))
 
-#: What a window's trace draws: its ``moments`` (:class:`Moment`), its
-#: ``peak`` (:class:`Peak` without ``forget``, or ``None``) and the peak's
-#: ``peak_seconds`` (``None``: a moment not drawn).
+#: A window trace's moments, ``peak`` (no ``forget``) and ``peak_seconds``.
 Recorded = collections.namedtuple(
     'Recorded', ('moments', 'peak', 'peak_seconds'))
 
 
 def recorded(timeline, iteration_starts, end, top=5):
-    """Returns the :class:`Recorded` of a window's ``timeline``, in one
-    pass over its changes (a trace writes many samples a window).
+    """Returns the :class:`Recorded` of a window's ``timeline``, in one pass.
 
     Args:
         timeline (MemoryTimeline): A recorded timeline.
@@ -677,8 +607,7 @@ def recorded(timeline, iteration_starts, end, top=5):
     categories = dict.fromkeys(CATEGORIES, 0)
     tops = dict.fromkeys(sorted({change.top for change in changes
                                  if change.category == 'activations'}), 0)
-    # What changed since the last moment drawn (a value changed and back
-    # is drawn again: no harm); the first moment draws every value.
+    # What changed since the last moment drawn; the first draws all.
     changed, changed_tops, pool = dict(categories), dict(tops), {}
     used = held = None
     total = done = 0
