@@ -27,35 +27,26 @@ from chainer_hookext.timing import records
 class TimedLinks(link_hook_extension.LinkHookExtension):
     """Trainer extension reporting the time of each link of the model.
 
-    It owns a :class:`~chainer_hookext.TimerHook` for the length of
-    training and, at each trigger, reports ``time/<name>``,
-    ``time/<name>/self``, ``time/<name>/backward`` and
-    ``time/<name>/backward/self`` per training iteration since the last
-    report (``flops/...`` and ``time/function/<Type>`` when asked);
-    the keys, the calls that count and resuming: docs/timing.md.
+    At each trigger it reports ``time/<name>``, ``time/<name>/self``,
+    ``time/<name>/backward`` and ``time/<name>/backward/self`` per training
+    iteration since the last report (docs/timing.md).
 
     Args:
         links (~chainer.Link or list of ~chainer.Link): Sub-trees to time;
             ``None`` (default) times the ``main`` optimizer's target.
-        validation (bool): Also time the calls inside ``Evaluator``
-            extensions and report them under ``validation/``.
+        validation (bool): Also time ``Evaluator`` calls (``validation/``).
         print_report (bool): Print the per-link tree table at each trigger.
         unit (str): Unit of the printed table: ``'sec'``, ``'ms'``, ``'us'``,
             ``'ns'``, ``'auto'`` or ``'auto_foreach'``.
-        comm (chainermn.CommunicatorBase): Under ChainerMN, gather every
-            worker's figures on rank 0 (docs/chainermn.md).
-        local_report (bool): With ``comm``, ranks other than 0 report (and
-            print) their own figures too.
-        backward (bool): Also time backward per link; ``False`` registers
-            no function hook.
-        flops (bool): Also count FLOPs and bytes per link (needs
-            ``backward=True``).
-        functions (bool): Also report figures per function type, and split
-            each link's figures by type (needs ``backward=True``).
-        peak_flops (float): The machine's peak FLOP/s, for the roofline;
-            measured by default (docs/flops.md, "Peaks").
-        peak_bandwidth (float): Its peak memory bandwidth in bytes/s;
-            measured by default.
+        comm (chainermn.CommunicatorBase): Gather every worker's figures
+            on rank 0 (docs/chainermn.md).
+        local_report (bool): With ``comm``, other ranks report too.
+        backward (bool): Also time backward per link.
+        flops (bool): Also count FLOPs and bytes per link.
+        functions (bool): Also report figures per function type.
+        peak_flops (float): Peak FLOP/s for the roofline; measured by
+            default (docs/flops.md, "Peaks").
+        peak_bandwidth (float): Peak bytes/s; measured by default.
 
     .. admonition:: Example
 
@@ -143,8 +134,6 @@ class TimedLinks(link_hook_extension.LinkHookExtension):
                               functions=self.functions)
         super().initialize(trainer)
         optimizers = trainer.updater.get_all_optimizers()
-        # Under the optimizer's name when there are several; a link under
-        # two, the last (as Chainer's reporter names it).
         for name, optimizer in optimizers.items():
             self.hook.add_root(
                 optimizer.target, '/' if len(optimizers) == 1 else '/' + name)
@@ -152,14 +141,13 @@ class TimedLinks(link_hook_extension.LinkHookExtension):
         del self.hook.added_links[:]  # names of another run's scope
         if self.flops:
             self._set_roofline(optimizers, last_chance=False)
-        last = self._last_iteration
-        if last is None or trainer.updater.iteration < last:  # a new run
+        if self._last_iteration is None or (
+                trainer.updater.iteration < self._last_iteration):
             self._start(trainer)
 
     def _set_roofline(self, optimizers, last_chance):
-        # Peaks not given are measured for the first parameter initialised:
-        # ``L.Linear(None, n)`` has none before its first forward, then at
-        # the first report (outside the update); float32 on the CPU at last.
+        # Measured for the first parameter initialised (``L.Linear(None,
+        # n)``: at the first report); float32 on the CPU at last.
         given = peaks_module.Peaks(self.peak_flops, self.peak_bandwidth)
         if None not in given:
             measured = given
@@ -177,8 +165,7 @@ class TimedLinks(link_hook_extension.LinkHookExtension):
             'TimedLinks')
 
     def _register(self):
-        # A snapshot loaded after initialize without our state
-        # (``snapshot(autoload=True)``) left no start: it is here.
+        # ``snapshot(autoload=True)`` without our state left no start.
         if self._entry is not None:
             if self._last_iteration is None:
                 self._start(self._entry.trainer)
@@ -193,7 +180,6 @@ class TimedLinks(link_hook_extension.LinkHookExtension):
             self.hook.set_iteration_parts(None)
 
     def _start(self, trainer):
-        # A new run (a new trainer, or a snapshot without our state).
         self.hook.reset()
         self._last_iteration = trainer.updater.iteration
         self._baseline, self._function_baseline = self._totals()
@@ -261,8 +247,6 @@ class TimedLinks(link_hook_extension.LinkHookExtension):
                 for name, found in unknown.items()], sys.stdout)
 
     def _add_links(self, iteration):
-        # Links added to the model during training: reported from now on
-        # unless their keys clash.
         added, self.hook.added_links[:] = list(self.hook.added_links), []
         for link in added:
             if link.name in self._names:
@@ -284,8 +268,7 @@ class TimedLinks(link_hook_extension.LinkHookExtension):
                 f'{iteration} on (its calls since {since}), and its '
                 "parent's figures include them.", RuntimeWarning)
 
-    def _report(self, mode, totals, iteration, function_totals=()):
-        # None when nothing ran in the mode since the baseline.
+    def _report(self, mode, totals, iteration, function_totals):
         now = {e.key: e for e in totals}
         then = {e.key: e for e in self._baseline.get(mode, ())}
         if mode == 'train':
@@ -298,7 +281,9 @@ class TimedLinks(link_hook_extension.LinkHookExtension):
         if keys.backward_reported(mode, self.backward):
             names.append(keys.OUTSIDE)
         return keys.Report(mode, per, [
-            _difference(key, now.get(key), then.get(key), per)
+            records.empty_entry(key) if key not in now else records.Entry(
+                key=key, parent=now[key].parent, **_since(
+                    now[key], then.get(key), records.FIELDS, per))
             for key in names], _function_differences(
                 function_totals, self._function_baseline.get(mode, ()),
                 set(names) | {keys.OUTSIDE}, per))
@@ -320,21 +305,14 @@ class TimedLinks(link_hook_extension.LinkHookExtension):
 
     def summary(self, by: str = 'path', mode: typing.Optional[str] = 'train'
                 ) -> typing.Dict[str, dict]:
-        """Returns the cumulative summary of the run, resumed parts included
-        (``by`` and ``mode`` as in :meth:`TimerHook.summary()
-        <chainer_hookext.TimerHook.summary>`)."""
+        """Returns the run's summary, as :meth:`TimerHook.summary()
+        <chainer_hookext.TimerHook.summary>`."""
         return self.hook.summary(by=by, mode=mode)
 
     def function_summary(self, mode: typing.Optional[str] = 'train'
                          ) -> typing.Dict[str, dict]:
-        """Returns the run's figures of each function type, every link
-        summed, largest time first (``functions=True``).
-
-        Returns:
-            collections.OrderedDict: ``{type: {'time', 'backward_time',
-            'occurrence'}}``, and ``'flops'``, ``'backward_flops'`` with
-            ``flops=True``.
-        """
+        """Returns ``{type: {'time', 'backward_time', 'occurrence'}}``
+        (``flops`` too with ``flops=True``), largest time first."""
         fields = [f for f in records.FUNCTION_FIELDS
                   if self.flops or f not in ('flops', 'backward_flops')]
         totals = sorted(keys.function_totals(
@@ -346,14 +324,8 @@ class TimedLinks(link_hook_extension.LinkHookExtension):
 
     def roofline(self, by: str = 'path', mode: typing.Optional[str] = 'train'
                  ) -> typing.Dict[str, roofline_module.LinkPoints]:
-        """Returns each link's place under the roofline over the run
-        (``flops=True``, after ``initialize``; docs/flops.md, "The
-        roofline").
-
-        Returns:
-            collections.OrderedDict: ``{key: LinkPoints}``, by ``by`` as in
-            :meth:`summary`.
-        """
+        """Returns ``{key: LinkPoints}`` over the run (docs/flops.md, "The
+        roofline")."""
         if self._peaks_from is not None:
             self._set_roofline(self._peaks_from, last_chance=True)
         if self.roofline_ is None:
@@ -367,13 +339,8 @@ class TimedLinks(link_hook_extension.LinkHookExtension):
     def unknown_functions(self, by: str = 'path',
                           mode: typing.Optional[str] = 'train'
                           ) -> typing.Dict[str, dict]:
-        """Returns the function types whose FLOPs are not counted.
-
-        Returns:
-            collections.OrderedDict: ``{class name: {'nodes': nodes,
-            'links': {key: nodes}, 'time_share': share}}``, ``time_share``
-            the share of the time timed in those links' self times.
-        """
+        """Returns ``{class name: {'nodes', 'links', 'time_share'}}`` of
+        the function types whose FLOPs are not counted."""
         found = self.hook.unknown_functions(by=by, mode=mode)
         rows = self.hook.entries(by=by, mode=mode)
         whole = sum(e.self_time + e.backward_self_time for e in rows)
@@ -384,8 +351,7 @@ class TimedLinks(link_hook_extension.LinkHookExtension):
             if whole > 0 else 0.0}) for name, links in found.items())
 
     def serialize(self, serializer: chainer.AbstractSerializer) -> None:
-        """Saves or restores the hook's figures and the last report's (a
-        snapshot without them warns, and timing starts afresh)."""
+        """Saves or restores the hook's figures and the last report's."""
         if not _state.is_loading(serializer):
             self.hook.serialize(serializer['hook'])
             last = self._last_iteration
@@ -418,9 +384,7 @@ class TimedLinks(link_hook_extension.LinkHookExtension):
 
 
 def _model_calls(entries):
-    # Calls of the model: its outermost timed calls.  When the model is not
-    # hooked (it defines __call__), its timed children are the top entries,
-    # each called once per model call: the largest count, not their sum.
+    # An unhooked model's top children: the largest count, not their sum.
     return max([e.occurrence for e in entries
                 if e.parent is None and e.key != keys.OUTSIDE], default=0)
 
@@ -436,26 +400,16 @@ def _since(now, then, fields, per):
     return values
 
 
-def _difference(key, now, then, per):
-    if now is None:
-        return records.empty_entry(key)
-    return records.Entry(key=key, parent=now.parent,
-                         **_since(now, then, records.FIELDS, per))
-
-
 def _save_by_mode(serializer, rows_by_mode, fields, labels_of):
-    # One table: labels [mode] + labels_of(row), then the fields.
-    labels, columns = [], {f: [] for f in fields}
-    for mode, rows in rows_by_mode.items():
-        for row in rows:
-            labels.append([mode] + labels_of(row))
-            for field in fields:
-                columns[field].append(getattr(row, field))
-    _state.save_rows(serializer, labels, columns)
+    rows = [(mode, row) for mode, rows in rows_by_mode.items()
+            for row in rows]
+    _state.save_rows(serializer, [[mode] + labels_of(row)
+                                  for mode, row in rows],
+                     {f: [getattr(row, f) for _, row in rows]
+                      for f in fields})
 
 
 def _load_by_mode(rows, make):
-    # What _save_by_mode saved: {mode: [make(*labels, **fields)]}.
     by_mode = {}
     for (mode, *labels), values in rows:
         values['occurrence'] = int(values['occurrence'])
