@@ -1,5 +1,4 @@
-"""Our console output: whole lines below ``ProgressBar``'s status lines
-(docs/profile.md, "Console").
+"""Our console output, below ``ProgressBar``'s (docs/profile.md, "Console").
 """
 
 import sys
@@ -13,8 +12,7 @@ WIDTH = 100
 
 
 def write(lines, file=None):
-    """Writes ``lines`` (without line ends) to ``file`` (``sys.stdout``),
-    a line wider than :data:`WIDTH` wrapped and indented.
+    """Writes ``lines`` to ``file`` (stdout), wrapped at :data:`WIDTH`.
 
     >>> import io
     >>> out = io.StringIO()
@@ -48,8 +46,7 @@ ERASE = '\033[J'
 
 
 def for_print_report(file=None):
-    """``file`` for ``PrintReport(out=...)``: without its erase unless a
-    terminal.
+    """``file`` for ``PrintReport(out=...)``: no erase unless a terminal.
 
     >>> import io
     >>> out = io.StringIO()

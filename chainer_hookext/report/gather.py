@@ -1,5 +1,4 @@
-"""Figures of every ChainerMN worker, summarised on rank 0 (docs/chainermn.md;
-docs/internals.md, "Adding a per-link figure").
+"""Figures of every ChainerMN worker, summarised on rank 0 (docs/chainermn.md).
 
 Every worker calls :func:`collect`, the one gather, at the same iteration:
 nothing between two calls may raise on one worker only.
@@ -16,8 +15,8 @@ Spread = collections.namedtuple('Spread', ('mean',) + keys.STATISTICS)
 #: ``spreads``: ``{field: Spread}``.
 GatheredEntry = collections.namedtuple(
     'GatheredEntry', ('key', 'parent', 'spreads'))
-#: One mode's :class:`~.keys.Report` over ``workers``: ``entries`` and
-#: ``functions`` (one per type, each worker's sum) are GatheredEntry s.
+#: One mode's :class:`~.keys.Report` over ``workers``: GatheredEntry s
+#: (``functions``: one per type, each worker's sum).
 Gathered = collections.namedtuple(
     'Gathered', ('mode', 'workers', 'entries', 'functions'), defaults=((),))
 
@@ -37,15 +36,14 @@ pass chainermn.create_communicator(...), or None for one process.
             'chainermn.create_communicator(...), or None for one process.')
 
 
-def collect(comm, sent, root=0):
-    """Every worker's ``sent`` in rank order on ``root``, else ``None``."""
-    return comm.gather_obj(sent, root=root)
+def collect(comm, sent):
+    """Every worker's ``sent`` in rank order on rank 0, else ``None``."""
+    return comm.gather_obj(sent)
 
 
-def gather(comm, reports, backward, root=0, flops=False, functions=False):
-    """Gathers every worker's :class:`~.keys.Report` s; on ``root`` a
-    :class:`Gathered` per report of ``root``, elsewhere ``None``."""
-    per_rank = collect(comm, list(reports), root)
+def gather(comm, reports, backward, flops=False, functions=False):
+    """On rank 0 a :class:`Gathered` per report of its, elsewhere ``None``."""
+    per_rank = collect(comm, list(reports))
     if per_rank is None:
         return None
     gathered = []
@@ -66,7 +64,6 @@ def gather(comm, reports, backward, root=0, flops=False, functions=False):
     return gathered
 
 
-#: A function type's total over one worker's links, as a row.
 _TypeTotal = collections.namedtuple(
     '_TypeTotal', ('key', 'parent') + records.FUNCTION_FIELDS)
 
@@ -78,9 +75,8 @@ def _type_totals(rows):
 
 
 def summarise(per_rank, fields):
-    """:class:`GatheredEntry` s, in first-seen order, of each rank's rows
-    (with ``key`` and ``parent``), over the ranks that have the key;
-    ``fields(row)`` names the fields.
+    """:class:`GatheredEntry` s of the ranks' rows, in first-seen order, over
+    the ranks that have the key; ``fields(row)`` names the fields.
 
     >>> Row = collections.namedtuple('Row', ('key', 'parent', 'seconds'))
     >>> rows = summarise([[Row('main', None, 0.25)],
@@ -88,27 +84,25 @@ def summarise(per_rank, fields):
     >>> rows[0].spreads['seconds']
     Spread(mean=0.5, min=0.25, max=0.75, slowest_rank=1)
     """
-    parents = collections.OrderedDict()
+    parents = {}
     for rows in per_rank:
         for row in rows:
             parents.setdefault(row.key, row.parent)
     by_key = [{row.key: row for row in rows} for rows in per_rank]
-    out = []
-    for key, parent in parents.items():
-        values = [{f: getattr(rows[key], f) for f in fields(rows[key])}
-                  if key in rows else {} for rows in by_key]
-        out.append(GatheredEntry(key, parent, spreads(values)))
-    return out
+    return [GatheredEntry(key, parent, spreads([
+        {f: getattr(rows[key], f) for f in fields(rows[key])}
+        if key in rows else {} for rows in by_key]))
+        for key, parent in parents.items()]
 
 
 def spreads(per_rank):
-    """``{name: Spread}`` of the ranks' ``{name: value}``, over the ranks
-    that have it; the slowest rank is the lowest with the largest value.
+    """``{name: Spread}`` of the ranks' ``{name: value}``; the slowest rank:
+    the lowest with the largest value.
 
     >>> spreads([{'data': 1.0}, {'data': 3.0}, {'data': 3.0}])['data']
     Spread(mean=2.3333333333333335, min=1.0, max=3.0, slowest_rank=1)
     """
-    found = collections.OrderedDict()  # {name: {rank: value}}
+    found = {}  # {name: {rank: value}}
     for rank, values in enumerate(per_rank):
         for name, value in values.items():
             found.setdefault(name, {})[rank] = value
@@ -123,8 +117,7 @@ def spreads(per_rank):
 
 
 def spread_figures(key, spread):
-    """``{key: value}`` of a :class:`Spread`: the mean under ``key``, each
-    statistic below it.
+    """``{key: value}`` of a :class:`Spread`: the mean, each statistic.
 
     >>> sorted(spread_figures('time/loop/data', Spread(2.0, 1.0, 3.0, 1)))
     ['time/loop/data', 'time/loop/data/max', 'time/loop/data/min', \
@@ -135,8 +128,8 @@ def spread_figures(key, spread):
 
 
 def spread_observation(per_rank, key=None):
-    """Each name's :func:`spread_figures` of the ranks' ``{name: value}``,
-    under ``key(name)`` (by default the name).
+    """:func:`spread_figures` of the ranks' ``{name: value}``, under
+    ``key(name)`` (by default the name).
 
     >>> spread_observation([{'memory/main/params': 4}, {}])
     ... # doctest: +NORMALIZE_WHITESPACE

@@ -17,8 +17,7 @@ EVAL_PREFIX = 'validation/'
 OUTSIDE = records.OUTSIDE
 LOOP_PREFIX = 'time/loop/'
 EXTENSION_PREFIX = 'extension/'
-#: TimedLoop's figures (docs/timing.md, "`TimedLoop`: where each
-#: iteration goes").
+#: TimedLoop's figures (docs/timing.md, "`TimedLoop`").
 ITERATION = 'iteration'
 EXTENSIONS = 'extensions'
 GC = 'gc'
@@ -26,10 +25,8 @@ TAIL = ('max', 'p50', 'p90')
 SLOWEST = 'slowest'
 SLOWEST_RANK = SLOWEST + '/rank'
 
-#: A reported figure of a link: its :class:`~.records.Entry` ``field``,
-#: ``suffix`` after the link's name, ``backward`` (only when backward is
-#: timed), ``outside`` (for :data:`OUTSIDE` too), its column's titles in a
-#: table of one process and over workers, and its ``family``.
+#: A link's figure: ``backward``: only when backward is timed; ``outside``:
+#: for :data:`OUTSIDE` too; ``title``, ``mean_title``: its columns' titles.
 Figure = collections.namedtuple('Figure', (
     'field', 'suffix', 'backward', 'outside', 'title', 'mean_title',
     'family'))
@@ -55,8 +52,7 @@ _FIGURES = {figure.field: figure for figure in FIGURES}
 #: After the family in the keys of function types' figures.
 FUNCTION = 'function'
 
-#: A figure of a function type (a :class:`~.records.FunctionEntry` field),
-#: as :class:`Figure`.
+#: A function type's figure (a ``FunctionEntry`` field), as :class:`Figure`.
 FunctionFigure = collections.namedtuple('FunctionFigure', (
     'field', 'suffix', 'backward', 'title', 'family'))
 
@@ -88,7 +84,7 @@ def function_key(mode, function, figure):
 
 
 def function_totals(rows):
-    """One :class:`~.records.FunctionEntry` per type, summed over links.
+    """One ``FunctionEntry`` per type, summed over links.
 
     >>> from chainer_hookext.timing.records import FunctionEntry
     >>> rows = function_totals([FunctionEntry('a', 'ReLU', 1.0, 2.0, 1),
@@ -96,7 +92,7 @@ def function_totals(rows):
     >>> rows[0].time, rows[0].backward_time, rows[0].occurrence
     (1.5, 2.5, 3)
     """
-    sums = collections.OrderedDict()
+    sums = {}
     for row in rows:
         mine = sums.get(row.function)
         sums[row.function] = row._replace(link=None) if mine is None else (
@@ -108,8 +104,8 @@ def function_totals(rows):
 #: LinkMemory's family.
 MEMORY = 'memory'
 
-#: A memory figure (a ``LinkFigures`` field), as :class:`Figure`; ``gpu``:
-#: measured on a GPU only; ``backward`` is for the collision check.
+#: A ``LinkFigures`` field, as :class:`Figure`; ``gpu``: measured on a GPU
+#: only; ``backward``: for the collision check.
 MemoryFigure = collections.namedtuple('MemoryFigure', (
     'field', 'suffix', 'outside', 'gpu', 'title', 'backward'),
     defaults=(False,))
@@ -131,14 +127,13 @@ MEMORY_FIGURES = (
 
 
 def memory_figures(key, gpu):
-    """The :data:`MEMORY_FIGURES` reported for a link name or
-    :data:`OUTSIDE`."""
+    """The :data:`MEMORY_FIGURES` reported for a link or :data:`OUTSIDE`."""
     return tuple(f for f in MEMORY_FIGURES if (gpu or not f.gpu) and (
         f.outside or key != OUTSIDE))
 
 
 def memory_key(key, figure):
-    """The key of a memory figure of a link name or :data:`OUTSIDE`.
+    """The key of a memory figure of a link or :data:`OUTSIDE`.
 
     >>> memory_key('main/predictor', MEMORY_FIGURES[1])
     'memory/main/predictor/activations/self'
@@ -147,8 +142,7 @@ def memory_key(key, figure):
 
 
 def activation_key(name, output, statistic):
-    """The key of a statistic of a link's output; ``output`` is where the
-    array is in it (``()``: the output itself).
+    """The key of a statistic of the array at ``output`` in a link's output.
 
     >>> activation_key('main/predictor/l1', (), 'mean')
     'main/predictor/l1/out/mean'
@@ -159,8 +153,7 @@ def activation_key(name, output, statistic):
 
 
 def gradient_key(name, output, statistic):
-    """:func:`activation_key`'s layout under ``grad``; never
-    :func:`non_finite_key`'s ``<name>/grad/non_finite``.
+    """:func:`activation_key` under ``grad``; never :func:`non_finite_key`.
 
     >>> gradient_key('main/predictor/l1', (), 'norm')
     'main/predictor/l1/grad/norm'
@@ -189,8 +182,8 @@ def non_finite_key(link, what):
 #: A figure's statistics over ChainerMN workers, under its key.
 STATISTICS = ('min', 'max', 'slowest_rank')
 
-#: One mode's rows at one report (``Entry`` s and ``FunctionEntry`` s),
-#: per training iteration or outermost eval call, averaged over ``per``.
+#: One mode's ``Entry`` s and ``FunctionEntry`` s at one report, averaged
+#: over ``per`` training iterations or outermost eval calls.
 Report = collections.namedtuple(
     'Report', ('mode', 'per', 'entries', 'functions'), defaults=((),))
 
@@ -210,15 +203,13 @@ def backward_reported(mode, backward):
 
 
 def link_figures(backward, flops=False):
-    """The :data:`FIGURES` of a link, with backward and FLOPs ones or
-    not."""
+    """The :data:`FIGURES` of a link, with backward and FLOPs ones or not."""
     return tuple(f for f in FIGURES if (backward or not f.backward) and (
         flops or f.family == TIME))
 
 
 def reported(mode, key, backward, flops=False):
-    """The :class:`Figure` s reported for a link name or
-    :data:`OUTSIDE`."""
+    """The :class:`Figure` s reported for a link or :data:`OUTSIDE`."""
     if key == OUTSIDE:
         return tuple(f for f in link_figures(True, flops) if f.outside)
     return link_figures(backward_reported(mode, backward), flops)
@@ -285,8 +276,7 @@ def loop_key(figure):
 
 
 def spread_keys(observation):
-    """The keys of ``observation`` that are spreads over workers: all
-    :data:`STATISTICS` of a figure, never one alone (a link ``max``).
+    """The keys of ``observation`` that are all :data:`STATISTICS` of a key.
 
     >>> sorted(spread_keys({'time/main': 1.0, 'time/main/max': 2.0}))
     []
@@ -323,9 +313,8 @@ _Owner = collections.namedtuple(
 
 def check_link_names(call, names, backward, spread, memory=False,
                      functions=False):
-    """Raises ``ValueError`` for link names that would make two keys one
-    (docs/timing.md, "Names refused"); ``memory``: of
-    :data:`MEMORY_FIGURES`; ``functions``: a top link ``function`` too.
+    """Raises ``ValueError`` for link names that make two keys one
+    (docs/timing.md, "Names refused"); ``functions``: a top link ``function``.
 
     >>> check_link_names('TimedLinks', ['main', 'main/max'], False, True)
     Traceback (most recent call last):
@@ -345,9 +334,9 @@ it out with `links=`.
         for figure in (MEMORY_FIGURES if memory else link_figures(backward)):
             key = (memory_key(name, figure) if memory else
                    figure_key('train', name, figure.field))
-            for owner in [_Owner(key, name, figure, None)] + [
-                    _Owner(spread_key(key, s), name, figure, s)
-                    for s in STATISTICS if spread]:
+            for s in (None,) + (STATISTICS if spread else ()):
+                owner = _Owner(key if s is None else spread_key(key, s),
+                               name, figure, s)
                 other = owners.setdefault(owner.key, owner)
                 if other.name != name:
                     raise _clash(call, owner, other)
@@ -394,8 +383,7 @@ def loop_tail_figures(extension_names):
 
 
 def check_loop_keys(names, backward, spread, extension_names, loop_spread):
-    """Raises ``ValueError`` for TimedLinks keys that TimedLoop reports too
-    (the links of an optimizer named ``loop``).
+    """Raises ``ValueError`` for TimedLinks keys TimedLoop reports too.
 
     >>> check_loop_keys(['loop'], True, False, [], False)
     Traceback (most recent call last):
@@ -408,8 +396,7 @@ TimedLinks with `links=` or pass TimedLinks `backward=False`.
     """
     loop = {k: f for f in loop_figures(extension_names)  # {key: figure}
             for k in _with_spreads(loop_key(f), loop_spread)}
-    loop.update((loop_key(f), f) for f in loop_tail_figures(
-        extension_names))
+    loop.update((loop_key(f), f) for f in loop_tail_figures(extension_names))
     for name in names:
         for figure in link_figures(backward):
             for one in _with_spreads(
@@ -436,8 +423,7 @@ def _loop_clash(key, name, figure, loop_figure):
 
 
 def memory_peak_key(category=None):
-    """The key of the memory peak, or of ``category``'s share of it
-    (docs/memory.md, "Memory over the iteration").
+    """The key of the memory peak, or of ``category``'s share of it.
 
     >>> memory_peak_key(), memory_peak_key('activations')
     ('memory/peak', 'memory/peak/activations')

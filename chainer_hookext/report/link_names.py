@@ -1,6 +1,5 @@
 """Names of a trainer's links as Chainer's reporter spells them
-(``main/predictor/l1``): the names of every key and scope.
-"""
+(``main/predictor/l1``)."""
 
 import warnings
 
@@ -19,9 +18,8 @@ def link_name(prefix, path):
 
 
 def model_link_names(trainer):
-    """``{id(link): (name, link)}`` of every link of the trainer's models,
-    named as ``Trainer`` names the reporter's observers (the last name of a
-    link reachable under two)."""
+    """``{id(link): (name, link)}`` of the trainer's models' links, named as
+    ``Trainer`` names the observers (the last of two names)."""
     names = {}
     for prefix, optimizer in trainer.updater.get_all_optimizers().items():
         for path, link in optimizer.target.namedlinks():
@@ -45,8 +43,7 @@ def insert_added(names, name, parent):
 
 
 def warn_unhooked(call, named_links):
-    """Warns about ``(name, link)`` pairs whose link overrides
-    ``__call__``: ``Link.__call__`` runs the link hooks, so none sees them."""
+    """Warns about links overriding ``__call__``, which runs the hooks."""
     names = [name for name, link in named_links
              if type(link).__call__ is not chainer.Link.__call__]
     if names:

@@ -22,8 +22,8 @@ def print_class_table(entries, unit, file):
 
 def print_tree_table(entries, unit, file, header='LinkPath',
                      backward=False, points=None, top=TOP):
-    """Prints :class:`~.records.Entry` rows, parents first, as a tree;
-    ``points`` (``Roofline.link_points``) adds the roofline's columns."""
+    """Prints ``Entry`` rows, parents first, as a tree; ``points``
+    (``Roofline.link_points``) adds the roofline's columns."""
     shown = top_rows(entries, top, lambda e: e.elapsed_time + e.backward_time)
     left_out, entries = len(entries) - len(shown), shown
     figures = keys.link_figures(backward)
@@ -64,12 +64,9 @@ REST = '(rest)'
 
 def print_function_table(rows, self_times, unit, file, backward=False,
                          flops=False, top=TOP):
-    """Prints each link's self figures split by function type, then each
-    type's total (docs/timing.md, "Inside a link: time per function type").
-
-    ``self_times``: ``{link: (self, backward self)}`` in order; ``top``: the
-    rows of links (with their types) and the types to show.
-    """
+    """Prints each link's self figures by function type, then each type's
+    total; ``self_times``: ``{link: (self, backward self)}``; ``top``: the
+    rows of links (with their types) and the types to show."""
     by_link = {}
     for row in rows:
         by_link.setdefault(row.link, []).append(row)
@@ -125,8 +122,8 @@ def _links_within(self_times, by_link, top):
 
 def print_spread_table(entries, unit, file, header='LinkName',
                        backward=False, top=TOP):
-    """Prints :class:`~.gather.GatheredEntry` rows as a tree: the first
-    figure's mean, min, max and slowest rank, the others' mean."""
+    """Prints ``GatheredEntry`` rows as a tree: the first figure's spread,
+    the others' mean."""
     shown = top_rows(entries, top, lambda e: sum(
         e.spreads[field].mean for field in ('elapsed_time', 'backward_time')
         if field in e.spreads))
@@ -147,11 +144,10 @@ def print_spread_table(entries, unit, file, header='LinkName',
     _write(rows, file, more=_more(left_out, 'link'))
 
 
-def print_share_table(seconds, whole, unit, file,
-                      titles=('Phase', 'PerIteration', 'Share')):
+def print_share_table(seconds, whole, unit, file):
     """Prints ``{label: seconds}``, each with its share of ``whole``."""
     fmt = units.formatter(unit, list(seconds.values()))
-    _write([list(titles)] + [
+    _write([['Phase', 'PerIteration', 'Share']] + [
         [label, fmt(value), f'{100.0 * value / whole:.1f}%' if whole else '']
         for label, value in seconds.items()], file)
 
@@ -171,8 +167,7 @@ def tree_labels(rows):
 
 
 def print_memory_table(rows, file, gpu, top=TOP):
-    """Prints ``LinkFigures`` rows, parents first, as a tree; ``gpu``
-    adds the peaks."""
+    """Prints ``LinkFigures`` rows as a tree; ``gpu`` adds the peaks."""
     kept = top_rows(rows, top, lambda row: sum(getattr(row, field) or 0 for
                                                field in _INCLUSIVE_BYTES))
     left_out, rows = len(rows) - len(kept), kept
@@ -189,7 +184,7 @@ def print_memory_table(rows, file, gpu, top=TOP):
     _write(table, file, more=_more(left_out, 'link'))
 
 
-#: A memory row's figures that hold its descendants' too.
+#: Those of a memory row's figures that hold its descendants' too.
 _INCLUSIVE_BYTES = ('activations', 'params', 'grads', 'optimizer_state')
 
 

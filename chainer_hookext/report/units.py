@@ -1,6 +1,5 @@
 """Units of the printed tables: times as Chainer's ``TimerHook`` spells
-them, counts with SI prefixes, bytes with binary ones.
-"""
+them, counts with SI prefixes, bytes with binary ones."""
 
 from chainer_hookext import _checks
 
@@ -37,8 +36,7 @@ def choose_unit(seconds):
 
 
 def formatter(unit, seconds):
-    """A function formatting seconds as Chainer does; ``'auto'`` takes the
-    unit of the largest of ``seconds``.
+    """Formats seconds as Chainer does; ``'auto'``: in the largest's unit.
 
     >>> fmt = formatter('auto', [0.5, 0.002])
     >>> fmt(0.5), fmt(0.002)
