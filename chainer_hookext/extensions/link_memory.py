@@ -33,29 +33,20 @@ from chainer_hookext.timing import pauses
 class LinkMemory(extension.Extension):
     """Trainer extension reporting the memory each link of the model holds.
 
-    It measures one training iteration per report (the first of the run,
-    then the first after each trigger that no
-    :class:`~chainer_hookext.Timeline` window traces), its hooks registered
+    It measures one training iteration per report, its hooks registered
     for that iteration only, and reports ``memory/<name>/activations``,
     ``.../forgettable``, ``.../params``, ``.../grads``,
-    ``.../optimizer_state`` and, on a GPU, ``.../peak`` (docs/memory.md,
-    "Keys" and "What counts").  :attr:`last_` keeps the rows of the last
-    report and is saved in snapshots.
+    ``.../optimizer_state`` and, on a GPU, ``.../peak`` (docs/memory.md).
 
     Args:
         links (~chainer.Link or list of ~chainer.Link): Sub-trees to
             measure; ``None`` (default) the ``main`` optimizer's target.
-        print_report (bool): Print the table and the ``F.forget``
-            candidates at each trigger.
-        comm (chainermn.CommunicatorBase): Under ChainerMN, rank 0 reports
-            each key's spread over workers, as
-            :class:`~chainer_hookext.TimedLinks` does.
-        local_report (bool): With ``comm``, ranks other than 0 report their
-            own figures too.
-        peak (bool): Also report ``memory/peak``, the measured iteration's
-            highest bytes alive, and ``memory/peak/<category>`` at that
-            moment; :meth:`peak_summary` tells more (docs/memory.md, "The
-            peak").  ``False``: no memory timeline is recorded.
+        print_report (bool): Print the table at each trigger.
+        comm (chainermn.CommunicatorBase): Rank 0 reports each key's spread
+            over workers.
+        local_report (bool): With ``comm``, other ranks report too.
+        peak (bool): Also report ``memory/peak`` and
+            ``memory/peak/<category>`` (docs/memory.md, "The peak").
 
     Attributes:
         last_ (list): The :class:`~chainer_hookext.memory.figures.LinkFigures`
@@ -92,18 +83,17 @@ class LinkMemory(extension.Extension):
         self.tracer = tracer_module.MemoryTracer()
         self.last_ = None
         self._trainer = None
-        self._loop = None  # the TrainingLoop, from initialize to the end
-        self._plan = None  # the trainer's IterationPlan
+        self._loop = None
+        self._plan = None
         self._links = []  # [(name, link)] in scope, parents first
         self._model = []  # every link of the optimizers' targets
         self._armed = False  # measure the next iteration
         self._handle = None  # the tracer's registration, while measuring
-        self._measured = None  # [LinkFigures] of the last measured iteration
+        self._measured = None
         self._warned = False
-        self._memory_timeline = None  # the measured iteration's
+        self._memory_timeline = None
         self._peak = None
-        #: The :class:`~chainer_hookext.memory.timeline.Peak` of the last
-        #: report, or ``None``.
+        #: The last report's ``memory.timeline.Peak``, or ``None``.
         self.peak_ = None
 
     def initialize(self, trainer):
@@ -142,8 +132,7 @@ class LinkMemory(extension.Extension):
         pass  # the loop's start: the first iteration's start arms
 
     def _iteration(self, trainer):
-        # Each iteration's start: two attribute reads when not measuring.
-        # The tracer's set-up is our own work, not the iteration's data.
+        # Two attribute reads when not measuring.
         if self._handle is not None:  # no check of the stop trigger ran
             self._iteration_ending()
         if not self._armed or not self._plan.measure(
@@ -154,8 +143,7 @@ class LinkMemory(extension.Extension):
             self._start()
 
     def _iteration_ending(self):
-        # Figures made in the measured iteration's time, never in the next
-        # (which a Timeline window may trace).
+        # In the measured iteration's time, never the next (a Timeline's).
         if self._handle is not None:
             with pauses.own_work(self.tracer.owner):
                 self._stop()
@@ -189,11 +177,10 @@ class LinkMemory(extension.Extension):
             return
         if not self.tracer.parents:
             self._warn('called no link in scope (check `links=`)')
-            return
-        if self.tracer.activations is None:
+        elif self.tracer.activations is None:
             self._warn('ran no backward')
-            return
-        self._measured = figures.link_figures(self._links, self.tracer)
+        else:
+            self._measured = figures.link_figures(self._links, self.tracer)
 
     def _warn(self, what):
         if not self._warned:
@@ -246,8 +233,18 @@ class LinkMemory(extension.Extension):
                                f'{c.key} {units.nbytes(c.bytes_per_ms)}/ms'
                                for c in candidates)], sys.stdout)
         peak = self.peak_summary()
-        if peak is not None:
-            console.write(peak_lines(peak), sys.stdout)
+        if peak is None:
+            return
+        lines = [
+            f"Peak {units.nbytes(peak['bytes'])} at the {peak['phase']} "
+            f"of {peak['where']}; largest: " + ', '.join(
+                f'{link} {category} {units.nbytes(n)}'
+                for category, link, n in peak['holders'])]
+        if peak['forget']:
+            lines.append('F.forget lowers the peak: ' + ', '.join(
+                f'around {link} by {units.nbytes(n)}'
+                for link, n in peak['forget']))
+        console.write(lines, sys.stdout)
 
     def summary(self):
         """Returns the last report's rows as ``{key: {field: bytes}}``."""
@@ -256,13 +253,8 @@ class LinkMemory(extension.Extension):
                 for row in self.last_ or ()}
 
     def peak_summary(self) -> dict:
-        """Returns the last report's memory peak, or ``None``.
-
-        Returns:
-            dict: ``bytes``, ``phase``, ``where``, ``categories``,
-            ``holders`` and ``forget`` (docs/memory.md, "The peak"); lists,
-            not tuples: ``profile.json`` holds it.
-        """
+        """Returns the last report's memory peak as a dict, or ``None``
+        (docs/memory.md, "The peak")."""
         peak = self.peak_
         if peak is None:
             return None
@@ -289,8 +281,7 @@ class LinkMemory(extension.Extension):
         self.release()
 
     def serialize(self, serializer):
-        """Saves or restores :attr:`last_`; a resumed run measures its
-        first iteration, as a new run does."""
+        """Saves or restores :attr:`last_`."""
         if not _state.is_loading(serializer):
             rows = self.last_ or []
             _state.save_rows(
@@ -313,32 +304,15 @@ class LinkMemory(extension.Extension):
             for (key, parent), values in rows] or None
 
 
-def peak_lines(summary):
-    """Returns the printed lines of a :meth:`LinkMemory.peak_summary`."""
-    lines = [
-        f"Peak {units.nbytes(summary['bytes'])} at the {summary['phase']} "
-        f"of {summary['where']}; largest: " + ', '.join(
-            f'{link} {category} {units.nbytes(n)}'
-            for category, link, n in summary['holders'])]
-    if summary['forget']:
-        lines.append('F.forget lowers the peak: ' + ', '.join(
-            f'around {link} by {units.nbytes(n)}'
-            for link, n in summary['forget']))
-    return lines
-
-
 def _peak_bytes(peak):
-    # On a GPU the pool's highest used bytes, counted at every malloc (a
-    # function's temporaries too, between two samples); else the sum of
-    # the categories.
+    # On a GPU the pool's highest used bytes, counted at every malloc.
     if peak.point.sample.pool_used is None:
         return peak.point.total
     return max(peak.pool or 0, peak.point.sample.pool_used)
 
 
 def _timed_links_times(trainer):
-    # {name: forward seconds per iteration} of the trainer's TimedLinks
-    # over the run, or None without one.
+    # {name: forward seconds per iteration} of the trainer's TimedLinks.
     for entry in _chainer.extension_entries(trainer).values():
         ext = entry.extension
         if isinstance(ext, timed_links.TimedLinks):
