@@ -12,18 +12,9 @@ UPDATE = 'update'
 
 
 class PartHistory:
-    """The last ``size`` runs of the update and of each extension.
-
-    Args:
-        size (int): Runs kept per part.
-        sets (int): Sets of extensions called together kept; past it, the
-            one seen least recently is forgotten.
-
-    Attributes:
-        update (RunningMedian): The update's seconds.
-        extensions (collections.OrderedDict): ``{called: {phase:
-            RunningMedian}}``, ``called`` the ``frozenset`` of extension
-            phases called in an iteration, least recently seen first.
+    """The last ``size`` runs of the update and of each extension, by
+    set of extensions called together (the last ``sets`` seen):
+    ``extensions`` is ``{frozenset of phases: {phase: RunningMedian}}``.
 
     .. admonition:: Example
 
@@ -43,7 +34,7 @@ class PartHistory:
 
     def runs(self, called: frozenset) -> dict:
         """Returns ``{phase: RunningMedian}`` of the runs in iterations
-        calling ``called``, now the set seen most recently."""
+        calling ``called``."""
         extensions = self.extensions
         runs = extensions.get(called)
         if runs is None:
@@ -56,7 +47,7 @@ class PartHistory:
 
     def add(self, update: float, called: dict, runs: dict) -> None:
         """Adds an iteration: the ``update``'s seconds, and ``called``
-        (``{phase: seconds}``) to ``runs`` (from :meth:`runs`)."""
+        (``{phase: seconds}``) to ``runs``."""
         self.update.add(update)
         for phase, seconds in called.items():
             self._add_run(runs, phase, seconds)
@@ -67,8 +58,8 @@ class PartHistory:
         runs[phase].add(seconds)
 
     def save(self, serializer):
-        """Saves a row per run kept, labelled with its part's name and, for
-        an extension, the names of those called beside it."""
+        """Saves a row per run kept: its part's name and those called
+        beside it."""
         labels = [[UPDATE, None]] * len(self.update)
         seconds = self.update.values()
         for called, runs in self.extensions.items():

@@ -12,7 +12,7 @@ from chainer_hookext import _copies
 from chainer_hookext.timing import clock
 
 
-#: ``name`` the extension whose work it was; clock seconds.
+#: The extension whose work it was, and clock seconds.
 Pause = collections.namedtuple('Pause', ('name', 'start', 'end'))
 
 _local = threading.local()
@@ -68,8 +68,7 @@ def paused(name, start, end=None):
 
 class own_work:
     """Charges the time inside to ``extension/<name>``, not to what runs
-    around it (a class, not a generator: one is entered every iteration
-    some extensions run).
+    around it (a class, not a generator: entered every iteration).
 
     .. admonition:: Example
 
@@ -90,16 +89,14 @@ class own_work:
 
 
 class PauseIndex:
-    """A window's pauses (in order, not overlapping), to put its spans
-    back on the clock: a timer moves a running call's start past each pause
-    inside it.
-    """
+    """A window's pauses (in order), to put its spans back on the clock:
+    a timer moves a running call's start past each pause inside it."""
 
     def __init__(self, pauses):
         self.pauses = list(pauses)
         self._ends = [p.end for p in self.pauses]
-        lengths = [p.end - p.start for p in self.pauses]
-        self._before = [0.0] + list(itertools.accumulate(lengths))
+        self._before = [0.0] + list(itertools.accumulate(
+            p.end - p.start for p in self.pauses))
         # each start on the clock without the pauses before it
         self._starts = [p.start - before
                         for p, before in zip(self.pauses, self._before)]
@@ -114,8 +111,7 @@ class PauseIndex:
 
     def cut(self, start, end):
         """Returns the ``(start, end)`` pieces of ``[start, end]`` outside
-        the pauses, in order; one empty piece at the end of a pause holding
-        all of it."""
+        the pauses; one empty piece when a pause holds all of it."""
         pieces = []
         for pause in itertools.islice(
                 self.pauses, bisect.bisect_right(self._ends, start), None):

@@ -15,19 +15,14 @@ from chainer_hookext.timing import trace
 #: Device-time spans' thread id, less the process id (the loop's thread).
 DEVICE_THREAD = 1000
 
-#: What a window recorded; clock times in seconds.
+#: What a window recorded, in clock seconds: ``iteration_starts``
+#: ``[(number, start)]``, ``links`` a resolved :class:`~.spans.Recording`,
+#: ``memory`` a ``memory.timeline.Recorded`` or ``None``.
 Window = collections.namedtuple('Window', (
-    'iteration_starts',  # [(iteration number, start)]
-    'end',  # when the last iteration ended
-    'phase_spans',  # [phases.Span] from the loop's clock
-    'links',  # spans.Recording of the links, resolved
-    'gc_spans',  # [phases.GcSpan] from the loop's clock
-    'pauses',  # [pauses.Pause] of our own work, from the loop's clock
-    'memory',  # memory.timeline.Recorded, or None: no memory counters
-), defaults=((), (), None))
+    'iteration_starts', 'end', 'phase_spans', 'links', 'gc_spans', 'pauses',
+    'memory'), defaults=((), (), None))
 
-#: The counter tracks of a memory timeline (docs/memory.md, "Memory over
-#: the iteration"), and its peak's instant event.
+#: A memory timeline's counter tracks and peak (docs/memory.md).
 MEMORY_COUNTER = 'memory (bytes)'
 ACTIVATIONS_COUNTER = 'activations by link (bytes)'
 POOL_COUNTER = 'CuPy pool (bytes)'
@@ -75,28 +70,19 @@ def window_events(window, rank, device):
 
 
 def memory_events(memory, ns, pid, tid):
-    """Returns the counter events of ``memory`` (a
-    ``memory.timeline.Recorded``) and the instant event at its peak.
-
-    A counter event carries the values that changed at its moment (the
-    first, all): Perfetto keeps a value until its next.
-
-    Args:
-        ns (callable): Clock seconds to the trace's nanoseconds.
-        pid (int): The process; ``tid`` the thread of the peak's event.
-    """
+    """Returns the counter events of ``memory`` (only the values changed
+    at each moment: Perfetto keeps a value until its next) and the instant
+    event at its peak on thread ``tid``; ``ns``: clock seconds to the
+    trace's nanoseconds."""
     events = []
-    for seconds, categories, tops, pool in memory.moments:
-        ts = trace.microseconds(ns(seconds))
-        if categories:
-            events.append({'name': MEMORY_COUNTER, 'ph': 'C', 'pid': pid,
-                           'ts': ts, 'args': categories})
-        if tops:
-            events.append({'name': ACTIVATIONS_COUNTER, 'ph': 'C',
-                           'pid': pid, 'ts': ts, 'args': tops})
-        if pool:
-            events.append({'name': POOL_COUNTER, 'ph': 'C', 'pid': pid,
-                           'ts': ts, 'args': pool})
+    for moment in memory.moments:
+        ts = trace.microseconds(ns(moment.seconds))
+        for name, values in ((MEMORY_COUNTER, moment.categories),
+                             (ACTIVATIONS_COUNTER, moment.tops),
+                             (POOL_COUNTER, moment.pool)):
+            if values:
+                events.append({'name': name, 'ph': 'C', 'pid': pid,
+                               'ts': ts, 'args': values})
     peak = memory.peak
     if peak is not None and memory.peak_seconds is not None:
         sample = peak.point.sample
@@ -145,7 +131,6 @@ def _links(window, ns, index):
         if index is None:
             return span
         start = index.start(span.start, span.end)
-        # (most spans hold no pause: no _replace, a Python call)
         return span if start == span.start else span._replace(start=start)
     slices = []
     for span in map(real, window.links.forward):
@@ -173,15 +158,9 @@ def _links(window, ns, index):
 
 
 def backward_runs(steps, phase_starts, seconds):
-    """Joins consecutive steps of one link into one :class:`BackwardRun`,
-    never over a phase's start.
-
-    Args:
-        steps (list of ~.spans.Span): The backward steps, in order.
-        phase_starts (list of float): Where each phase starts, in order.
-        seconds (list of float): Each step's own seconds (our work left
-            out).
-    """
+    """Joins consecutive steps of one link (:class:`~.spans.Span`, each
+    of its own ``seconds``) into one :class:`BackwardRun`, never over a
+    phase's start (``phase_starts`` sorted)."""
     runs = []
     for step, own in zip(steps, seconds):
         name, start, end = spans.name_of(step.record), step.start, step.end
@@ -197,9 +176,8 @@ def backward_runs(steps, phase_starts, seconds):
 
 
 def _fit(child, parents, ends):
-    # A collection cut to the phase holding its start, if a phase switched
-    # inside it.  parents follow one another (sorted by start; ends
-    # theirs).  Link spans need no fitting: same clock reads as the phases.
+    # A collection cut to the phase holding its start (parents sorted;
+    # ends theirs).  Link spans need none: same clock reads as phases.
     i = bisect.bisect_right(ends, child.start)  # start <= it < end
     if i == len(parents) or parents[i].start > child.start:
         return child
