@@ -14,16 +14,12 @@ from chainer.backends import cuda
 from chainer_hookext import _chainer
 
 
-#: One buffer: ``key`` tells buffers apart (the id of the owning object),
-#: ``nbytes`` its size.
+#: One buffer: ``key``, the id of the owning object, and its size.
 Buffer = collections.namedtuple('Buffer', ('key', 'nbytes'))
 
 
 def buffer_of(array):
-    """Returns the :class:`Buffer` behind ``array``, or ``None``.
-
-    ``None`` for what is not a NumPy or CuPy array (a ChainerX array, a
-    scalar).
+    """Returns the :class:`Buffer` behind a NumPy or CuPy array, or ``None``.
 
     >>> a = numpy.zeros(10, numpy.float32)
     >>> buffer_of(a[2:5]) == buffer_of(a) == Buffer(id(a), 40)
@@ -34,9 +30,8 @@ def buffer_of(array):
 
 
 def owner_of(array):
-    """Returns ``(owner, nbytes)`` of the buffer behind ``array`` (the
-    object a weak reference follows, the id of which is
-    :class:`Buffer`'s ``key``), or ``None``."""
+    """Returns ``(owner, nbytes)`` of the buffer behind ``array``, or
+    ``None``; ``id(owner)`` is :class:`Buffer`'s ``key``."""
     if isinstance(array, numpy.ndarray):
         root = array
         base = root.base
@@ -53,20 +48,12 @@ def owner_of(array):
 
 
 def kept_arrays(node):
-    """Returns the arrays ``node`` keeps for backward (docs/memory.md,
-    "What counts").
-
-    Args:
-        node (~chainer.FunctionNode): A node after its forward.
-
-    Returns:
-        list: The arrays, repeats included, retained inputs first.
-    """
+    """Returns the arrays a node keeps for backward after its forward,
+    repeats included, retained inputs first."""
     inputs = node.inputs
     indexes = getattr(node, _chainer.NODE_RETAINED_INPUTS)
     arrays = [] if indexes is None else [
         inputs[i].data for i in indexes if inputs[i].data is not None]
-    # The retained outputs among them (a tuple attribute).
     _add_attribute_arrays(node, arrays, (inputs, node.outputs))
     if type(node) is function.FunctionAdapter:
         _add_attribute_arrays(node.function, arrays)
@@ -81,12 +68,10 @@ def kept_arrays(node):
     return arrays
 
 
-#: The backends' array types (Chainer fixes them when it is imported).
 ARRAY_TYPES = chainer.get_array_types()
 
-# What an attribute value of a type is to the walk below: one look-up per
-# value, inline (an isinstance() or a call per value was most of the cost
-# of reading a node; benchmarks/README.md, "Memory timeline").
+# {type: kind}, one look-up per value inline: an isinstance() per value
+# was most of a node's cost (benchmarks/README.md, "Memory timeline").
 _OTHER, _ARRAY, _SEQUENCE, _DICT = range(4)
 _KINDS = {}
 
@@ -101,11 +86,8 @@ def _kind(value):
 
 
 def _add_attribute_arrays(obj, arrays, skip=(None, None)):
-    # The arrays among ``obj``'s attribute values, or in a tuple or list
-    # there but the two of ``skip`` (a node's inputs and outputs: variable
-    # nodes, weak references), read through the garbage collector's view
-    # of them: ``vars(obj)`` would give the object a dict it does not
-    # have.  A materialised __dict__ comes as a dict.
+    # The arrays among ``obj``'s attributes, or in their tuples and lists
+    # but ``skip``, via gc: ``vars(obj)`` would materialise a __dict__.
     kinds = _KINDS
     first, second = skip
     for value in gc.get_referents(obj):
@@ -152,18 +134,8 @@ def is_array(value):
 
 
 def leaf_arrays(node, in_data=()):
-    """Returns the arrays of ``node``'s inputs made outside the graph.
-
-    A leaf input (no creator: a parameter, the batch, a link's state, a
-    constant) is not the forward's memory, even when a node keeps it.
-
-    Args:
-        node (~chainer.FunctionNode): A node after its forward.
-        in_data (sequence): The arrays its forward was given, if known
-            (``None`` for one no longer known): a leaf input's array is
-            found there when neither its variable node nor its variable
-            holds it.
-    """
+    """Returns the arrays of ``node``'s leaf inputs (no creator), also
+    from ``in_data`` (its forward's arrays, ``None`` if unknown)."""
     arrays = []
     for i, x in enumerate(node.inputs):
         if x.creator_node is not None:

@@ -1,13 +1,8 @@
-"""What one measured training iteration keeps alive, per link:
-:class:`MemoryTracer`, the link hook ``LinkMemory`` registers for the
-iterations it measures (docs/memory.md, "What counts").
+"""What one measured training iteration keeps alive, per link: the link
+hook ``LinkMemory`` registers (docs/memory.md, "What counts").
 
-It reads the running links from :mod:`chainer_hookext._running_links`,
-listens to the thread's one node tagger
-(:class:`~chainer_hookext.link_hooks._output_grads.OutputGrads`) and reads
-the graph at the first backward step after forward work.  Nothing is kept
-per call but the measured iteration's nodes and the links' input arrays
-(weak references) and a few figures per link.
+It listens to the thread's node tagger (``OutputGrads``) and reads the
+graph at the first backward step after forward work.
 """
 
 import itertools
@@ -28,41 +23,22 @@ from chainer_hookext.timing import pauses
 class MemoryTracer(scoped_link_hook.ScopedLinkHook):
     """Link hook measuring the memory of one training iteration per link.
 
-    Set its scope (:meth:`set_scope`, with names) and the links whose
-    arrays are not to be counted (:attr:`model`) before registering it;
-    read the figures after.
+    Set its scope and :attr:`model` before registering it.
 
     Attributes:
-        model (list): Links whose parameters, gradients, persistent values
-            and other arrays held as attributes are made outside the
-            forward: they are not counted (the attributes' arrays as they
-            are when the hook is registered, the others as they are at
-            each reading).
-        parents (dict): ``{name: name of the innermost link in scope that
-            called it first, or None}``.
-        forward_time (dict): ``{name: seconds}`` of its forward calls,
-            inclusive.
-        forward_peak (dict): ``{name: bytes}``: on a GPU, the largest peak
-            of live bytes above a call's start.
+        model (list): Links whose arrays (parameters, gradients, persistent
+            values, attributes) are not counted.
+        parents (dict): ``{name: its first caller in scope, or None}``.
         activations (dict): ``{name or None: bytes}`` kept for backward by
-            the nodes each link created itself (``None``: outside every
-            link), read at the last backward that followed forward work;
-            ``None`` before the first.
-        forgettable (dict): ``{name: bytes}`` ``F.forget`` around the
-            link's calls would free (:func:`.graph.forgettable_bytes`).
-        backward_peak (dict): ``{name or None: bytes}``: on a GPU, the
-            largest peak above a backward step's start of the link's nodes.
-        watch_pool (bool): Watch the CuPy pool (set it for a model on a
-            GPU before registering the hook).
-        gpu (bool): Whether the CuPy pool is watched.
+            each link's own nodes; ``None`` before the first backward.
+        watch_pool (bool): Watch the CuPy pool (set before registering).
     """
 
     name = 'LinkMemory'
 
     def __init__(self):
         super().__init__(train=True, eval=False)
-        #: The name its work is charged to (``extension/<owner>``): the
-        #: extension's name in the trainer.
+        #: The name its work is charged to (the extension's).
         self.owner = 'LinkMemory'
         self.model = []
         self._listening = None  # pauses.listen's handle, while registered
@@ -86,26 +62,21 @@ class MemoryTracer(scoped_link_hook.ScopedLinkHook):
         self._clear()
 
     def _clear(self):
-        # [(weakref to a node, tag, [weakref to an input array or None])]
         self.nodes = []
-        self.inputs = {}  # {name: [weakref to an input array of a call]}
-        self.batch = []  # [weakref to an array given to an outermost call]
-        self.before = []  # [weakref to a model's attribute array]
+        self.inputs = {}  # {name: [weakrefs to its calls' input arrays]}
+        self.batch = []  # weakrefs to the arrays of outermost calls
+        self.before = []  # weakrefs to the model's attribute arrays
         self.forward_work = False  # a node created since the last reading
         self.starts = {}  # {Call: start} of the running calls in scope
-        # [(node, tag, whether it runs with backprop)] of the running
-        # backward steps
-        self.steps = []
+        self.steps = []  # [(node, tag, backprop)] of the running steps
 
     def __getstate__(self):
-        # A pickle or a copy (of the trainer, during the measured
-        # iteration) keeps the figures, not the graph being walked.
+        # A copy keeps the figures, not the graph being walked.
         state = dict(vars(self))
         state.update(nodes=[], inputs={}, starts={}, steps=[], batch=[],
                      before=[], _running=None, _grads=None)
         return state
 
-    # -- registration --------------------------------------------------------
     def added(self, link):
         self._listening = pauses.listen(self)
         self._running = _running_links.subscribe(self, tags=True)
@@ -129,7 +100,6 @@ class MemoryTracer(scoped_link_hook.ScopedLinkHook):
             hook.__exit__(None, None, None)
         self._clear()
 
-    # -- forward -------------------------------------------------------------
     @property
     def top(self):
         """The name of the innermost running link in scope, or ``None``."""
@@ -137,9 +107,7 @@ class MemoryTracer(scoped_link_hook.ScopedLinkHook):
         return None if running is None else _running_links.name_in(
             running.tag, self)
 
-    # Its work is a pause of every measurement (:mod:`..timing.pauses`),
-    # told of as it ends; registered first in the thread's link and
-    # function hooks, it works before any other hook reads the clock.
+    # Its work is a pause of every measurement (timing/pauses.py).
     def paused(self, name, start, end):
         """Takes a pause out of the running links' forward times."""
         length = end - start
@@ -156,7 +124,6 @@ class MemoryTracer(scoped_link_hook.ScopedLinkHook):
             self.starts[call] = end
 
     def _forward_preprocess(self, args, call):
-        # Whether the call is one of the scope's, its books opened.
         link = args.link
         if self.steps or not self.in_scope(link):  # F.forget's, in a step
             return False
@@ -190,8 +157,7 @@ class MemoryTracer(scoped_link_hook.ScopedLinkHook):
         pauses.paused(self.owner, end)
 
     def calls_dropped(self, calls):
-        """Ends the calls left open by a forward that raised (the running
-        links drop them): at the postprocess that finds them, or now."""
+        """Ends the calls a forward that raised left open."""
         if not any(call in self.starts for call in calls):
             return
         end = self._end
@@ -213,10 +179,8 @@ class MemoryTracer(scoped_link_hook.ScopedLinkHook):
         if peak > self.forward_peak.get(name, -1):
             self.forward_peak[name] = peak
 
-    # -- the node tagger's ---------------------------------------------------
     def tag_node(self, function, in_data, tag):
-        """Returns the tag of a new node: ``tag``, the running links', with
-        :meth:`node_created`'s name for this tracer."""
+        """Returns ``tag`` with :meth:`node_created`'s name for this tracer."""
         start = clock.now()
         tag = _running_links.with_name(
             tag, self, self.node_created(function, in_data))
@@ -224,17 +188,9 @@ class MemoryTracer(scoped_link_hook.ScopedLinkHook):
         return tag
 
     def node_created(self, node, in_data):
-        """Returns the tag of a new node, and keeps it and its input arrays
-        (weakly: a leaf input's array is found through them when no
-        variable holds it any more).
-
-        A node created in a backward step takes the step's node's tag, and
-        is kept only when the step runs with backprop (double backprop):
-        without, Chainer's backward methods apply function nodes that no
-        graph keeps.  One created outside every step is forward work: the
-        next backward step reads the graph again; unless made without
-        backprop (an evaluation in the measured iteration's extensions),
-        when no graph keeps it either."""
+        """Returns the tag of a new node; keeps it and its input arrays
+        (weakly) unless made without backprop (no graph keeps it).  One
+        made in a backward step takes the step's tag."""
         steps = self.steps
         if steps:
             _, tag, backprop = steps[-1]
@@ -251,8 +207,7 @@ class MemoryTracer(scoped_link_hook.ScopedLinkHook):
         return tag
 
     def backward_step_started(self, node, tag):
-        """Reads the graph after forward work, and opens the step's books
-        (``tag``: the node's)."""
+        """Reads the graph after forward work; opens the step's books."""
         start = clock.now()
         self._step_started(node, _running_links.name_in(tag, self))
         pauses.paused(self.owner, start)
@@ -261,13 +216,11 @@ class MemoryTracer(scoped_link_hook.ScopedLinkHook):
         if self.forward_work:
             self.forward_work = False
             self._read_graph()
-        # One configuration read per step (rather than per node applied in
-        # it: Chainer's backward methods apply two or three per step).
+        # One config read per step, not per node applied in it.
         self.steps.append((node, tag, chainer.config.enable_backprop))
         self.peaks.open()
 
     def _read_graph(self):
-        # The bytes the nodes alive keep, per link, and F.forget's.
         nodes, in_data = [], []
         for ref, tag, inputs in self.nodes:
             node = ref()
@@ -284,7 +237,7 @@ class MemoryTracer(scoped_link_hook.ScopedLinkHook):
                                  for name, refs in self.inputs.items()})
 
     def backward_step_ended(self, node, tag):
-        """Closes the step's books (``tag``: the node's)."""
+        """Closes the step's books."""
         start = clock.now()
         self._step_ended(node, _running_links.name_in(tag, self))
         pauses.paused(self.owner, start)
@@ -303,7 +256,6 @@ class MemoryTracer(scoped_link_hook.ScopedLinkHook):
 
 
 def _buffer_keys(refs):
-    # The keys of the buffers of the arrays still alive among ``refs``.
     keys = set()
     for ref in refs:
         buffer = buffers.buffer_of(ref())
