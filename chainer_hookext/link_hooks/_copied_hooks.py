@@ -12,9 +12,8 @@ from chainer_hookext import _observer
 
 
 class Waiting:
-    """The ``links`` a copy of a hook waits for: ``expected``, those still
-    to call it; ``added``, those it was added by (at a call or by
-    ``add_hook``)."""
+    """``expected``: links still to call the copy; ``added``: those that
+    added it (at a call or by ``add_hook``)."""
 
     def __init__(self, hook, links):
         self.hook = hook
@@ -27,12 +26,10 @@ class Waiting:
                           added=self.add, deleted=self.delete)
 
     def forward_preprocess(self, args):
-        """The copy's: added by a holding link at its first call."""
         hook = self.hook
         link = args.link
         if link not in self.added and not hook.in_thread:
-            # Not registered in the thread: only a link holding the copy
-            # calls it.
+            # Not in the thread: only a link holding the copy calls it.
             self.added.add(link)
             type(hook).added(hook, link)
             self.expected -= 1
@@ -44,14 +41,11 @@ class Waiting:
         method(args)
 
     def add(self, link):
-        """The copy's ``added`` (Chainer's ``add_hook``)."""
         type(self.hook).added(self.hook, link)
         if link is not None:
             self.added.add(link)
 
     def delete(self, link):
-        """The copy's ``deleted``: the hook's own for a link that added it.
-        """
         hook = self.hook
         if link is None or link in self.added:
             self.added.discard(link)
@@ -68,8 +62,7 @@ class Waiting:
         _observer.changed(self.hook)
 
     def state(self, state):
-        """Returns ``state`` (the copy's attributes) for a copy of the copy:
-        the links still expected counted, none of this object's methods."""
+        """``state`` for a copy of the copy: still expected links counted."""
         self._put_back(state)
         state['held_by_links'] = state.get('held_by_links', 0) + (
             self.expected)

@@ -164,8 +164,7 @@ def _kernel(device, dtype):
 
 
 class DeviceRunning:
-    """Running values of one key of CuPy arrays: the element count, the
-    number of arrays and the state on the device."""
+    """Running values of one key of CuPy arrays."""
 
     __slots__ = ('count', 'calls', 'state')
 
@@ -181,20 +180,17 @@ class DeviceRunning:
         _launch(array, self.state, 1)
 
     def add(self, array):
-        """Adds ``array`` (non-empty, floating point, on the state's
-        device)."""
+        """Adds ``array`` (non-empty, floating point, on the device)."""
         self.count += array.size
         self.calls += 1
         _launch(array, self.state, 0)
 
     def row(self):
-        """The row and the shift, on the device
-        (:class:`~._running_statistics.Row`'s order)."""
+        """The row and the shift (``Row``'s order), on the device."""
         return self.state[:ROW]
 
 
 def _launch(array, state, first):
-    # first: set the shift, else add the array.
     if not array.flags.c_contiguous:
         array = cuda.cupy.ascontiguousarray(array)
     n = array.size

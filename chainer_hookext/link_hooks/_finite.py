@@ -37,10 +37,8 @@ def _cupy_code(array):
 
 
 def forward_cause(args):
-    """Returns the :class:`Cause` of a link call's non-finite output
-    (``args``: ``forward_postprocess``'s), checking its inputs, then its
-    tree's parameters: a synchronisation per device array, so only for a
-    finding reported at once."""
+    """The :class:`Cause` of a call's non-finite output: its inputs, then
+    its parameters (a sync per device array)."""
     for prefix, value in (('args', args.args), ('kwargs', args.kwargs)):
         for keys, array in _arrays.walk(value):
             if _non_finite(array):

@@ -9,15 +9,12 @@ class OutputHook(scoped_link_hook.ScopedLinkHook):
     """Calls ``process(name, args)`` (``args``: ``forward_postprocess``'s)
     with each scoped link's name after its forward.
 
-    Names come from the scope (``main/predictor/l1``) or, without one, from
-    the thread's running links (``MLP/l1``), which the hook tells of its
-    calls only without a scope or with :attr:`track_links` (its innermost
-    running link tags the nodes).  Subclasses call this class's ``added``
-    and ``deleted``.
-    """
+    Names come from the scope (``main/predictor/l1``) or the thread's
+    running links (``MLP/l1``), told of calls without a scope or with
+    :attr:`track_links` (to tag the nodes)."""
 
     track_links = False
-    _running = None  # the thread's RunningLinks, while added
+    _running = None  # the thread's RunningLinks
 
     def __init__(self, train=True, eval=True):
         super().__init__(train=train, eval=eval)

@@ -16,23 +16,22 @@ from chainer_hookext.link_hooks import _device_statistics
 #: Per-call rows kept before they are folded into one (NumPy).
 FOLD = 64
 
-#: What a key keeps, in this order on the device too: ``sum`` and
-#: ``squares`` of its values less ``shift`` (its first array's mean: the
-#: variance loses nothing when the mean is large beside the spread);
-#: ``min``, ``max``, ``zeros``; ``norms``, the sum of each array's L2 norm.
+#: A key's sums (in this order on the device too): ``sum`` and ``squares``
+#: less ``shift``, its first array's mean (no variance lost to a large
+#: mean); ``norms``, the sum of each array's L2 norm.
 Row = collections.namedtuple(
     'Row', ('sum', 'squares', 'min', 'max', 'zeros', 'norms', 'shift'))
 
 
 class Table:
-    """The running values of each key of one hook; ``key(*table_key,
-    statistic)`` makes the reported keys."""
+    """One hook's running values by key; ``key(*key, statistic)``
+    makes the reported keys."""
 
     def __init__(self, statistics, key, norm=False):
         self.statistics = statistics
         self.key = key
         self.norm = norm
-        self.running = {}  # {key: Running or DeviceRunning}
+        self.running = {}
 
     def add(self, key, array):
         """Adds ``array`` (non-empty, floating point) to ``key``'s values."""
@@ -60,8 +59,8 @@ class Table:
 
 
 def figures(row, count, calls):
-    """``{statistic: float}`` of a key's :class:`Row` of ``count`` elements
-    in ``calls`` arrays."""
+    """``{statistic: float}`` of a :class:`Row` of ``count`` elements in
+    ``calls`` arrays."""
     mean = row.sum / count  # of the values less the shift
     return {
         'mean': row.shift + mean,
@@ -71,8 +70,8 @@ def figures(row, count, calls):
 
 
 class Running:
-    """Running values of one key of NumPy arrays: counts, the shift and the
-    per-call rows (:class:`Row`'s first six, Python floats)."""
+    """Running values of one key of NumPy arrays (rows: ``Row``'s first
+    six)."""
 
     __slots__ = ('count', 'calls', 'shift', 'rows', 'norm')
 
@@ -84,7 +83,6 @@ class Running:
         self.norm = norm
 
     def add(self, array):
-        """Adds the row of ``array`` (a non-empty floating-point array)."""
         self.count += array.size
         self.calls += 1
         rows = self.rows
@@ -93,7 +91,6 @@ class Running:
             rows[:] = [_fold(rows)]
 
     def row(self):
-        """The folded row and the shift, as a float64 array."""
         return numpy.append(_fold(self.rows), self.shift)
 
 
@@ -108,12 +105,8 @@ def _row(array, shift, norm):
 
 
 def _norm(flat, shift, total, squares):
-    # The L2 norm of ``flat`` from the sums of its values less ``shift``:
-    # sum(x^2) = squares + shift * (2 * total + n * shift).  Its rounding
-    # error scales with (sqrt(squares) + |shift| sqrt(n))^2, the values' own
-    # dot product's with sum(x^2): taken when the first is at most 4 times
-    # the second (always for the array that set the shift); else (an array
-    # far smaller than the shift) that dot product.
+    # sum(x^2) from the shifted sums, unless its rounding error, ~(sqrt(
+    # squares) + |shift| sqrt(n))^2, is over 4 sum(x^2): then a dot product.
     n = flat.size
     x2 = squares + shift * (2.0 * total + n * shift)
     bound = math.sqrt(squares) + abs(shift) * math.sqrt(n)

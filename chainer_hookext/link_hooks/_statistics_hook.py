@@ -5,13 +5,9 @@ from chainer_hookext.link_hooks import _running_statistics
 
 
 class StatisticsHook(_output_hook.OutputHook):
-    """An :class:`~._output_hook.OutputHook` adding arrays to a
-    :class:`~._running_statistics.Table`.
-
-    Subclasses set :attr:`STATISTICS` (the choices), ``report_key(name,
-    output, statistic)`` and :attr:`norm` (keep each array's L2 norm), and
-    add arrays with ``self._table.add((name, output), array)``.
-    """
+    """An OutputHook adding arrays to a :class:`~._running_statistics.Table`
+    with ``self._table.add((name, output), array)``; subclasses set
+    ``STATISTICS``, ``report_key(name, output, statistic)`` and ``norm``."""
 
     STATISTICS = ()
     norm = False
@@ -21,16 +17,12 @@ class StatisticsHook(_output_hook.OutputHook):
         self.statistics_names = names = _running_statistics.check_statistics(
             call or type(self).__name__, statistics, self.STATISTICS)
         super().__init__(train=train, eval=eval)
-        # by (link name, where in its output)
         self._table = _running_statistics.Table(
             names, type(self).report_key, norm=self.norm and 'norm' in names)
 
     def statistics(self) -> dict:
-        """Returns what was accumulated since :meth:`reset`.
-
-        Returns:
-            dict: ``{key: float}``, one device-to-host copy per device.
-        """
+        """Returns ``{key: float}`` since :meth:`reset` (a host copy per
+        device)."""
         return self._table.values()
 
     def reset(self) -> None:

@@ -12,11 +12,9 @@ STATISTICS = ('mean', 'std', 'min', 'max', 'zero_fraction')
 class ActivationStatisticsHook(_statistics_hook.StatisticsHook):
     """Link hook that accumulates statistics of the links' forward outputs.
 
-    Each floating-point output array adds to running sums on its device,
-    without keeping the array; :meth:`statistics` returns ``mean``, ``std``
-    (population), ``min``, ``max`` and ``zero_fraction`` under
-    ``<link>/out/<statistic>`` (docs/debugging.md, "`ActivationStatistics`").
-    Without a trainer links are named after their parents (``MLP/l1``).
+    Floating-point outputs add to running sums on their device;
+    :meth:`statistics` returns them under ``<link>/out/<statistic>``
+    (docs/debugging.md, "`ActivationStatistics`").
 
     Args:
         statistics (tuple of str): Which of :data:`STATISTICS` to return.

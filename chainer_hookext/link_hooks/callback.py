@@ -13,25 +13,19 @@ class CallbackHook(scoped_link_hook.ScopedLinkHook):
     ``prehook(link, args, kwargs)`` runs before each
     :meth:`Link.forward() <chainer.Link.forward>`, ``posthook(link, args,
     kwargs, out)`` after it, and ``backward(link, grad_outputs)`` once per
-    call whose outputs a backward reached (one read-only gradient or
-    ``None`` per output array): when, and what ``grad_inputs`` holds,
-    docs/debugging.md, "Gradients per link".  Its ``train`` / ``eval``
-    combine with a scope's (docs/debugging.md, "Any link hook, for exactly
-    as long as training").
+    call whose outputs a backward reached (a read-only gradient or ``None``
+    per output array; docs/debugging.md, "Gradients per link").
 
     Args:
         prehook (callable): Called before each forward, or ``None``.
         posthook (callable): Called after each forward, or ``None``.
         backward (callable): Called with the gradients of each call, or
-            ``None``.  At least one of ``prehook``, ``posthook`` and
-            ``backward`` is required.
+            ``None``; one of the three at least.
         grad_inputs (bool): Also give ``backward`` the gradients w.r.t. the
             call's inputs (a keyword argument).
         train (bool): Fire while ``chainer.config.train`` is true.
-        eval (bool): Fire while ``chainer.config.train`` is false (e.g.
-            inside :class:`~chainer.training.extensions.Evaluator`).
-        name (str): Name of the hook (a non-empty string); ``None`` keeps
-            the class's, ``'CallbackHook'``.
+        eval (bool): Fire while ``chainer.config.train`` is false.
+        name (str): Name of the hook; ``None``: ``'CallbackHook'``.
 
     .. admonition:: Example
 
@@ -51,7 +45,7 @@ class CallbackHook(scoped_link_hook.ScopedLinkHook):
     """
 
     name = 'CallbackHook'
-    #: Its calls wait for every node: the callback gets them all at once.
+    #: The callback gets every node's gradient at once.
     waits = True
 
     def __init__(self, prehook: typing.Optional[typing.Callable] = None,
@@ -116,7 +110,6 @@ class CallbackHook(scoped_link_hook.ScopedLinkHook):
                 args.args, args.kwargs) if self.grad_inputs else None)
 
     def output_grad(self, call, position, grad):
-        # A NumPy gradient as a read-only view: the callback reads only.
         if isinstance(grad, numpy.ndarray):
             grad = grad.view()
             grad.flags.writeable = False

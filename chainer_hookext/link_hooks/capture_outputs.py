@@ -10,19 +10,17 @@ from chainer_hookext.link_hooks import _output_hook
 class CaptureOutputsHook(_output_hook.OutputHook):
     """Link hook that keeps the latest forward output of each hooked link.
 
-    Outputs are kept detached from the graph (Variables as their arrays,
-    on their device), one per link until :meth:`clear`.  Without a scope
-    every link is captured, named after its parents (``MLP/l1``).
+    Outputs are kept off the graph (Variables as their arrays), one per
+    link until :meth:`clear`; without a scope links are named after their
+    parents (``MLP/l1``).
 
     Args:
-        copy (bool): Keep a copy of each array instead of the array itself,
-            in case something later writes to it in place.
+        copy (bool): Keep a copy of each array (against in-place writes).
         train (bool): Capture while ``chainer.config.train`` is true.
         eval (bool): Capture while ``chainer.config.train`` is false.
 
     Attributes:
-        outputs (dict): ``{link name: latest output}``, in order of first
-            capture.
+        outputs (dict): ``{link name: latest output}``.
 
     .. admonition:: Example
 
@@ -52,8 +50,7 @@ class CaptureOutputsHook(_output_hook.OutputHook):
 
 
 def detach(out, copy=False):
-    """Returns ``out`` with each :class:`~chainer.Variable` replaced by its
-    array (copied if ``copy``), through tuples, lists and dicts."""
+    """``out`` with Variables as their arrays (copied if ``copy``)."""
     if isinstance(out, chainer.Variable):
         out = out.array
     if isinstance(out, chainer.get_array_types()):

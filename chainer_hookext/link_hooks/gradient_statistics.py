@@ -13,17 +13,14 @@ class GradientStatisticsHook(_statistics_hook.StatisticsHook):
     """Link hook that accumulates statistics of the gradients w.r.t. the
     links' outputs.
 
-    Each gradient reaching a hooked call's output in backward adds to
-    running sums as :class:`~chainer_hookext.ActivationStatisticsHook`'s
-    outputs do; :meth:`statistics` returns those statistics and ``norm``
-    (the L2 norm per call, averaged) under ``<link>/grad/<statistic>``
+    As :class:`~chainer_hookext.ActivationStatisticsHook`, with ``norm``
+    (per call, averaged), under ``<link>/grad/<statistic>``
     (docs/debugging.md, "Gradients per link").
 
     Args:
         statistics (tuple of str): Which of :data:`STATISTICS` to return.
-        train (bool): Watch calls made while ``chainer.config.train`` is
-            true.
-        eval (bool): Watch calls made while it is false.
+        train (bool): Watch calls while ``chainer.config.train`` is true.
+        eval (bool): Watch calls while it is false.
         call (str): The name in errors; the class's by default.
 
     .. admonition:: Example
@@ -46,7 +43,7 @@ class GradientStatisticsHook(_statistics_hook.StatisticsHook):
     def __init__(self, *, statistics=STATISTICS, train=True, eval=False,
                  call=None):
         super().__init__(statistics, train, eval, call)
-        self._grads = None  # the thread's OutputGrads, while added
+        self._grads = None
 
     def added(self, link):
         super().added(link)
@@ -62,6 +59,5 @@ class GradientStatisticsHook(_statistics_hook.StatisticsHook):
             grads.watch(self.add_grad, name, args.out)
 
     def add_grad(self, key, grad):
-        """Adds a gradient w.r.t. an output to ``key``'s values."""
         if grad.dtype.kind == 'f' and grad.size:
             self._table.add(key, grad)
