@@ -20,7 +20,6 @@ from chainer_hookext.report import gather
 from chainer_hookext.run import training_loop
 from chainer_hookext.timing import clock
 
-#: What a page is drawn from; the same is not drawn twice.
 _Drawn = collections.namedtuple('_Drawn', ('iteration', 'entries', 'traces'))
 
 
@@ -28,16 +27,13 @@ class ProfileReport(extension.Extension):
     """Trainer extension writing the run's profile page, ``profile.html``.
 
     At its trigger (within :attr:`max_share` of the training's time) and
-    when training ends, on every way out, it writes
-    ``<trainer.out>/profile.html`` and ``profile.json`` from the
-    ``LogReport``'s log and the package's extensions in the trainer; what
-    the page holds and when it is drawn: docs/profile.md.
+    when training ends it writes ``<trainer.out>/profile.html`` and
+    ``profile.json`` (docs/profile.md).
 
     Args:
         filename (str): The page's file name in ``trainer.out``.
         comm (chainermn.CommunicatorBase): Under ChainerMN, only rank 0
-            writes (the figures gathered by the other extensions' ``comm=``
-            are in its log).
+            writes.
 
     .. admonition:: Example
 
@@ -48,10 +44,9 @@ class ProfileReport(extension.Extension):
     trigger = 1, 'epoch'
     priority = extension.PRIORITY_READER - 1
     default_name = 'ProfileReport'
-    #: The most of the training's elapsed time the pages drawn at the
-    #: trigger may take.
+    #: The most of the training's time the pages drawn at the trigger take.
     max_share: float = 0.03
-    #: The seconds a first page is expected to take (every section, CPU).
+    #: The seconds a first page is expected to take.
     first_draw_seconds: float = 2.0
 
     def __init__(self, filename: str = page.PAGE_FILE,
@@ -70,10 +65,9 @@ class ProfileReport(extension.Extension):
         self._budget = None
         self._drawn = None  # of the last page
         self._interrupted = False  # a Ctrl-C stopped a drawing
-        self._said = False  # the line after it was written
+        self._said = False
         self._loop = None
-        #: The path of the page, once written.
-        self.written = None
+        self.written = None  # the page's path
 
     def initialize(self, trainer: chainer.training.Trainer) -> None:
         _checks.check_one_per_trainer(
@@ -94,8 +88,7 @@ class ProfileReport(extension.Extension):
         self._drawn = None
         self._interrupted = self._said = False
         self._forget_loop()
-        # Drawn when the loop ends, before any finalize (one that raises
-        # skips the others').
+        # Drawn when the loop ends, before any finalize (one may raise).
         self._loop = training_loop.TrainingLoop.install(
             trainer, self._loop_started, self._loop_ended)
 
@@ -152,7 +145,7 @@ class ProfileReport(extension.Extension):
         self._say_left(trainer)
 
     def _write(self, trainer):
-        # Returns whether a page was drawn; raises only on Ctrl-C.
+        # Whether a page was drawn; raises only on Ctrl-C.
         try:
             run = run_module.from_trainer(trainer)
             drawn = _Drawn(trainer.updater.iteration, len(run.log),
@@ -169,15 +162,13 @@ class ProfileReport(extension.Extension):
                 warnings.warn(f'ProfileReport: the page could not be written '
                               f'({type(e).__name__}: {e}); training goes on.',
                               RuntimeWarning)
-        except KeyboardInterrupt as e:
-            # Raised on without matplotlib's frames; the page was written
-            # whole or not at all.
+        except KeyboardInterrupt as e:  # without matplotlib's frames
             self._interrupted = True
             raise e.with_traceback(None)
         return True
 
     def _say_left(self, trainer):
-        # After a Ctrl-C while drawing: the figures saved (quick), one line.
+        # After a Ctrl-C while drawing: the figures saved, one line.
         if self._said:
             return
         self._said = True
@@ -185,12 +176,10 @@ class ProfileReport(extension.Extension):
             run_module.write_profile(run_module.from_trainer(trainer))
         except Exception:  # the line below says what to do
             pass
-        path = os.path.join(trainer.out, self.filename)
-        drawn = self._drawn
-        if drawn is not None:
+        if self._drawn is not None:
             kept = (f'{self.filename} left as it was (iteration '
-                    f'{drawn.iteration})')
-        elif os.path.exists(path):
+                    f'{self._drawn.iteration})')
+        elif os.path.exists(os.path.join(trainer.out, self.filename)):
             kept = f'{self.filename} left as it was (an earlier run\'s)'
         else:
             kept = f'no {self.filename} written'
@@ -201,7 +190,6 @@ class ProfileReport(extension.Extension):
 
 class _Budget:
     # The time of the pages drawn at the trigger in one run.
-
     __slots__ = ('started', 'spent', 'last', 'told')
 
     def __init__(self, started):
@@ -211,10 +199,9 @@ class _Budget:
         self.told = False  # a skip was said
 
     def allows(self, now, share, first):
-        # Whether a page as long as the last (``first`` before any) keeps
-        # the drawing within ``share`` of the time since the start.
-        expected = first if self.last is None else self.last
-        return self.spent + expected <= share * (now - self.started)
+        # Whether a page as long as the last (or ``first``) stays in share.
+        return self.spent + (first if self.last is None else self.last) <= (
+            share * (now - self.started))
 
     def add(self, seconds):
         self.spent += seconds
