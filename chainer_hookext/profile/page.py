@@ -52,8 +52,8 @@ def render(run):
 
 
 def write(run, path=None):
-    """Writes the page (by default ``run.out/profile.html``) atomically;
-    returns its path."""
+    """Writes the page (default ``run.out/profile.html``); returns its path.
+    """
     path = path or os.path.join(run.out, PAGE_FILE)
     _files.write_atomic(path, render(run).encode('utf-8'))
     return path
@@ -73,15 +73,15 @@ def _links(run):
     if not names:
         return []
     from chainer_hookext import plots
-    out = ['<h2 id="links">Time per link</h2>']
-    out += _figure(plots.link_time, run.log, names)
+    out = ['<h2 id="links">Time per link</h2>'] + _figure(
+        plots.link_time, run.log, names)
     entry = run_module.last_entry(run, keys.TIME + '/')
     if entry is not None:
         seconds = findings_module.link_seconds(entry, names)
-        out.append('<p>Self time per training iteration, last report:</p>')
-        out.append(_table(['link', 'forward', 'backward'], [
-            [name, units.seconds(f), units.seconds(b)]
-            for name, (f, b) in seconds.items() if f or b]))
+        out += ['<p>Self time per training iteration, last report:</p>',
+                _table(['link', 'forward', 'backward'], [
+                    [name, units.seconds(f), units.seconds(b)]
+                    for name, (f, b) in seconds.items() if f or b])]
     return out
 
 
@@ -117,8 +117,8 @@ def _functions(run):
             rows.append(['\u2003(rest: its own Python)',
                          units.seconds(link['rest_time']), ''])
     if rows:
-        out.append('<p>Each link\'s self time by type, whole run:</p>')
-        out.append(_table(['link / type', 'forward', 'backward'], rows))
+        out += ['<p>Each link\'s self time by type, whole run:</p>',
+                _table(['link / type', 'forward', 'backward'], rows)]
     return out
 
 
@@ -148,8 +148,8 @@ def _memory_over_time(run):
         _windows(run))) if m is not None), None)
     if memory is None:
         return []
-    out = ['<h2 id="memory_timeline">Memory over the iteration</h2>']
-    out += _figure(_memory_timeline.memory_timeline, memory)
+    out = ['<h2 id="memory_timeline">Memory over the iteration</h2>'] + (
+        _figure(_memory_timeline.memory_timeline, memory))
     peak = memory.peak
     if peak is not None:
         out.append(f'<p>Peak {_text(units.nbytes(peak.total))} at the '
@@ -197,8 +197,8 @@ def _statistics(run, field, statistic, key_of, heading):
                   if any(key_of(n, (), drawn) in one for n in names)), None)
     if entry is None:
         return []
-    out = [f'<h2 id="{field}">{_text(heading)}</h2>']
-    out += _figure(getattr(plots, field), run.log, names, drawn)
+    out = [f'<h2 id="{field}">{_text(heading)}</h2>'] + _figure(
+        getattr(plots, field), run.log, names, drawn)
     rows = [n for n in names if key_of(n, (), drawn) in entry]
     rows.sort(key=lambda n: -abs(entry[key_of(n, (), drawn)]))
     out.append(f'<p>Last report, the {min(len(rows), TABLE_TOP)} links with '
@@ -256,12 +256,10 @@ def _figure(draw, *args):
 
 
 def _table(header, rows):
-    out = ['<table>', '<tr>' + ''.join(
-        f'<th>{_text(h)}</th>' for h in header) + '</tr>']
-    out += ['<tr>' + ''.join(f'<td>{_text(c)}</td>' for c in row)
-            + '</tr>' for row in rows]
-    out.append('</table>')
-    return '\n'.join(out)
+    return '\n'.join(['<table>'] + [
+        '<tr>' + ''.join(f'<{c}>{_text(x)}</{c}>' for x in row) + '</tr>'
+        for c, row in [('th', header)] + [('td', r) for r in rows]] + [
+        '</table>'])
 
 
 def _number(value):

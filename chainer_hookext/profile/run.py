@@ -17,14 +17,12 @@ from chainer_hookext import _files
 from chainer_hookext.report import keys
 from chainer_hookext.timing import records
 
-#: The files, in the trainer's ``out``, of a run.
 PROFILE_FILE = 'profile.json'
 LOG_FILE = 'log'
 TRACE_FOLDER = 'timeline'
 _TRACE = re.compile(r'(outlier_)?iteration_(\d+)(?:_rank\d+)?\.json(?:\.gz)?$')
 
-#: ``log``: LogReport's entries; ``profile``: what ``profile.json`` holds;
-#: ``traces``: the Timeline files, windows first.
+#: ``log``: LogReport's entries; ``traces``: Timeline's files, windows first.
 Run = collections.namedtuple('Run', ('out', 'log', 'profile', 'traces'))
 
 FAMILIES = (keys.TIME + '/', keys.FLOPS + '/', keys.MEMORY + '/')
@@ -35,15 +33,13 @@ class RunError(ValueError):
 
 
 def from_trainer(trainer, log=None):
-    """The :class:`Run` of a trainer now; ``log`` defaults to its
-    LogReport's entries, else its file."""
+    """The :class:`Run` of a trainer now."""
     return Run(trainer.out, list(_log_of(trainer) if log is None else log),
                collect(trainer), traces_in(trainer.out))
 
 
 def collect(trainer):
-    """What ``profile.json`` holds for ``trainer``: its configuration and
-    our figures that the log does not hold."""
+    """What ``profile.json`` holds for ``trainer``."""
     from chainer_hookext.extensions import link_memory
     from chainer_hookext.extensions import timed_links
     from chainer_hookext.extensions import timed_loop
@@ -74,7 +70,6 @@ def collect(trainer):
                 name for name, extension in found.values()
                 if type(extension).__module__.startswith('chainer_hookext')),
             'trainer_extensions': list(entries),
-            # For the findings.
             'iterator': None if iterator is None else
             type(iterator).__name__,
             'triggers': {
@@ -104,9 +99,7 @@ def collect(trainer):
 
 
 def statistics_of(trainer, found):
-    """``profile.json``'s ``'activations'`` and ``'gradients'``: the links
-    each watches and the statistics it reports (``found``: ``{type:
-    (name, extension)}``)."""
+    """``profile.json``'s ``'activations'`` and ``'gradients'``."""
     from chainer_hookext.extensions import activation_statistics
     from chainer_hookext.extensions import gradient_statistics
     out = {}
@@ -123,8 +116,7 @@ def statistics_of(trainer, found):
 
 
 def from_folder(out):
-    """The :class:`Run` of a result folder; raises :class:`RunError` for
-    a folder or a file that is not a run's (shapes checked here only)."""
+    """The :class:`Run` of a result folder, else :class:`RunError`."""
     if not os.path.isdir(out):
         raise RunError(f'{out}: no such folder; give the `out` folder of a '
                        'trainer')
@@ -158,8 +150,7 @@ def _read_json(path, kind):
 
 
 def files_in_out(trainer, but):
-    """``{file name: who}`` of the files in the trainer's ``out`` that its
-    extensions but ``but`` write, and that this package uses."""
+    """``{file name: who}`` in the trainer's ``out``, but ``but``'s."""
     found = {
         LOG_FILE: 'the log `python -m chainer_hookext report` reads',
         PROFILE_FILE: 'the figures ProfileReport writes beside its page',
@@ -178,8 +169,7 @@ def files_in_out(trainer, but):
 
 
 def check_page_name(trainer, report):
-    """Raises ``ValueError`` when ``report.filename`` is another file's in
-    the trainer's ``out`` (:func:`files_in_out`)."""
+    """Raises ``ValueError`` when ``report.filename`` is another file's."""
     files = files_in_out(trainer, report)
     name = os.path.normpath(report.filename)
     top = name.split(os.sep)[0]
@@ -200,15 +190,13 @@ def write_profile(run):
 
 
 def last_entry(run, prefix):
-    """The last log entry with a key starting with ``prefix``, or
-    ``None``."""
+    """The last log entry with a key starting with ``prefix``, or None."""
     return next((entry for entry in reversed(run.log)
                  if any(key.startswith(prefix) for key in entry)), None)
 
 
 def traces_in(out):
-    """The Timeline files in ``out``: windows by first iteration, then
-    outliers (files being written left out)."""
+    """The Timeline files in ``out``: windows by first iteration first."""
     folder = os.path.join(out, TRACE_FOLDER)
     found = {}  # {(outlier, first iteration, name): path}
     for path in glob.glob(os.path.join(folder, '*iteration_*.json*')):
@@ -219,28 +207,25 @@ def traces_in(out):
     return [found[key] for key in sorted(found)]
 
 
-#: A traced iteration's memory (:func:`memory_trace`); ``iteration`` is
-#: the slice's name, ``end_ms`` its length.
+#: ``iteration``: the slice's name, ``end_ms`` its length.
 MemoryTrace = collections.namedtuple(
     'MemoryTrace', ('name', 'iteration', 'end_ms', 'points', 'peak'))
 #: The bytes alive from ``ms`` on (``pool_used``: ``None`` on a CPU).
 MemoryPoint = collections.namedtuple(
     'MemoryPoint', ('ms', 'total', 'categories', 'pool_used'))
-#: The trace's ``memory peak`` event.
 TracePeak = collections.namedtuple(
     'TracePeak', ('ms', 'total', 'phase', 'where', 'holders'))
 
 
 def memory_trace(path):
-    """The :class:`MemoryTrace` of the iteration holding a Timeline file's
-    memory peak (else its first), or ``None`` without memory counters."""
+    """The memory of the iteration holding a Timeline file's peak (else
+    its first), or ``None`` without memory counters."""
     from chainer_hookext.timing import trace
     from chainer_hookext.timing import trace_events
     events = trace.read(path)
     counters = [e for e in events if e.get('ph') == 'C' and (
         e.get('name') == trace_events.MEMORY_COUNTER)]
-    # One process, the first rank's: an event carries the values that
-    # changed (Timeline's first, all), each rank's after its own.
+    # The first rank's only: an event carries the values that changed.
     pid = min((e.get('pid', 0) for e in counters), default=None)
     events = [e for e in events if e.get('pid', 0) == pid]
     counters = sorted((e for e in counters if e.get('pid', 0) == pid),
@@ -297,9 +282,7 @@ _LOG_KIND = _Kind('not a LogReport log', '')
 _PROFILE_KIND = _Kind(
     'not ProfileReport\'s figures', '; remove it (the page is drawn from '
     'the log without it) or let ProfileReport write it again')
-#: Shapes: an object with these fields (optional unless ``required``;
-#: others unchecked); an object whose every value has ``shape``; ``null``
-#: or ``shape``.
+# Shapes: fields (optional unless ``required``); every value; null or shape.
 _Object = collections.namedtuple('_Object', ('fields', 'required'),
                                  defaults=((),))
 _Each = collections.namedtuple('_Each', ('shape',))
@@ -309,7 +292,7 @@ _TEXT = (str, type(None))
 
 
 class _OurKeys(dict):
-    """The shape of a log entry: every key of this package a number."""
+    """A log entry: every key of this package a number."""
 
 
 _LOG_ENTRY = _OurKeys(epoch=_NUMBER, iteration=_NUMBER)
