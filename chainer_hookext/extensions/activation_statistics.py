@@ -9,10 +9,8 @@ from chainer_hookext.link_hooks import activation_statistics
 class ActivationStatistics(_statistics.StatisticsExtension):
     """Trainer extension that reports statistics of the links' outputs.
 
-    Owns an :class:`~chainer_hookext.link_hooks.ActivationStatisticsHook`
-    for the length of training and reports, at the trigger, the statistics
-    of every output since the last report as ``<link>/out/<statistic>``
-    (``main/predictor/l1/out/zero_fraction``; docs/debugging.md,
+    At the trigger it reports the statistics of every output since the last
+    report as ``<link>/out/<statistic>`` (docs/debugging.md,
     "`ActivationStatistics`").
 
     Args:

@@ -13,22 +13,16 @@ from chainer_hookext.run import link_hook_extension
 class CaptureOutputs(link_hook_extension.LinkHookExtension):
     """Trainer extension that keeps the latest output of chosen links.
 
-    Owns a :class:`~chainer_hookext.link_hooks.CaptureOutputsHook` for the
-    length of training; :attr:`outputs` maps each chosen link's name
-    (``main/predictor/l1``) to its latest detached output, and
-    ``callback(trainer, outputs)`` runs at the trigger with a shallow copy
-    (docs/debugging.md, "`CaptureOutputs`").
+    :attr:`outputs` maps each chosen link's name (``main/predictor/l1``)
+    to its latest detached output (docs/debugging.md, "`CaptureOutputs`").
 
     Args:
         links (~chainer.Link or list of ~chainer.Link): The links whose
-            outputs to keep (exactly these: list children too if you want
-            theirs); ``None`` keeps every link of the ``main`` optimizer's
-            target.
-        callback (callable): ``callback(trainer, outputs)`` at the trigger,
-            or ``None``.
+            outputs to keep (not their children); ``None``: every link of
+            the ``main`` optimizer's target.
+        callback (callable): ``callback(trainer, outputs)`` at the trigger.
         keep (bool or str): After training: ``False`` drops the outputs,
-            ``True`` keeps them, ``'on_error'`` only when training raised,
-            Ctrl-C included.
+            ``True`` keeps them, ``'on_error'`` only when training raised.
         copy (bool): Keep copies of the arrays.
         train (bool): Capture in training mode.
         eval (bool): Capture in evaluation mode.
@@ -83,8 +77,7 @@ class CaptureOutputs(link_hook_extension.LinkHookExtension):
         super().initialize(trainer)
         self.hook.clear()
         self._failed = False
-        # The caller's exception in hand shows in sys.exc_info() all run:
-        # not the run's own (finalize).  Its id only: it outlives the run.
+        # The caller's exception in hand is not the run's (its id only).
         self._outer_error = id(sys.exc_info()[1])
 
     def __call__(self, trainer):
@@ -98,8 +91,7 @@ class CaptureOutputs(link_hook_extension.LinkHookExtension):
     def finalize(self):
         super().finalize()
         if self.keep == 'on_error' and not self._failed:
-            # Called from Trainer.run's finally: an exception in flight
-            # ended the run (KeyboardInterrupt gets no on_error).
+            # An exception in flight (KeyboardInterrupt gets no on_error).
             error = sys.exc_info()[1]
             self._failed = (error is not None
                             and id(error) != self._outer_error)

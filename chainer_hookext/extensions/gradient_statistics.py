@@ -9,11 +9,9 @@ class GradientStatistics(_statistics.StatisticsExtension):
     """Trainer extension that reports statistics of the gradients w.r.t.
     the links' outputs.
 
-    Owns a :class:`~chainer_hookext.link_hooks.GradientStatisticsHook` for
-    the length of training and reports, at the trigger, the statistics of
-    the training iterations' gradients as ``<link>/grad/<statistic>``
-    (``main/predictor/l1/grad/norm``; docs/debugging.md, "Gradients per
-    link").
+    At the trigger it reports the statistics of the training iterations'
+    gradients as ``<link>/grad/<statistic>`` (docs/debugging.md, "Gradients
+    per link").
 
     Args:
         links (~chainer.Link or list of ~chainer.Link): Sub-trees to watch;

@@ -18,11 +18,9 @@ from chainer_hookext.run import training_loop
 class NonFiniteGuard(link_hook_extension.LinkHookExtension):
     """Trainer extension that stops at the first link to produce NaN or Inf.
 
-    Checks the forward outputs, the gradients in backward and the
-    parameters' gradients before the update, and raises
-    :class:`~chainer_hookext.NonFiniteError` at the first non-finite value,
-    or reports ``<link>/out/non_finite`` and ``<link>/grad/non_finite``
-    (docs/debugging.md, "`NonFiniteGuard`").
+    Checks forward outputs, gradients in backward and parameters'
+    gradients, and raises :class:`~chainer_hookext.NonFiniteError` at the
+    first non-finite value (docs/debugging.md, "`NonFiniteGuard`").
 
     Args:
         links (~chainer.Link or list of ~chainer.Link): Sub-trees to check;
@@ -53,7 +51,6 @@ class NonFiniteGuard(link_hook_extension.LinkHookExtension):
         hook = non_finite.NonFiniteHook(
             backward=backward, action=action, train=train, eval=eval)
         super().__init__(hook, links, train=train, eval=eval)
-        # The optimizer hooks checking parameters' gradients.
         self._grads_entry = None
         self._grads_optimizers = []
         self._grads_added = []
@@ -73,8 +70,7 @@ class NonFiniteGuard(link_hook_extension.LinkHookExtension):
             optimizer
             for optimizer in trainer.updater.get_all_optimizers().values()
             if any(id(link) in names for link in optimizer.target.links())]
-        # Added when the loop starts, removed when it ends, like the link
-        # hook (LinkHookExtension): initialize runs outside Trainer.run's try.
+        # Added when the loop starts: initialize is outside Trainer.run's try.
         self._grads_entry = training_loop.TrainingLoop.install(
             trainer, self._add_grad_checks, self._remove_grad_checks)
 
@@ -92,7 +88,7 @@ class NonFiniteGuard(link_hook_extension.LinkHookExtension):
             _registry.remove_optimizer_hook(handle)
 
     def release(self):
-        """Removes the hooks and forgets the loop; safe to call many times."""
+        """Removes the hooks and forgets the loop; safe to call again."""
         super().release()
         entry, self._grads_entry = self._grads_entry, None
         self._grads_optimizers = []
@@ -109,7 +105,6 @@ class NonFiniteGuard(link_hook_extension.LinkHookExtension):
                              for (link, what), n in counts.items()})
 
     def on_error(self, trainer, exc, tb):
-        # Training is failing already: forget unread device flags.
         self.hook.discard()
         super().on_error(trainer, exc, tb)
 
@@ -119,8 +114,6 @@ class NonFiniteGuard(link_hook_extension.LinkHookExtension):
 
 
 class _GradientCheck(_registry.OptimizerHook):
-    # After backward, before the update.
-
     def __init__(self, hook):
         self.hook = hook
 

@@ -15,18 +15,12 @@ from chainer_hookext.run import training_loop
 class UnchainVariables(extension.Extension):
     """Trainer extension that releases the graphs of reported Variables.
 
-    With ``chainer.config.keep_graph_on_report`` on, it calls
-    :meth:`~chainer.Variable.unchain_backward` on every Variable of
-    ``trainer.observation``, nested ones included, after every other
-    extension (docs/unchain.md).
-
-    .. note::
-       The trigger is the extension's own method: do not pass ``trigger=`` to
-       ``trainer.extend``, or the flag would no longer be followed.
+    With ``chainer.config.keep_graph_on_report`` on, it unchains every
+    Variable of ``trainer.observation`` after every other extension
+    (docs/unchain.md).  Pass no ``trigger=`` to ``trainer.extend``.
 
     Args:
-        always (bool): Unchain every iteration, whatever the flag.  Costs a
-            walk through the observation each iteration.
+        always (bool): Unchain every iteration, whatever the flag.
 
     .. admonition:: Example
 
@@ -55,15 +49,7 @@ class UnchainVariables(extension.Extension):
             self._flag_at_update_start = True
 
     def trigger(self, trainer):
-        """Tells whether this iteration's observation may hold graphs.
-
-        Args:
-            trainer (~chainer.training.Trainer): The trainer.
-
-        Returns:
-            bool: ``True`` when ``keep_graph_on_report`` was on during the
-            update or is on now, or when ``always`` is set.
-        """
+        """Whether this iteration's observation may hold graphs."""
         # Not chainer.config's LocalConfig.__getattr__ (about 500 ns).
         flag = _chainer.keeps_graph_on_report()
         due = self._flag_at_update_start or flag or self.always
@@ -82,8 +68,7 @@ class UnchainVariables(extension.Extension):
         self._flag_at_update_start = False
 
     def serialize(self, serializer):
-        """Saves or restores the flag carried into the next update (as it
-        stands: ``snapshot`` runs before this extension)."""
+        """Saves or restores the flag carried into the next update."""
         if not _state.is_loading(serializer):
             serializer('carried_flag',
                        bool(configuration.config.keep_graph_on_report))
@@ -108,19 +93,9 @@ unchain_variables = UnchainVariables
 
 
 def unchain_nested(value):
-    """Unchains the Variables in ``value`` and its lists, tuples and dicts,
-    each visited once (cycles are harmless).
-
-    Args:
-        value: A Variable, or a list, tuple or dict (e.g. an observation);
-            anything else is ignored.
-
-    Returns:
-        int: The number of Variables unchained (ChainerX ones excluded).
-    """
-    count = 0
-    stack = [value]
-    seen = set()
+    """Unchains the Variables in ``value`` and its lists, tuples and dicts;
+    returns how many (ChainerX ones excluded)."""
+    count, stack, seen = 0, [value], set()
     while stack:
         value = stack.pop()
         is_variable = isinstance(value, variable.Variable)
