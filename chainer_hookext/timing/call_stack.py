@@ -1,10 +1,6 @@
-"""The timer's call stack, where a link call's time is measured.
-
-:class:`CallStack` is a base class of :class:`~chainer_hookext.TimerHook`:
-a method of the hook's own class costs about 390 instructions per link call
-less than one of an object it holds (benchmarks/README.md, "TimedLinks /
-TimerHook").  Its paths: docs/internals.md, "How backward time is charged to
-links"; the mode of a call: docs/timing.md, "Which calls count".
+"""The timer's call stack, where a link call's time is measured: a base
+class of ``TimerHook``, whose own methods cost 390 instructions per link call
+less than a held object's (benchmarks/README.md, "TimedLinks / TimerHook").
 """
 
 import collections
@@ -40,15 +36,11 @@ class CallStack:
     """The running link calls of one timer, and the live call trees.
 
     Attributes:
-        top (CallRecord): The innermost running timed call, or :attr:`bottom`.
         outside (dict): By mode, the record of the backward steps of nodes
             created outside every timed call.
         link_names (dict): The hook's scope, ``{id(link): name}``, or
             ``None``; ``config_train``: its modes, as :meth:`call_mode` reads.
-        parts (~chainer_hookext.run.iteration_parts.IterationParts):
-            Which part of a trainer's iterations runs, or ``None``.
-        added_links (list): :class:`AddedLink` of each link added to the
-            model while timing, until ``TimedLinks`` empties it.
+        parts: The trainer's ``IterationParts``, or ``None``.
     """
 
     parts = None
@@ -260,8 +252,7 @@ class CallStack:
     recording = None
 
     def start_spans(self, recording):
-        """Appends a span to ``recording.forward`` for each ended call in
-        scope until :meth:`stop_spans` (swaps ``forward_postprocess``)."""
+        """Appends a span to ``recording.forward`` per call in scope."""
         self.recording = recording
         self._use_span_methods()
 
@@ -367,8 +358,7 @@ class CallStack:
         self.events.resolve()
 
     def store(self, stored, forget_paths=True):
-        """Ends every open call and moves the live trees into ``stored``;
-        with ``forget_paths`` the stack then refers to no link."""
+        """Ends every open call, moves the live trees into ``stored``."""
         self._end_left_open(self._chain())
         self.top = self.bottom
         self.events.resolve()

@@ -42,13 +42,8 @@ EventPair = collections.namedtuple(
 
 class EventQueue:
     """CUDA event pairs waiting for their time, and resolved events that
-    :meth:`record` records again.
-
-    Args:
-        in_use (callable): Returns the events recorded but not pushed yet,
-            never given back, or ``None``: nothing is given back (as with
-            no ``in_use``).
-    """
+    :meth:`record` records again; ``in_use()`` returns the events never
+    given back, or ``None``: none is given back."""
 
     def __init__(self, in_use=None):
         self.pending = []
@@ -65,8 +60,7 @@ class EventQueue:
         return record_event()
 
     def push(self, record, start, stop, backward=False):
-        """Keeps one pair; resolves the oldest half past :data:`MAX_PENDING`.
-        """
+        """Keeps one pair; resolves the oldest half past MAX_PENDING."""
         pending = self.pending
         pending.append(EventPair(record, start, stop, backward))
         if len(pending) >= MAX_PENDING:

@@ -24,21 +24,15 @@ Candidate = collections.namedtuple(
 
 class PhaseMarks(function_hook.FunctionHook):
     """Function hook starting the ``forward`` and ``backward`` phases, and
-    ending ``backward`` at its last step.
-
-    Args:
-        clock (~.phases.PhaseClock): The clock to switch.
-        count_updates (callable): Returns how many updates the trainer's
-            optimizers have made (the sum of their ``t``).
-    """
+    ending ``backward`` at its last step; ``count_updates()`` returns the
+    sum of the optimizers' ``t``."""
 
     name = NAME
 
     def __init__(self, clock, count_updates):
         self.clock = clock
         self.count_updates = count_updates
-        self.watch_forward = False
-        self.watch_backward = False
+        self.watch_forward = self.watch_backward = False
         self.after_backward = False  # a forward must be followed by one
         self.steps = 0  # backward steps running
         self.step_end = None
@@ -47,8 +41,7 @@ class PhaseMarks(function_hook.FunctionHook):
         self.updates = 0  # count_updates() at the backward's start
         self.warned = False
         # The backward timer's read at read_function's step, until taken.
-        self.read_function = None
-        self.read_time = None
+        self.read_function = self.read_time = None
         self.call_start = None  # the first link call of a forward waited
         self.reader = None  # the timer whose reads are taken; None: any
 
@@ -73,8 +66,7 @@ class PhaseMarks(function_hook.FunctionHook):
         self.step_rank = function.rank
 
     def link_call_started(self, t):
-        """An outermost link call of the update started at ``t``: a forward
-        waited for starts there."""
+        """An outermost link call started at ``t``: a forward's start."""
         if self.watch_forward and not self.steps and self.call_start is None:
             self.call_start = t
 
@@ -121,8 +113,7 @@ class PhaseMarks(function_hook.FunctionHook):
         return None
 
     def switch(self, phase, t=None):
-        """Starts ``phase`` at ``t`` or now; the time since the last
-        backward step is ``optimizer``."""
+        """Starts ``phase``; the time since the last step is optimizer's."""
         clock = self.clock
         if clock.phase == phases.BACKWARD:
             end = self.backward_ended()
@@ -134,13 +125,11 @@ class PhaseMarks(function_hook.FunctionHook):
         """The update starts, or starts again after ChainerMN's update."""
         self.watch_forward = self.watch_backward = True
         self.after_backward = False
-        self.candidate = None
-        self.call_start = None
+        self.candidate = self.call_start = None
         self.steps = 0
 
     def stop(self):
-        """The update has ended: nothing is looked at until :meth:`start`.
-        """
+        """The update has ended: nothing is looked at until :meth:`start`."""
         candidate = self.candidate
         if candidate is not None and candidate.updated and not self.warned:
             self.warned = True
@@ -209,8 +198,7 @@ class Marks:
         self._triggers = []  # (extension entry, TimedTrigger)
 
     def add(self, trainer, function_hooks):
-        """Registers the marks on ``trainer``'s loop, the function hook in
-        ``function_hooks``."""
+        """Registers the marks on ``trainer``'s loop."""
         try:
             optimizers = tuple(trainer.updater.get_all_optimizers().values())
             for optimizer in optimizers:

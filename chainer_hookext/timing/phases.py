@@ -40,34 +40,28 @@ class PhaseClock:
     """Seconds per phase, charged to the running phase.
 
     Attributes:
-        totals (dict): ``{phase: seconds}`` since the clock was made.
         gc (float): Seconds in the garbage collector (inside the phases),
             but for collections started in an extension's phase or a pause.
         makes_span (bool): Whether the running phase makes a span when it
             ends (``False``: an extension not called).
-        span_lists, gc_lists, pause_lists (list): Lists (a ``Timeline``
-            recording's) to which each ended :class:`Span`, each
-            :class:`GcSpan` and each :class:`.pauses.Pause` is appended.
+        span_lists, gc_lists, pause_lists (list): ``Timeline`` lists
+            taking each ended :class:`Span`, :class:`GcSpan`, pause.
     """
 
     def __init__(self):
         self.totals = {}
-        self.phase = None
-        self.started = None
-        self.span_lists = []
-        self.gc_lists = []
+        self.phase = self.started = None
+        self.span_lists, self.gc_lists, self.pause_lists = [], [], []
         self._mark = None  # the last charge's time
         self.makes_span = True
         self.gc = 0.0
         self._gc_start = None  # of the running collection
         self._gc_counted = False
         self._gc_recent = []  # GcSpans a pause may take back
-        self.pause_lists = []
         self._pauses = []  # (start, end) of pauses not charged past yet
 
     def switch(self, phase, t=None):
-        """Ends the running phase and starts ``phase`` (if another), at
-        ``t`` or now."""
+        """Ends the running phase and starts ``phase`` (if another)."""
         if phase == self.phase:
             return
         if t is None:
@@ -96,8 +90,7 @@ class PhaseClock:
         return clock.now()
 
     def read(self, t=None):
-        """Returns :attr:`totals` with the running phase charged up to
-        ``t`` or now."""
+        """Returns :attr:`totals`, the running phase charged up to ``t``."""
         if self.phase is not None:
             if t is None:
                 t = clock.now()
@@ -191,8 +184,7 @@ class IterationTimes:
         self._random = random.Random(seed)
 
     def add(self, iteration, seconds, phases):
-        """Adds iteration ``iteration`` of ``seconds``; ``phases()`` is
-        called only for a new slowest (the first of equals stays)."""
+        """Adds an iteration; ``phases()`` is called for a new slowest."""
         self.count += 1
         kept = self.seconds
         if len(kept) < self.size:

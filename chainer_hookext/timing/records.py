@@ -116,14 +116,11 @@ class CallRecord:
         key: The link, its class (a link outside the model), or its labels
             in a stored tree.
         call_number, ended_in: On a GPU, the running call's number, and
-            the parent's call number its last call ended in (events are
-            reused, numbers are not).
-        loop_code: The code found calling a child of its link again
-            within one call (a loop).
+            the parent's call number its last call ended in.
+        loop_code: The code found calling a child again in one call.
         unknown (dict): ``{class name: nodes}`` with no FLOP formula.
         charged (CallRecord): Charged for its backward steps and costs:
-            itself, its nearest timed ancestor (out of scope), or the
-            stored record after :func:`merge` with ``move=True``.
+            itself, its nearest timed ancestor, or the stored record.
     """
 
     __slots__ = ('key', 'labels', 'parent', 'children', 'start',
@@ -138,30 +135,21 @@ class CallRecord:
         self.labels = labels
         self.parent = parent
         self.children = {}
-        self.start = 0.0
-        self.start_event = None
-        self.call_number = None
-        self.last_end = 0.0
-        self.ended_in = None
-        self.loop_code = None
-        self.elapsed = 0.0
+        self.start = self.last_end = self.elapsed = 0.0
+        self.start_event = self.call_number = self.ended_in = None
+        self.loop_code = self.unknown = self.functions = None
         self.count = 0
         for count in COUNTS:
             setattr(self, count.attribute, count.zero)
-        self.unknown = None
-        self.functions = None
         self.out_of_scope = out_of_scope
         self.charged = parent.charged if out_of_scope else self
 
 
 def merge(src, dst, move=False):
-    """Adds the tree under ``src`` to the stored tree under ``dst``,
-    records out of scope left out, their children lifted.
-
-    Safe while another thread times into ``src`` (each dict is copied in
-    one step).  With ``move``, ``src``'s records let go of their keys and
-    children, and charge later steps to the stored records.
-    """
+    """Adds the tree under ``src`` to the stored tree under ``dst`` (safe
+    while another thread times into ``src``); with ``move``, ``src``'s
+    records let go of their keys and children, and charge later steps to
+    the stored records."""
     todo = [(src, dst)]
     while todo:
         src, dst = todo.pop()
@@ -228,11 +216,8 @@ def walk(root):
 
 def entries(root, by):
     """Returns the :class:`Entry` rows of a stored tree, one per key
-    (``by``: a :class:`Labels` field), in order of first call.
-
-    Under an ancestor of the same key (a link calling itself) only self
-    figures and calls are added: inclusive time counts it once.
-    """
+    (``by``: a :class:`Labels` field), in order of first call; a link
+    calling itself counts in inclusive figures once."""
     sums = collections.OrderedDict()
 
     def visit(record, parent_key, ancestors):  # the sub-tree's COUNTS
