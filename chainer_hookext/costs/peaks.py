@@ -42,9 +42,8 @@ def cache_path() -> str:
 
 
 def measure(xp=numpy, dtype=numpy.float32, again: bool = False) -> Peaks:
-    """Returns the :class:`Peaks` of ``xp``'s current device in ``dtype``,
-    from :func:`cache_path`, else measured and kept there (``again``:
-    measured whatever the file has)."""
+    """The :class:`Peaks` of ``xp``'s current device in ``dtype``, from
+    :func:`cache_path`, else (or ``again``) measured and kept there."""
     dtype = numpy.dtype(dtype)
     path, key = cache_path(), _cache_key(xp, dtype)
     peaks = None if again else _measured.get((path, key))
@@ -60,8 +59,7 @@ def measure(xp=numpy, dtype=numpy.float32, again: bool = False) -> Peaks:
 
 
 def measure_for(param) -> Peaks:
-    """Returns the :class:`Peaks` of an initialised ``param``'s device and
-    dtype; ``None``: float32 on the CPU."""
+    """:func:`measure` for ``param``'s device and dtype (``None``: CPU)."""
     if param is None:
         return measure()
     device = chainer.backend.get_device_from_array(param.array)
@@ -84,7 +82,6 @@ def _cache_key(xp, dtype):
 
 
 def _peaks_of(entry):
-    # None for an entry unusable.
     try:
         peaks = Peaks(float(entry['flops']), float(entry['bandwidth']))
     except (KeyError, TypeError, ValueError):
@@ -155,8 +152,7 @@ def _measure(xp, dtype):
 
 def _best(xp, work):
     work()  # warm-up: allocations, kernels compiled
-    best = float('inf')
-    repeats = 0
+    best, repeats = float('inf'), 0
     # The budget is wall time, whatever clock a test gives the package.
     until = time.perf_counter() + SECONDS
     while repeats < _LEAST_REPEATS or time.perf_counter() < until:
@@ -176,9 +172,8 @@ def _synchronize(xp):
 
 def measure_again(device: typing.Optional[int] = None,
                   dtype: str = 'float32') -> str:
-    """Measures the peaks of a CUDA ``device`` (``None``: the CPU) again,
-    keeps them, and says what they are (``python -m chainer_hookext
-    peaks``)."""
+    """Measures and keeps the peaks of a CUDA ``device`` (``None``: the CPU)
+    again, and says what they are (``python -m chainer_hookext peaks``)."""
     if device is None:
         where, peaks = 'the CPU', measure(numpy, dtype, again=True)
     else:

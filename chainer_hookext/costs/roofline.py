@@ -7,8 +7,7 @@ import warnings
 from chainer_hookext.costs import peaks as peaks_module
 
 
-#: Below this percent of the roof over its intensity, work is
-#: overhead-bound.
+#: Below this percent of the roof over its intensity: overhead-bound.
 OVERHEAD_PERCENT = 10.0
 
 #: Where one link's work lies (``intensity`` ``None`` with no byte).
@@ -40,8 +39,7 @@ class Roofline:
         return self.peaks.flops / self.peaks.bandwidth
 
     def point(self, name, flops, bytes, seconds):
-        """Returns the :class:`Point` of some work (``name`` for the
-        warning), or ``None`` untimed."""
+        """The :class:`Point` of some work (``None`` untimed)."""
         if seconds <= 0 or (flops <= 0 and bytes <= 0):
             return None
         rate, byte_rate = flops / seconds, bytes / seconds
@@ -77,8 +75,7 @@ class Roofline:
             RuntimeWarning)
 
     def link_points(self, entries):
-        """Returns ``{entry key: LinkPoints}`` of :class:`~.records.Entry` s,
-        from their inclusive figures."""
+        """``{key: LinkPoints}`` of ``Entry`` s' inclusive figures."""
         return collections.OrderedDict((e.key, LinkPoints(
             self.point(e.key, e.flops, e.bytes, e.elapsed_time),
             self.point(e.key + ' (backward)', e.backward_flops,

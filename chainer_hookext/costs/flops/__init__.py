@@ -21,22 +21,13 @@ from chainer_hookext.costs.flops._registry import Work
 from chainer_hookext.costs.flops._registry import not_counted
 from chainer_hookext.costs.flops._registry import register
 
-__all__ = [
-    'Cost',
-    'FORMULAS',
-    'NOT_COUNTED',
-    'Work',
-    'count',
-    'name_of',
-    'not_counted',
-    'register',
-]
+__all__ = ['Cost', 'FORMULAS', 'NOT_COUNTED', 'Work', 'count', 'name_of',
+           'not_counted', 'register']
 
 
 def count(node, in_data):
-    """Returns the :class:`Cost` of ``node`` applied to ``in_data`` (as a
-    function hook gets them), or ``None`` without a formula or when it
-    failed."""
+    """The :class:`Cost` of ``node`` applied to ``in_data``, or ``None``
+    without a formula or when it failed."""
     # Every node of an iteration passes here; the memo (docs/flops.md,
     # "Memo") takes a third of the instructions of computing the cost.
     cls = type(node)
@@ -99,7 +90,7 @@ def _count(node, cls, formula, in_data):
 
 
 def name_of(node):
-    """Returns the name of ``node``'s class, as the report lists unknowns."""
+    """The name of ``node``'s class, as the report lists unknowns."""
     if type(node) is function.FunctionAdapter:
         node = node.function
     return type(node).__name__

@@ -8,8 +8,7 @@ from chainer_hookext.costs.flops._registry import Work
 
 
 def elementwise(per_element, outputs=1):
-    """``per_element`` FLOPs and ``outputs`` outputs per element of the
-    broadcast inputs."""
+    """``per_element`` FLOPs, ``outputs`` outputs per broadcast element."""
     def formula(node, in_data):
         n = broadcast_size([x.shape for x in in_data if x is not None])
         return Work(per_element * n, outputs * n)
@@ -18,7 +17,7 @@ def elementwise(per_element, outputs=1):
 
 
 def broadcast_size(shapes):
-    """The size of the output of an elementwise node of inputs of shapes."""
+    """The output size of an elementwise node of inputs of ``shapes``."""
     first = shapes[0]
     for shape in shapes[1:]:
         if shape != first:
@@ -43,9 +42,8 @@ def reduced_size(x, axis):
     """The size of ``x`` reduced over ``axis`` (``None``, int or tuple)."""
     if axis is None:
         return 1
-    reduced = 1
-    for a in (axis if isinstance(axis, tuple) else (axis,)):
-        reduced *= x.shape[a]
+    reduced = math.prod([x.shape[a] for a in (
+        axis if isinstance(axis, tuple) else (axis,))])
     return x.size // max(1, reduced)
 
 
@@ -56,8 +54,7 @@ def reduction(node, in_data):
 
 
 def broadcast_grad(per_element):
-    """The gradient ``(x0, x1, gy)`` of a binary elementwise node, plus a
-    ``sum_to`` of ``gy`` per input smaller than it."""
+    """A binary elementwise gradient, plus a ``sum_to`` per smaller input."""
     def formula(node, in_data):
         x0, x1, gy = in_data
         n = gy.size

@@ -24,11 +24,7 @@ def register(*classes, keyed_by=None):
     Args:
         classes (types): ``FunctionNode`` or old-style ``Function`` classes.
         keyed_by (tuple of str): Memoize the cost by the inputs' shapes and
-            dtypes and these node attributes, if the formula reads nothing
-            else; ``None``: computed for each node.
-
-    Raises:
-        ValueError: A class already has a formula.
+            dtypes and these node attributes (``None``: never).
 
     >>> import chainer
     >>> from chainer_hookext.costs import flops
