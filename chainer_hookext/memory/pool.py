@@ -32,7 +32,6 @@ class LivePeaks:
         self.live -= size
 
     def open(self):
-        """Opens a window at the live bytes now."""
         self._windows.append([self.live, self.live])
 
     def close(self):
@@ -43,7 +42,6 @@ class LivePeaks:
         return peak - start
 
     def close_all(self):
-        """Closes every window (a call or a step that raised)."""
         while self._windows:
             self.close()
 
@@ -54,8 +52,7 @@ class LivePeaks:
 
 
 def new_pool_hook(peaks):
-    """Returns a CuPy memory hook feeding ``peaks``, or ``None`` without
-    CuPy."""
+    """Returns a CuPy memory hook feeding ``peaks``, or ``None``."""
     if not cuda.available:
         return None
     from cupy.cuda import memory_hook

@@ -228,8 +228,7 @@ class MemoryTracer(scoped_link_hook.ScopedLinkHook):
                 nodes.append((node, tag))
                 in_data.append([None if x is None else x() for x in inputs])
         excluded = graph.model_buffers(self.model)
-        excluded.update(_buffer_keys(self.before))
-        excluded.update(_buffer_keys(self.batch))
+        excluded.update(_buffer_keys(self.before + self.batch))
         kept = graph.kept_buffers(nodes, excluded, in_data)
         self.activations = graph.bytes_per_tag(kept)
         self.forgettable = graph.forgettable_bytes(
@@ -256,9 +255,4 @@ class MemoryTracer(scoped_link_hook.ScopedLinkHook):
 
 
 def _buffer_keys(refs):
-    keys = set()
-    for ref in refs:
-        buffer = buffers.buffer_of(ref())
-        if buffer is not None:
-            keys.add(buffer.key)
-    return keys
+    return graph.buffer_keys(ref() for ref in refs)
