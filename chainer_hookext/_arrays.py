@@ -8,12 +8,8 @@ from chainer import backend
 
 
 def walk(out, keys=(), variables=False):
-    """Yields ``(keys, array)`` for each array in ``out``.
-
-    ``out`` is a Variable, an array, or tuples, lists and dicts of them
-    (anything else is skipped); ``keys`` the indices and dict keys down to
-    the array.  With ``variables``, a Variable is yielded as it is.
-    """
+    """Yields ``(keys, array)`` for each array (or, with ``variables``,
+    Variable) in tuples, lists and dicts ``out``; ``keys``: the path."""
     if isinstance(out, chainer.Variable):
         yield keys, out if variables else out.array
     elif isinstance(out, chainer.get_array_types()):
@@ -27,11 +23,8 @@ def walk(out, keys=(), variables=False):
 
 
 def to_host(values):
-    """Returns ``values`` with device arrays copied to NumPy.
-
-    Device arrays of one device must share a shape: they are stacked and
-    copied at once.  Other values are returned as they are.
-    """
+    """``values`` with device arrays (of one shape per device: stacked and
+    copied at once) copied to NumPy."""
     out = list(values)
     groups = {}
     for i, value in enumerate(out):

@@ -10,7 +10,6 @@ import numpy
 from chainer_hookext import _chainer
 
 
-#: Whether a hook acts while ``chainer.config.train`` is true, and false.
 Modes = collections.namedtuple('Modes', 'train eval')
 
 
@@ -30,8 +29,7 @@ def _bad(call, name, value):
 
 
 def check_flag(call, name, value, none=None):
-    """Returns ``value`` as a ``bool``; ``None`` too when ``none`` says what
-    it means.
+    """``value`` as a ``bool``; ``None`` too when ``none`` says what it is.
 
     >>> check_flag('TimedLoop', 'print_report', numpy.True_)
     True
@@ -51,8 +49,7 @@ True or False (a bool or numpy.bool_).
 
 
 def check_int(call, name, value, least):
-    """Returns ``value`` as an ``int`` of at least ``least`` (a bool is no
-    integer).
+    """``value`` as an ``int`` of at least ``least`` (no bool).
 
     >>> check_int('Timeline', 'iterations', numpy.int64(3), 1)
     3
@@ -71,13 +68,12 @@ least 1.
 
 
 def _check_type(call, name, value, kind, noun, what):
-    # A bool is no number.
     if isinstance(value, (bool, numpy.bool_)) or not isinstance(value, kind):
         raise TypeError(f'{_bad(call, name, value)} is not {noun}: {what}')
 
 
 def check_positive(call, name, value):
-    """Returns ``value`` as a ``float``, finite and above 0.
+    """``value`` as a ``float``, finite and above 0.
 
     >>> check_positive('TimedLinks', 'peak_flops', numpy.float32(2e9))
     2000000000.0
@@ -95,7 +91,7 @@ number above 0, e.g. 1e12.
 
 
 def check_name(call, name, value):
-    """Returns ``value``, a non-empty string."""
+    """``value``, a non-empty string."""
     if not isinstance(value, str):
         raise TypeError(f'{_bad(call, name, value)} is not a name: use a '
                         'non-empty string.')
@@ -106,8 +102,7 @@ def check_name(call, name, value):
 
 
 def check_choice(call, name, value, choices, what):
-    """Returns the one of ``choices`` that ``value`` is (``what`` names a
-    choice); a value of no choice's type raises ``TypeError``.
+    """The one of ``choices`` that ``value`` is (``what`` names a choice).
 
     >>> check_choice('TimerHook.print_report', 'unit', 'min', ('sec', 'ms'),
     ...              'a known unit')
@@ -128,11 +123,8 @@ use one of 'sec', 'ms'.
                                and plain == choice):
             return choice
     use = f"use one of {', '.join(map(repr, choices))}."
-    types = []
-    for choice in choices:
-        shown_type = 'None' if choice is None else type(choice).__name__
-        if shown_type not in types:
-            types.append(shown_type)
+    types = dict.fromkeys(
+        'None' if c is None else type(c).__name__ for c in choices)
     if type(plain) not in {type(c) for c in choices}:
         raise TypeError(f"{_bad(call, name, value)} is not a "
                         f"{' or '.join(types)}: {use}")
@@ -140,7 +132,7 @@ use one of 'sec', 'ms'.
 
 
 def check_modes(call, train, eval):
-    """Returns ``(train, eval)`` as :class:`Modes`, not both false."""
+    """``(train, eval)`` as :class:`Modes`, not both false."""
     train = check_flag(call, 'train', train)
     eval = check_flag(call, 'eval', eval)
     if not (train or eval):
@@ -152,8 +144,7 @@ def check_modes(call, train, eval):
 
 def check_one_per_trainer(trainer, extension, why, instead):
     """Raises ``ValueError`` if ``trainer`` has another extension of
-    ``extension``'s class (``why`` two are wrong; what to do ``instead``).
-    """
+    ``extension``'s class."""
     cls = type(extension)
     others = [name for name, entry in
               _chainer.extension_entries(trainer).items()

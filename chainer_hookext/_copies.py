@@ -1,14 +1,11 @@
 """What a pickle or a deep copy holds in place of the package's stand-ins
 (docs/internals.md, "What the package sets, and where it is put back").
-
-:func:`put_back` is for an entry with no original object to give: the
-owner's copy gets a one-call ``__setstate__`` that fixes its state first.
 """
 
 
 class LEAVE_OUT:
-    """:func:`put_back`'s ``original`` when there is none: the entry is
-    taken out.  A class, so that a pickle keeps it itself."""
+    """:func:`put_back`'s ``original`` for none: the entry goes (a class,
+    which a pickle keeps itself)."""
 
 
 class Placeholder:
@@ -17,13 +14,9 @@ class Placeholder:
 
 
 def put_back(owner, original, placeholder):
-    """For a stand-in's ``__reduce__``: ``(put_back, (owner, original,
-    placeholder))``.
-
-    ``owner``'s copy holds ``original`` (or nothing, :data:`LEAVE_OUT`) in
-    its state, or a dict in it, where ``placeholder`` was unpickled; the
-    package's own references keep ``placeholder``, which is returned.
-    """
+    """For a stand-in's ``__reduce__``: ``owner``'s copy gets a one-call
+    ``__setstate__`` putting ``original`` (:data:`LEAVE_OUT`: nothing)
+    where ``placeholder``, returned, is in its state (or a dict in it)."""
     attributes = vars(owner)
     setstate = attributes.get('__setstate__')
     if not isinstance(setstate, _PutBack):
@@ -73,6 +66,5 @@ class _PutBack:
 
 
 def same(value):
-    """Returns ``value``: ``(same, (original,))`` unpickles a stand-in as
-    its original."""
+    """``(same, (original,))`` unpickles a stand-in as its original."""
     return value

@@ -12,12 +12,8 @@ _TRIES = 100
 
 def write_atomic(path: str, data: bytes) -> None:
     """Writes ``data`` to a new hidden file beside ``path``, then renames
-    it over ``path``; the folder is made when missing.  On failure the file
-    beside is removed and ``path`` is left as it was.
-
-    Args:
-        path (str): The file to write.
-        data (bytes): Its whole content.
+    it over ``path`` (the folder made when missing); on failure ``path``
+    is left as it was.
 
     >>> import os, tempfile
     >>> out = tempfile.mkdtemp()

@@ -1,9 +1,6 @@
-"""What still runs, read from the calling thread's frames (slow paths only:
-a frame walk costs microseconds).
-
-Chainer 7.8.1 has no ``try`` / ``finally`` in ``Link.__call__`` or
-``_backprop_to_all``: a call left by an exception gets no postprocess, so
-the frames tell which calls still run (docs/internals.md, "Node tagging").
+"""What still runs, read from the thread's frames (slow paths only: a walk
+costs microseconds): a call left by an exception gets no postprocess
+(docs/internals.md, "Node tagging").
 """
 
 import sys
@@ -16,15 +13,10 @@ _STEP = _chainer.BACKWARD_STEP_CODE
 
 
 def still_running(keys, skip_current):
-    """Returns the depth of a stack of calls to keep: the calls above it
-    ended (a forward raised).
-
-    Args:
-        keys (list): The link (or link class) of each call, outermost first.
-        skip_current (bool): Asked from a ``forward_preprocess``: the
-            innermost ``Link.__call__`` is the call starting.
-    """
-    links = []  # of the Link.__call__ frames, innermost first
+    """The depth of a stack of calls (``keys``: links or link classes,
+    outermost first) to keep; ``skip_current`` from a
+    ``forward_preprocess``: the innermost call is starting."""
+    links = []  # innermost first
     frame = sys._getframe(1)
     while frame is not None:
         if frame.f_code is _LINK_CALL:
@@ -42,8 +34,7 @@ def still_running(keys, skip_current):
 
 
 def calling_link():
-    """Returns the link whose call encloses the innermost link call, or
-    ``None``."""
+    """The link whose call encloses the innermost link call, or ``None``."""
     frame = sys._getframe(1)
     seen = False
     while frame is not None:
@@ -56,8 +47,7 @@ def calling_link():
 
 
 def calling_code():
-    """Returns the code object that made the innermost link call (asked
-    from a helper of a hook's method: three frames up, or above)."""
+    """The code that made the innermost link call (from three frames up)."""
     frame = sys._getframe(3)
     while frame is not None and frame.f_code is not _LINK_CALL:
         frame = frame.f_back
@@ -65,10 +55,8 @@ def calling_code():
 
 
 def running_step():
-    """Returns the function node of the innermost running backward step,
-    or ``None``.  A step's hooks run outside its own ``backprop_step``:
-    from its ``backward_preprocess`` this is the enclosing step
-    (``F.forget``'s)."""
+    """The node of the innermost running backward step, or ``None`` (from a
+    step's own hooks: the enclosing one's, ``F.forget``'s)."""
     frame = sys._getframe(1)
     while frame is not None:
         if frame.f_code is _STEP:
@@ -78,8 +66,8 @@ def running_step():
 
 
 def trainer_run(trainer, depth, or_above=False):
-    """Returns the frame ``depth`` above the caller (or, with ``or_above``,
-    the one above it) if it runs ``trainer.run``; else ``None``."""
+    """The frame ``depth`` above the caller (or the next, ``or_above``) if
+    it runs ``trainer.run``; else ``None``."""
     frame = sys._getframe(depth + 1)
     for _ in range(2 if or_above else 1):
         if frame is None:
@@ -92,7 +80,7 @@ def trainer_run(trainer, depth, or_above=False):
 
 
 def is_running(frame):
-    """Returns whether ``frame`` is on the calling thread's stack."""
+    """Whether ``frame`` is on the calling thread's stack."""
     current = sys._getframe(1)
     while current is not None:
         if current is frame:

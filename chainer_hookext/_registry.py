@@ -1,9 +1,6 @@
-"""Adding a hook to a thread's link or function hook registry, or to an
-optimizer, and removing exactly it (docs/internals.md, "What the package
-sets, and where it is put back").
-
-Keys are ``chainer_hookext.<name>`` (``_1``, ``_2`` ... when taken): the
-plain names stay free for the user's hooks, and two of ours never collide.
+"""Adding a hook to a thread's hook registry or an optimizer under a key
+``chainer_hookext.<name>[_1...]``, and removing exactly it
+(docs/internals.md, "What the package sets, and where it is put back").
 """
 
 import collections
@@ -13,16 +10,13 @@ from chainer_hookext import _copies
 from chainer_hookext import _observer
 
 
-#: What the keys of this package's registrations start with.
 PREFIX = 'chainer_hookext.'
 
 
 def add(registry, hook, first=False):
-    """Makes ``hook`` a listener of ``registry``'s observer
-    (:mod:`._observer`) under a free key, called before the package's other
-    hooks there if ``first`` (its work done before they read the clock);
-    returns the :class:`Registration` for :func:`remove`.
-    """
+    """Makes ``hook`` a listener of ``registry``'s observer under a free
+    key (before the package's others if ``first``); returns the
+    :class:`Registration` for :func:`remove`."""
     key = free_key(_observer.listeners(registry).keys() | registry.keys(),
                    hook.name)
     _observer.join(registry, key, hook, first)
@@ -30,15 +24,13 @@ def add(registry, hook, first=False):
 
 
 def registered(registry):
-    """Returns ``{key: hook}`` of the package's hooks in ``registry``, in
-    the order Chainer calls them."""
+    """``{key: hook}`` of the package's hooks in ``registry``, in order."""
     return _observer.listeners(registry)
 
 
 class Registration(collections.namedtuple(
         'Registration', ('registry', 'key'))):
-    """What :func:`add` returns; a pickle or copy of it is ``None`` (the
-    copy's hook is registered nowhere)."""
+    """What :func:`add` returns; a copy of it is ``None``."""
 
     __slots__ = ()
 
@@ -47,8 +39,7 @@ class Registration(collections.namedtuple(
 
 
 def free_key(taken, name):
-    """Returns ``'chainer_hookext.' + name``, then ``_1``, ``_2`` ... until
-    it is not in ``taken``."""
+    """The first of ``PREFIX + name``, then ``_1``, ``_2`` ... not taken."""
     base = key = PREFIX + name
     n = 0
     while key in taken:
@@ -58,27 +49,20 @@ def free_key(taken, name):
 
 
 def move(handle, hook, first):
-    """Moves ``hook`` before the package's other hooks in its registry
-    (``first``), or after them."""
+    """Moves ``hook`` before the package's others (``first``), or after."""
     if handle is not None:
         _observer.move(handle.registry, handle.key, hook, first)
 
 
 def remove(handle, hook):
-    """Takes out ``hook`` (``handle`` from :func:`add`) and calls its
-    ``deleted``; nothing when the key no longer holds it or ``handle`` is
-    ``None`` (a copy's)."""
-    if handle is None:
-        return
-    registry, key = handle
-    _observer.leave(registry, key, hook)
+    """Takes out ``hook`` and calls its ``deleted``, if still there."""
+    if handle is not None:
+        _observer.leave(handle.registry, handle.key, hook)
 
 
 class OptimizerHook:
-    """Base of this package's optimizer hooks: called once per update.
-
-    A pickle or deep copy of its optimizer has the user's hooks only.
-    """
+    """Base of the package's optimizer hooks: called once per update; a
+    copy of its optimizer has the user's hooks only."""
 
     call_for_each_param = False
     registered_in = None  # the optimizer's _hookable while added
@@ -111,11 +95,9 @@ def _inert():
 
 
 def add_optimizer_hook(optimizer, hook, name, timing, first=False):
-    """Adds ``hook`` to ``optimizer`` (``timing`` ``'pre'`` or ``'post'``)
-    under a free key from ``name``, before the hooks added earlier if
-    ``first``; first removes any :class:`InertOptimizerHook`.  Returns the
-    handle for :func:`remove_optimizer_hook`.
-    """
+    """Adds ``hook`` to ``optimizer`` under a free key from ``name``
+    (before the earlier hooks if ``first``), removing any
+    :class:`InertOptimizerHook`; returns the handle."""
     for when in ('pre', 'post'):
         hooks = _chainer.optimizer_hooks(optimizer, when)
         for key in [k for k, h in hooks.items() if k.startswith(PREFIX)

@@ -16,13 +16,13 @@ class MissingState(KeyError):
 
 
 def is_loading(serializer):
-    """Returns whether ``serializer`` reads (a Chainer deserializer)."""
+    """Whether ``serializer`` is a Chainer deserializer."""
     return isinstance(serializer, serializer_module.Deserializer)
 
 
 def _lacks_group(deserializer):
-    # HDF5Deserializer.__getitem__ gives a missing group as group=None: its
-    # __call__ then raises ValueError (strict), __getitem__ AttributeError.
+    # HDF5Deserializer gives a missing group as group=None, then raises
+    # ValueError or AttributeError.
     return (isinstance(deserializer, hdf5.HDF5Deserializer)
             and deserializer.group is None)
 
@@ -32,12 +32,8 @@ def _missing(deserializer, key):
 
 
 def read(deserializer, key):
-    """Returns the array saved as ``key``.
-
-    Raises:
-        MissingState: The snapshot has no ``key`` (whether the
-            deserializer is strict or not, npz or hdf5).
-    """
+    """The array saved as ``key``, else :class:`MissingState` (strict or
+    not, npz or hdf5)."""
     if _lacks_group(deserializer):
         raise _missing(deserializer, key)
     try:
@@ -50,10 +46,7 @@ def read(deserializer, key):
 
 
 def child(deserializer, key):
-    """Returns ``deserializer[key]``.
-
-    Raises:
-        MissingState: hdf5 has no group for the entry (see :func:`read`).
+    """``deserializer[key]``; :class:`MissingState` for hdf5's missing group.
     """
     if _lacks_group(deserializer):
         raise _missing(deserializer, key)
@@ -70,13 +63,8 @@ def save_rows(serializer, labels, columns):
 
 
 def load_rows(serializer, fields, optional=()):
-    """Returns ``(labels, {field: value})`` per row of what
-    :func:`save_rows` wrote; ``optional`` fields (an earlier version's
-    table may lack them) read as zeros.
-
-    Raises:
-        MissingState: The snapshot has no table (see :func:`read`).
-        ValueError: The columns do not match the labels.
+    """``(labels, {field: value})`` per row of what :func:`save_rows` wrote;
+    ``optional`` fields (an earlier version's may lack them) read as zeros.
     """
     labels = read(serializer, 'labels')
     labels = json.loads(
@@ -101,8 +89,7 @@ def load_rows(serializer, fields, optional=()):
 
 
 def warn_missing(name, error, consequence):
-    """Warns that a snapshot holds no state for the extension ``name``; the
-    run goes on with ``consequence`` (``'Timing starts afresh.'``)."""
+    """Warns that a snapshot holds no state for the extension ``name``."""
     warnings.warn(
         f'{name}: the snapshot has no state for it ({error}); it was '
         f'probably taken before this extension was added.  {consequence}',
