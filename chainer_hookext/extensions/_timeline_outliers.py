@@ -145,10 +145,9 @@ class OutlierRule:
 
     def save(self, serializer):
         self.history.save(serializer['outlier_history'])
-        serializer('outlier_iterations', numpy.asarray(
-            self.iterations, numpy.int64))
-        serializer('outliers_written', numpy.asarray(
-            self.written, numpy.int64))
+        for key, value in (('outlier_iterations', self.iterations),
+                           ('outliers_written', self.written)):
+            serializer(key, numpy.asarray(value, numpy.int64))
 
     def load(self, serializer):
         # Without it, afresh silently.
@@ -228,21 +227,14 @@ def why(verdict, previous):
 def about(iteration, previous, verdict):
     part = verdict.part
     return {
-        'iteration': iteration.number,
-        'seconds': verdict.seconds,
-        'part': part.name,
-        'part_seconds': part.seconds,
-        'median_seconds': part.median,
-        'runs': part.runs,
-        'baseline_seconds': part.baseline,
-        'ratio': ratio(part),
+        'iteration': iteration.number, 'seconds': verdict.seconds,
+        'part': part.name, 'part_seconds': part.seconds,
+        'median_seconds': part.median, 'runs': part.runs,
+        'baseline_seconds': part.baseline, 'ratio': ratio(part),
         'threshold_seconds': verdict.threshold,
-        'grew_most': verdict.grew_most,
-        'grew_seconds': verdict.grew_seconds,
+        'grew_most': verdict.grew_most, 'grew_seconds': verdict.grew_seconds,
         'previous_iteration': previous.number,
-        'previous_seconds': previous.seconds,
-        'why': why(verdict, previous),
-    }
+        'previous_seconds': previous.seconds, 'why': why(verdict, previous)}
 
 
 def outlier_trace(iteration, previous, verdict, rank):

@@ -144,14 +144,11 @@ def _timed_links_timer(trainer, scope, validation, functions):
         extension = entry.extension
         if not isinstance(extension, timed_links.TimedLinks):
             continue
-        hook = extension.hook
-        if extension.registered_hook() is not hook or hook.parts is None:
-            return None
-        names = hook.link_names
-        if names is not None and any(names.get(i) != name
-                                     for i, name in scope.items()):
-            return None
-        if (hook.config_train is True and validation) or (
+        hook, names = extension.hook, extension.hook.link_names
+        if extension.registered_hook() is not hook or hook.parts is None or (
+                names is not None and any(names.get(i) != name
+                                          for i, name in scope.items())) or (
+                hook.config_train is True and validation) or (
                 functions and not hook.functions):
             return None
         return hook

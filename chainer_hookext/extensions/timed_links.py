@@ -127,8 +127,7 @@ class TimedLinks(link_hook_extension.LinkHookExtension):
             '`links=` naming every link to time')
         names = self.scope_link_names(trainer)
         model = link_names.model_link_names(trainer)
-        link_names.warn_unhooked(
-            'TimedLinks', [model[i] for i in names])
+        link_names.warn_unhooked('TimedLinks', [model[i] for i in names])
         keys.check_link_names('TimedLinks', names.values(), self.backward,
                               spread=self.comm is not None,
                               functions=self.functions)

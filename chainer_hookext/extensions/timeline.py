@@ -36,12 +36,10 @@ class Timeline(loop_phases.LoopExtension):
     Args:
         iterations (int): Iterations per window.
         warmup (int): Iterations skipped after the trigger fires.
-        validation (bool): Also record the link calls inside ``Evaluator``
-            extensions.
+        validation (bool): Also record the calls inside ``Evaluator``.
         compress (bool): Write gzip (``.json.gz``); ``False``: ``.json``.
-        comm (chainermn.CommunicatorBase): Under ChainerMN, rank 0 writes
-            every rank's window in one file; without it each rank writes
-            its own, ``_rank<k>`` in its name.
+        comm (chainermn.CommunicatorBase): Rank 0 writes every rank's
+            window in one file; without it each rank writes its own.
         outliers: Also write each slow iteration to
             ``outlier_iteration_<N>.json.gz``: ``True`` (3 times the
             median), a factor above 1, or a ``datetime.timedelta``; ``None``
@@ -387,9 +385,8 @@ class Timeline(loop_phases.LoopExtension):
     def serialize(self, serializer):
         """Saves or restores the scheduled window and outlier history."""
         if not _state.is_loading(serializer):
-            pending = self._next_window
-            if self._window is not None:  # the window not written yet
-                pending = self._window.first
+            pending = self._next_window if self._window is None else (
+                self._window.first)  # the window not written yet
             serializer('next_window', numpy.asarray(
                 -1 if pending is None else pending, numpy.int64))
             if self._outliers is not None:
