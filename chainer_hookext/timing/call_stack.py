@@ -350,7 +350,6 @@ class CallStack:
         return [self._last_event, self.backward_mark] + [
             rec.start_event for rec in self._chain()]
 
-    # -- reading -----------------------------------------------------------
     def flush_calls(self):
         """Ends the calls left open and resolves the CUDA events."""
         if self.top is not self.bottom:

@@ -34,8 +34,8 @@ class LinkPaths:
         return path
 
     def refresh(self):
-        """Indexes the links added under the roots since; returns
-        ``(link, parent, suffix)`` per new link, parents first."""
+        """Indexes links added since: ``(link, parent, suffix)`` per new one.
+        """
         added = []
         for path, root in list(self._owners.items()):
             parent = path.rstrip('/')

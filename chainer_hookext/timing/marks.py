@@ -144,8 +144,7 @@ class PhaseMarks(function_hook.FunctionHook):
 
 
 class UpdateMark(_registry.OptimizerHook):
-    """ChainerMN's multi-node optimizer's first ``pre`` hook (docs/timing.md,
-    "Why so few optimizer hooks")."""
+    """ChainerMN's multi-node optimizer's first ``pre`` hook."""
 
     def __init__(self, marks):
         self.marks = marks
@@ -186,8 +185,7 @@ class TimedTrigger:
 
 
 class Marks:
-    """Every mark of one trainer's loop, on one :class:`~.phases.PhaseClock`.
-    """
+    """Every mark of one trainer's loop, on one ``PhaseClock``."""
 
     def __init__(self, clock):
         self.clock = clock

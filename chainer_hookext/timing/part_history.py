@@ -33,8 +33,8 @@ class PartHistory:
         self.extensions = collections.OrderedDict()
 
     def runs(self, called: frozenset) -> dict:
-        """Returns ``{phase: RunningMedian}`` of the runs in iterations
-        calling ``called``."""
+        """Returns ``{phase: RunningMedian}`` of the iterations calling
+        ``called``."""
         extensions = self.extensions
         runs = extensions.get(called)
         if runs is None:
@@ -46,8 +46,7 @@ class PartHistory:
         return runs
 
     def add(self, update: float, called: dict, runs: dict) -> None:
-        """Adds an iteration: the ``update``'s seconds, and ``called``
-        (``{phase: seconds}``) to ``runs``."""
+        """Adds an iteration; ``called``: ``{phase: seconds}``."""
         self.update.add(update)
         for phase, seconds in called.items():
             self._add_run(runs, phase, seconds)
@@ -58,8 +57,7 @@ class PartHistory:
         runs[phase].add(seconds)
 
     def save(self, serializer):
-        """Saves a row per run kept: its part's name and those called
-        beside it."""
+        """Saves a row per run: its part, those called beside it."""
         labels = [[UPDATE, None]] * len(self.update)
         seconds = self.update.values()
         for called, runs in self.extensions.items():

@@ -89,8 +89,8 @@ class own_work:
 
 
 class PauseIndex:
-    """A window's pauses (in order), to put its spans back on the clock:
-    a timer moves a running call's start past each pause inside it."""
+    """A window's pauses, to put the starts a timer moved back on the clock.
+    """
 
     def __init__(self, pauses):
         self.pauses = list(pauses)

@@ -130,8 +130,7 @@ class PhaseClock:
         return total
 
     def count_gc(self, phase, info):
-        """A ``gc.callbacks`` entry: each collection to :attr:`gc` (unless
-        in an extension's phase) and to :attr:`gc_lists`."""
+        """A ``gc.callbacks`` entry: collections to :attr:`gc`, gc_lists."""
         if phase == 'start':
             self._gc_start = clock.now()
             self._gc_counted = not isinstance(self.phase, ExtensionPhase)
@@ -226,8 +225,7 @@ class IterationTimes:
 
     @classmethod
     def load(cls, serializer, size):
-        """Returns what :meth:`save` saved as ``serializer['tail']``; empty
-        when missing (an older snapshot)."""
+        """Returns what :meth:`save` saved as ``tail``, or empty times."""
         try:
             tail = _state.child(serializer, 'tail')
             seconds = _state.read(tail, 'seconds')

@@ -34,7 +34,6 @@ COUNTS = (
     Count('backward_bytes', 'backward_bytes', None, 0, True),
 )
 
-# (Entry field, its Count) of each field COUNTS give.
 _COUNTED = tuple((field, count) for count in COUNTS
                  for field in (count.inclusive, count.own) if field)
 
@@ -45,9 +44,7 @@ Entry = collections.namedtuple('Entry', (
     field for field, _ in _COUNTED), defaults=tuple(
     count.zero for _, count in _COUNTED))
 
-#: The numeric fields of an :class:`Entry`.
 FIELDS = tuple(f for f in Entry._fields if f not in ('key', 'parent'))
-#: The fields counted only with ``flops=True``.
 COST_FIELDS = tuple(field for field, count in _COUNTED if count.cost)
 
 #: One function type's share of a link's self figures (``functions=True``);
@@ -56,14 +53,12 @@ FunctionEntry = collections.namedtuple('FunctionEntry', (
     'link', 'function', 'time', 'backward_time', 'occurrence', 'flops',
     'backward_flops'), defaults=(0, 0))
 
-#: The numeric fields of a :class:`FunctionEntry`.
 FUNCTION_FIELDS = tuple(
     f for f in FunctionEntry._fields if f not in ('link', 'function'))
 
 
 class FunctionRecord:
-    """The figures of one function type (class ``name``) under one call
-    record (``functions=True``)."""
+    """One function type's figures under one call record."""
 
     __slots__ = ('name', 'forward', 'count', 'backward', 'flops',
                  'backward_flops')
@@ -174,8 +169,7 @@ def merge(src, dst, move=False):
 
 
 def function_record(rec, key, name=None):
-    """Returns ``rec``'s :class:`FunctionRecord` of ``key``, made named
-    ``name`` (``key``) if new."""
+    """Returns ``rec``'s :class:`FunctionRecord` of ``key``, made if new."""
     functions = rec.functions
     if functions is None:
         functions = rec.functions = {}
@@ -186,8 +180,7 @@ def function_record(rec, key, name=None):
 
 
 def add_costs(src, dst):
-    """Adds ``src``'s costs (:data:`COUNTS` but ``backward``, unknown nodes,
-    function types) to ``dst``."""
+    """Adds ``src``'s figures but time and ``backward`` to ``dst``."""
     if src.functions:
         for one in list(src.functions.values()):
             function_record(dst, one.name).add(one)
@@ -223,9 +216,7 @@ def entries(root, by):
     def visit(record, parent_key, ancestors):  # the sub-tree's COUNTS
         own = record.elapsed - sum(c.elapsed for c in record.children.values())
         key = getattr(record.labels, by)
-        row = sums.get(key)
-        if row is None:
-            row = sums[key] = _Sums(key, parent_key)
+        row = sums.setdefault(key, _Sums(key, parent_key))
         tree = [getattr(record, count.attribute) for count in COUNTS]
         for child in record.children.values():
             tree = [a + b for a, b in zip(
@@ -249,8 +240,8 @@ def entries(root, by):
 
 
 def function_entries(root, by, outside=None):
-    """Returns the :class:`FunctionEntry` rows of a stored tree, by
-    ``'name'`` or ``'path'``; those of ``outside`` last."""
+    """Returns a stored tree's :class:`FunctionEntry` rows, ``outside``'s last.
+    """
     sums = collections.OrderedDict()  # {(link key, name): FunctionRecord}
     counted = [(getattr(record.labels, by), record)
                for _, record in walk(root)]
@@ -258,18 +249,15 @@ def function_entries(root, by, outside=None):
         counted.append((OUTSIDE, outside))
     for key, record in counted:
         for one in (record.functions or {}).values():
-            mine = sums.get((key, one.name))
-            if mine is None:
-                mine = sums[key, one.name] = FunctionRecord(one.name)
-            mine.add(one)
+            sums.setdefault((key, one.name), FunctionRecord(one.name)).add(one)
     return [FunctionEntry(key, name, one.forward, one.backward, one.count,
                           one.flops, one.backward_flops)
             for (key, name), one in sums.items()]
 
 
 def class_entries(root):
-    """Returns the :class:`Entry` rows by class name as Chainer's
-    ``TimerHook`` makes them (in order of first return, no backward)."""
+    """Returns the :class:`Entry` rows by class as Chainer's TimerHook does.
+    """
     sums = collections.OrderedDict()
 
     def visit(record):
@@ -277,9 +265,7 @@ def class_entries(root):
             visit(child)
         own = record.elapsed - sum(c.elapsed for c in record.children.values())
         key = record.labels.class_name
-        row = sums.get(key)
-        if row is None:
-            row = sums[key] = _Sums(key, None)
+        row = sums.setdefault(key, _Sums(key, None))
         row.elapsed_time += record.elapsed
         row.self_time += max(own, 0.0)
         row.occurrence += record.count

@@ -24,8 +24,7 @@ def name_of(record):
 
 
 class Recording:
-    """The spans a timer kept for one window; with ``gpu``, the latest
-    spans' times are CUDA events."""
+    """The spans a timer kept for one window (``gpu``: CUDA events)."""
 
     def __init__(self):
         self.forward = []

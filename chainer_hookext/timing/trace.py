@@ -39,8 +39,7 @@ def shifted(event, ns):
 
 
 def metadata(pid, process, threads):
-    """Returns the events naming process ``pid`` and its ``threads``
-    (``{tid: name}``, in that order)."""
+    """Returns the events naming process ``pid`` and its ``{tid: name}``."""
     events = [
         {'name': 'process_name', 'ph': 'M', 'pid': pid, 'tid': 0,
          'args': {'name': process}},

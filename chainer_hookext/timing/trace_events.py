@@ -176,8 +176,8 @@ def backward_runs(steps, phase_starts, seconds):
 
 
 def _fit(child, parents, ends):
-    # A collection cut to the phase holding its start (parents sorted;
-    # ends theirs).  Link spans need none: same clock reads as phases.
+    # A collection cut to the phase holding its start (link spans need
+    # none: same clock reads as phases).
     i = bisect.bisect_right(ends, child.start)  # start <= it < end
     if i == len(parents) or parents[i].start > child.start:
         return child
