@@ -29,9 +29,8 @@ CATEGORIES = ('params', 'grads', 'optimizer_state', 'activations')
 Change = collections.namedtuple(
     'Change', ('category', 'holder', 'top', 'nbytes'))
 
-#: ``kind``: ``'forward'``, ``'backward'`` or ``'end'`` (of an iteration);
-#: ``where``: the link, function type or iteration number; ``changes``:
-#: how many so far; ``span``: ``(recording, index)`` of the span that ended
+#: ``kind``: ``'forward'``, ``'backward'`` or ``'end'``; ``where``: the link,
+#: function type or iteration; ``span``: ``(recording, index)`` that ended
 #: then, or ``None``; ``pool_*``: the CuPy pool's bytes (``None`` on a CPU).
 Sample = collections.namedtuple('Sample', (
     'kind', 'where', 'changes', 'span', 'pool_used', 'pool_held'))
@@ -92,7 +91,6 @@ class MemoryTimeline:
         self._outputs = {}  # {buffer key: [links]} of live link outputs
         self._owners = {}  # {id(param): link name}
         self._running = None  # the thread's RunningLinks, while it records
-        #: ``{id(link): name}`` of the model.
         self.link_names = {key: name for key, (name, _) in model.items()}
         self._pending = []  # weakrefs of nodes not read yet
         # {id(param.node): (param, owner, nbytes, Change index)}: gradients
@@ -246,8 +244,7 @@ class MemoryTimeline:
             change.category, change.holder, change.top, -change.nbytes)))
 
     def _find_model(self, settled=()):
-        # Listed at start (uninitialised too), not walked; _find's first
-        # test inline; ``settled`` gradients are followed already.
+        # _find's first test inline; ``settled`` grads are followed already.
         find, alive = self._find, self._alive
         for param, owner, node in self._params:
             array = param.raw_array

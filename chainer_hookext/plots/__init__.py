@@ -29,17 +29,6 @@ from chainer_hookext.plots._timeline import timeline  # NOQA
 
 
 __all__ = [
-    'activations',
-    'changes',
-    'first_trace',
-    'functions',
-    'gradients',
-    'link_time',
-    'link_times',
-    'loop_time',
-    'memory',
-    'png',
-    'roofline',
-    'save',
-    'timeline',
-]
+    'activations', 'changes', 'first_trace', 'functions', 'gradients',
+    'link_time', 'link_times', 'loop_time', 'memory', 'png', 'roofline',
+    'save', 'timeline']
