@@ -1,9 +1,6 @@
-"""A copy of a hook that links held, added again by each link at its call.
-
-Chainer calls no ``added`` on the copies of a copied link's hooks, and at
-unpickling a copy cannot know which links hold it.  So it waits
-(:class:`Waiting`): each holding link's first call does what ``added(link)``
-does; instance attributes stand over its class's methods until then.
+"""A copied hook, added again by each holding link at its first call:
+Chainer calls no ``added`` on a copied link's hooks (docs/debugging.md,
+"Copies"); instance attributes stand over the class's methods until then.
 """
 
 import weakref

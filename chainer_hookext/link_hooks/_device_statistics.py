@@ -1,10 +1,6 @@
-"""Running statistics of CuPy arrays: one kernel launch per array.
-
-The device side of :mod:`._running_statistics` (docs/debugging.md,
-"`ActivationStatistics`"): each key keeps one float64 state array on the
-device, to which each array adds with one launch, no synchronisation (the
-last block to end merges the blocks' partial rows).  A key's first array
-takes a launch more before it, which sets the shift (its mean).
+"""Running statistics of CuPy arrays (:mod:`._running_statistics`'s
+device side): a float64 state per key, one launch per array, no sync (the
+last block merges the partial rows); a key's first launch sets the shift.
 """
 
 import numpy

@@ -37,8 +37,7 @@ def _cupy_code(array):
 
 
 def forward_cause(args):
-    """The :class:`Cause` of a call's non-finite output: its inputs, then
-    its parameters (a sync per device array)."""
+    """The :class:`Cause` of a non-finite output (syncs per device array)."""
     for prefix, value in (('args', args.args), ('kwargs', args.kwargs)):
         for keys, array in _arrays.walk(value):
             if _non_finite(array):

@@ -43,8 +43,7 @@ def subscribe(listener, steps=False, nodes=False):
 
 
 def unsubscribe(tagger, listener):
-    """Takes back one :func:`subscribe`; returns ``tagger`` while
-    registered, else ``None``."""
+    """Takes back one :func:`subscribe`; returns the tagger or ``None``."""
     if tagger is None:
         return None
     try:
@@ -57,8 +56,7 @@ def unsubscribe(tagger, listener):
 
 
 class Call:
-    """A link call a listener marked: ``keys``, each output array's place;
-    ``grads``, one per position (outputs, then inputs)."""
+    """A marked link call; ``grads``: one per output, then per input."""
 
     __slots__ = ('listener', 'link', 'keys', 'grads', 'waiting', 'started')
 
@@ -80,8 +78,7 @@ class Call:
 
 
 class Marked:
-    """A marked node's tag (docs/internals.md, "The gradients w.r.t. a
-    link's outputs"); ``running``, its tag otherwise."""
+    """A marked node's tag; ``running``: its tag otherwise."""
 
     __slots__ = ('running', 'marks', 'reads')
 
@@ -155,8 +152,7 @@ class OutputGrads(_tagging.NodeTagger):
         function._chainer_hookext_links = tag
 
     def mark(self, listener, link, out, inputs=None):
-        """Marks the nodes that created a call's ``out`` (and ``inputs``,
-        ``(args, kwargs)``); returns the :class:`Call` or ``None``."""
+        """Marks the nodes making ``out`` (and ``inputs``): a Call or None."""
         if isinstance(out, chainer.Variable):
             keys, values = [()], [out]
         else:
@@ -185,8 +181,7 @@ class OutputGrads(_tagging.NodeTagger):
         return call
 
     def watch(self, read, name, out):
-        """Calls ``read((name, key), grad)`` once per output Variable of a
-        call, at its node's step."""
+        """Calls ``read((name, key), grad)`` at each output's node's step."""
         outputs = (((), out),) if isinstance(out, chainer.Variable) else (
             _arrays.walk(out, variables=True))
         for key, value in outputs:
@@ -222,8 +217,7 @@ class OutputGrads(_tagging.NodeTagger):
         return tag, index
 
     def name_of(self, listener, function):
-        """``listener``'s innermost running link at ``function``'s
-        making, or ``None``."""
+        """``listener``'s innermost running link when ``function`` was made."""
         tag = getattr(function, '_chainer_hookext_links', None)
         if type(tag) is Marked:
             tag = tag.running
@@ -284,8 +278,7 @@ class OutputGrads(_tagging.NodeTagger):
             call.listener.call_done(call)
 
     def forward_begins(self):
-        """Does the calls partly seen, outside ``F.forget``'s
-        recomputation."""
+        """Does the calls partly seen (not in ``F.forget``'s recomputing)."""
         if self.started and not _chainer.is_recomputing():
             self.flush()
 

@@ -6,8 +6,7 @@ from chainer_hookext.link_hooks import scoped_link_hook
 
 
 class OutputHook(scoped_link_hook.ScopedLinkHook):
-    """Calls ``process(name, args)`` (``args``: ``forward_postprocess``'s)
-    with each scoped link's name after its forward.
+    """Calls ``process(name, args)`` after each scoped link's forward.
 
     Names come from the scope (``main/predictor/l1``) or the thread's
     running links (``MLP/l1``), told of calls without a scope or with

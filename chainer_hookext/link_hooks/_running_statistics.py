@@ -24,8 +24,7 @@ Row = collections.namedtuple(
 
 
 class Table:
-    """One hook's running values by key; ``key(*key, statistic)``
-    makes the reported keys."""
+    """One hook's running values by key; ``key`` makes reported keys."""
 
     def __init__(self, statistics, key, norm=False):
         self.statistics = statistics
@@ -59,8 +58,7 @@ class Table:
 
 
 def figures(row, count, calls):
-    """``{statistic: float}`` of a :class:`Row` of ``count`` elements in
-    ``calls`` arrays."""
+    """``{statistic: float}`` of a Row: ``count`` values, ``calls`` arrays."""
     mean = row.sum / count  # of the values less the shift
     return {
         'mean': row.shift + mean,
@@ -70,8 +68,7 @@ def figures(row, count, calls):
 
 
 class Running:
-    """Running values of one key of NumPy arrays (rows: ``Row``'s first
-    six)."""
+    """Running values of one key of NumPy arrays."""
 
     __slots__ = ('count', 'calls', 'shift', 'rows', 'norm')
 

@@ -21,8 +21,7 @@ class StatisticsHook(_output_hook.OutputHook):
             names, type(self).report_key, norm=self.norm and 'norm' in names)
 
     def statistics(self) -> dict:
-        """Returns ``{key: float}`` since :meth:`reset` (a host copy per
-        device)."""
+        """Returns ``{key: float}`` since :meth:`reset`."""
         return self._table.values()
 
     def reset(self) -> None:

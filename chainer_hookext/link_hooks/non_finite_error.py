@@ -10,13 +10,11 @@ class NonFiniteError(FloatingPointError):
         iteration (int): The iteration, or ``None`` when unknown.  In
             evaluation, the last update before it.
         phase (str): ``'forward'`` or ``'backward'``.
-        output (str): Which value: ``'output'``, ``'output[0]'`` ... in
-            forward; ``'gradient w.r.t. output 0 of LinearFunction'`` or
-            ``'gradient w.r.t. parameter W'`` in backward.
+        output (str): Which value: ``'output[0]'``, ``'gradient w.r.t.
+            output 0 of LinearFunction'``, ``'gradient w.r.t. parameter W'``.
         kind (str): ``'NaN'``, ``'Inf'`` or ``'NaN and Inf'``.
         hint (str): Where to look (docs/debugging.md, "`NonFiniteGuard`").
-        param (str): Full name of the parameter involved (whose gradient is
-            non-finite, or non-finite and used by a forward), or ``None``.
+        param (str): Full name of the parameter involved, or ``None``.
         mode (str): ``'training'`` or ``'evaluation'``.
 
     >>> print(NonFiniteError('main/l1', 4, 'forward', 'output', 'NaN',

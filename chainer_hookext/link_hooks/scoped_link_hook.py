@@ -123,8 +123,7 @@ no mode to act in: ...
     _with = None  # the registration of ``with hook:``, while in it
 
     def __enter__(self):
-        """Registers the hook in the thread as
-        ``chainer_hookext.<name>`` (the plain name stays free)."""
+        """Registers the hook in the thread as ``chainer_hookext.<name>``."""
         if self._with is not None:
             raise RuntimeError(
                 f'{type(self).__name__}: `with hook:` entered again inside '

@@ -159,17 +159,14 @@ class TimerHook(call_stack.CallStack, scoped_link_hook.ScopedLinkHook):
             timer.forget_running()
 
     def phase_marks(self) -> typing.Optional[marks_module.PhaseMarks]:
-        """The loop's phase marks taking this timer's reads (the host
-        clock's), or ``None``."""
+        """The loop's phase marks taking the host clock's reads, or None."""
         marks = None if self.gpu or self.parts is None else (
             self.parts.phase_marks)
-        if marks is None or marks.reader not in (None, self):
-            return None
-        return marks
+        return None if marks is None or marks.reader not in (
+            None, self) else marks
 
     def start_spans(self, recording: spans.Recording) -> None:
-        """Keeps the span of each call and backward step it times in
-        ``recording``, until :meth:`stop_spans`."""
+        """Keeps each timed call's and step's span in ``recording``."""
         super().start_spans(recording)
         if self._backward_timer is not None:
             self._backward_timer.start_spans(
@@ -229,8 +226,7 @@ class TimerHook(call_stack.CallStack, scoped_link_hook.ScopedLinkHook):
                 'type stay empty.', RuntimeWarning)
 
     def flush(self) -> None:
-        """Ends calls left open by exceptions, resolves CUDA events (in
-        the timed thread only)."""
+        """Ends calls left open, resolves CUDA events (timed thread only)."""
         if self.thread in (None, threading.get_ident()):
             self.flush_calls()
 
@@ -269,8 +265,7 @@ class TimerHook(call_stack.CallStack, scoped_link_hook.ScopedLinkHook):
 
     def total_backward_time(self, mode: typing.Optional[str] = None
                             ) -> float:
-        """Returns the seconds of the backward steps timed, ``'(outside)'``
-        included; 0 without ``backward=True``."""
+        """Returns the backward steps' seconds, ``'(outside)'`` included."""
         root = self._merged('TimerHook.total_backward_time', mode)
         return sum(r.backward for _, r in records.walk(root)) + (
             self._outside(mode).backward)
@@ -278,8 +273,7 @@ class TimerHook(call_stack.CallStack, scoped_link_hook.ScopedLinkHook):
     def entries(self, by: str = 'path', mode: typing.Optional[str] = None
                 ) -> typing.List[records.Entry]:
         """Returns the summary as :class:`~.records.Entry` rows (``key``,
-        ``parent``, the key of the first caller, and :meth:`summary`'s
-        fields)."""
+        ``parent``: the first caller's key, :meth:`summary`'s fields)."""
         _checks.check_choice('TimerHook.summary', 'by', by, tuple(_BY),
                              'a way to key the summary')
         root = self._merged('TimerHook.summary', mode)
