@@ -198,17 +198,15 @@ def write(a, b, found, path, top=10):
         picture = f'<p><img alt="changes" src="data:image/png;base64,{data}">'
     except ImportError as e:
         picture = f'<p>{html.escape(str(e))}</p>'
-    table = rows(found, top)
+    from chainer_hookext.profile import page
+    header, *table = rows(found, top)
     parts = [
         '<!DOCTYPE html>', '<html><head><meta charset="utf-8">',
         '<title>Compared: A and B</title></head><body>',
         '<h1>What changed from A to B</h1>',
         f'<p>A: {html.escape(describe(a))}<br>'
-        f'B: {html.escape(describe(b))}</p>', '<table>'] + [
-        '<tr>' + ''.join(f'<{c}>{html.escape(cell)}</{c}>' for cell in row)
-        + '</tr>' for c, row in [('th', table[0])] + [
-            ('td', r) for r in table[1:]]] + [
-        '</table>', '<p>Spread <i>within</i>: the change is no larger than '
+        f'B: {html.escape(describe(b))}</p>', page._table(header, table),
+        '<p>Spread <i>within</i>: the change is no larger than '
         'the runs\' own spread of the key (docs/profile.md).</p>',
         picture, '</body></html>']
     _files.write_atomic(path, '\n'.join(parts).encode('utf-8'))

@@ -3,6 +3,7 @@ beside it (docs/profile.md, the table of rules).
 """
 
 import collections
+import itertools
 import typing
 
 from chainer_hookext.profile import run as run_module
@@ -126,16 +127,8 @@ def _triggers(run):
 
 
 def _sparser(share):
-    return next(t for t in _steps() if share / t <= TRIGGER_TARGET)
-
-
-def _steps():
-    scale = 1
-    while True:
-        yield 2 * scale
-        yield 5 * scale
-        scale *= 10
-        yield scale
+    steps = (m * 10 ** k for k in itertools.count() for m in (2, 5, 10))
+    return next(t for t in steps if share / t <= TRIGGER_TARGET)
 
 
 def _data(run):
