@@ -1,16 +1,12 @@
 """Formulas of the normalizations."""
 
-from chainer.functions.normalization import batch_normalization
-from chainer.functions.normalization import batch_renormalization
-from chainer.functions.normalization import decorrelated_batch_normalization
-from chainer.functions.normalization import group_normalization
-from chainer.functions.normalization import l2_normalization
-from chainer.functions.normalization import layer_normalization
-from chainer.functions.normalization import local_response_normalization
+from chainer.functions.normalization import (
+    batch_normalization, batch_renormalization,
+    decorrelated_batch_normalization, group_normalization, l2_normalization,
+    layer_normalization, local_response_normalization)
 
 from chainer_hookext.costs.flops import _generic
-from chainer_hookext.costs.flops._registry import Work
-from chainer_hookext.costs.flops._registry import register
+from chainer_hookext.costs.flops._registry import Work, register
 
 _decorrelated = decorrelated_batch_normalization
 _lrn = local_response_normalization
