@@ -1,7 +1,5 @@
 """The one clock of every measurement (:func:`now`; tests replace it here
-only), and the CUDA event queue (docs/internals.md, "How backward time is
-charged to links").
-"""
+only), and the CUDA event queue."""
 
 import collections
 import time

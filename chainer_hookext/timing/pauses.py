@@ -1,7 +1,6 @@
 """Our own work (a pause), taken out of every measurement around it: the
-thread's listeners are told (docs/internals.md, "Layout"; docs/timing.md,
-"`TimedLoop`: where each iteration goes").
-"""
+thread's listeners are told (docs/timing.md, "`TimedLoop`: where each
+iteration goes")."""
 
 import bisect
 import collections

@@ -1,8 +1,6 @@
-"""Time per phase of a training iteration (:class:`PhaseClock`), the garbage
-collector's apart, and the tail of an interval's iterations (docs/timing.md,
-"`TimedLoop`: where each iteration goes", "The tail and the garbage
-collector").
-"""
+"""Time per phase of an iteration, the garbage collector's apart, and the
+tail of an interval's iterations (docs/timing.md, "`TimedLoop`: where each
+iteration goes")."""
 
 import collections
 import random
@@ -37,16 +35,9 @@ _GC_RECENT = 8
 
 
 class PhaseClock:
-    """Seconds per phase, charged to the running phase.
-
-    Attributes:
-        gc (float): Seconds in the garbage collector (inside the phases),
-            but for collections started in an extension's phase or a pause.
-        makes_span (bool): Whether the running phase makes a span when it
-            ends (``False``: an extension not called).
-        span_lists, gc_lists, pause_lists (list): ``Timeline`` lists
-            taking each ended :class:`Span`, :class:`GcSpan`, pause.
-    """
+    """Seconds per phase, charged to the running phase; ``gc``: seconds in
+    the garbage collector but in an extension's phase or a pause; the
+    ``*_lists``: ``Timeline`` lists taking each ended span."""
 
     def __init__(self):
         self.totals = {}
@@ -165,13 +156,8 @@ class PhaseClock:
 
 class IterationTimes:
     """The iterations of an interval: at most ``size`` of their seconds
-    (reservoir sampling, Algorithm R, with a generator seeded ``seed``), the
-    slowest kept apart.
-
-    Attributes:
-        slowest (int): The slowest iteration's number, or ``None``; ``max``
-            its seconds, ``phases`` what ``phases()`` returned for it.
-    """
+    (reservoir sampling, Algorithm R, seeded ``seed``), the ``slowest``'s
+    number, ``max`` seconds and ``phases`` kept apart."""
 
     def __init__(self, size, seed=0):
         self.size = size

@@ -1,8 +1,5 @@
-"""Call trees: a timer's figures, one :class:`CallRecord` per call path,
-merged into stored trees and summed into :class:`Entry` rows, the shape
-every table, key, gather and snapshot is made of (docs/internals.md,
-"Layout" and "Adding a per-link figure").
-"""
+"""Call trees: one :class:`CallRecord` per call path, summed into
+:class:`Entry` rows (docs/internals.md, "Adding a per-link figure")."""
 
 import collections
 

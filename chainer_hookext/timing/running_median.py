@@ -1,7 +1,5 @@
-"""The median of the last values added, in bounded memory: one per part of
-an iteration for ``Timeline``'s outlier traces (docs/timing.md, "Outlier
-traces").
-"""
+"""The median of the last values added, for ``Timeline``'s outlier traces
+(docs/timing.md, "Outlier traces")."""
 
 import bisect
 import collections
