@@ -123,8 +123,7 @@ class NonFiniteHook(_output_hook.OutputHook):
         """Checks the parameters' gradients of ``link`` (~chainer.Link)
         and below (in scope only), between backward and update (clear them
         before backward: Chainer starts them at NaN)."""
-        mode = self.config_train
-        if mode is not None and mode != _chainer.is_train():
+        if self.config_train not in (None, _chainer.is_train()):
             return
         names = self.link_names
         root = link.name or type(link).__name__
@@ -186,9 +185,8 @@ class NonFiniteHook(_output_hook.OutputHook):
     def _record(self, what, name, detail):
         train = _chainer.is_train()
         mode = 'training' if train else 'evaluation'
-        updater = self.updater
-        iteration = None if updater is None else (
-            updater.iteration + (1 if train else 0))
+        iteration = None if self.updater is None else (
+            self.updater.iteration + (1 if train else 0))
         if what == 'forward':
             output = 'output' + ''.join(f'[{k!r}]' for k in detail[0])
             return _Record(name, iteration, 'forward', output, '', None, mode)

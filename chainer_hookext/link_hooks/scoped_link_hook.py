@@ -16,10 +16,9 @@ class ScopedLinkHook(chainer.LinkHook):
     """Base class of link hooks that filter links and modes themselves.
 
     It acts only on the links and in the modes of :meth:`set_scope`, which
-    narrow its own ``train`` / ``eval`` (docs/debugging.md, "Any link hook,
-    for exactly as long as training").  Subclasses read :attr:`link_names`
-    and :attr:`config_train`, or call :meth:`in_scope`; their ``added`` and
-    ``deleted`` call this class's (docs/debugging.md, "Copies").
+    narrow its own ``train`` / ``eval``.  Subclasses read :attr:`link_names`
+    and :attr:`config_train` or call :meth:`in_scope`, and call this class's
+    ``added`` and ``deleted`` (docs/debugging.md, "Copies").
 
     Args:
         train (bool): Act while ``chainer.config.train`` is true.

@@ -53,10 +53,9 @@ class TimerHook(call_stack.CallStack, scoped_link_hook.ScopedLinkHook):
     Args:
         name (str): Name of the hook; ``'TimerHook'`` by default.
         backward (bool): Also time backward per link.
-        flops (bool): Also count FLOPs and bytes per link (needs
-            ``backward=True``).
-        functions (bool): Also split each link's figures by function type
-            (needs ``backward=True``).
+        flops (bool): Also count FLOPs and bytes (needs ``backward``).
+        functions (bool): Also split figures by function type (needs
+            ``backward``).
 
     .. admonition:: Example
 
