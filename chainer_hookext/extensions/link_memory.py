@@ -152,10 +152,9 @@ class LinkMemory(extension.Extension):
         tracer = self.tracer
         tracer.reset()
         tracer.model = self._model
-        tracer.watch_pool = any(
+        tracer.watch_pool = bool(cuda.available) and any(
             isinstance(param.array, cuda.ndarray) for link in self._model
-            for param in link.params(include_uninit=False)) if (
-                cuda.available) else False
+            for param in link.params(include_uninit=False))
         # First: its work is told of before another hook reads the clock.
         self._handle = _registry.add(_chainer.link_hooks(), tracer,
                                      first=True)
