@@ -24,8 +24,8 @@ def print_tree_table(entries, unit, file, header='LinkPath',
                      backward=False, points=None, top=TOP):
     """Prints ``Entry`` rows, parents first, as a tree; ``points``
     (``Roofline.link_points``) adds the roofline's columns."""
-    shown = top_rows(entries, top, lambda e: e.elapsed_time + e.backward_time)
-    left_out, entries = len(entries) - len(shown), shown
+    entries, more = top_rows(entries, top,
+                             lambda e: e.elapsed_time + e.backward_time)
     figures = keys.link_figures(backward)
     fmt = units.formatter(unit, [
         getattr(e, f.field) for e in entries for f in figures])
@@ -45,7 +45,7 @@ def print_tree_table(entries, unit, file, header='LinkPath',
         rows[0] += _ROOFLINE_TITLES[:8 if backward else 4]
         groups += [range(start, start + 4) for start in range(
             len(figures) + 2, len(rows[0]), 4)]
-    _write(rows, file, groups=groups, more=_more(left_out, 'link'))
+    _write(rows, file, groups=groups, more=more)
 
 
 _ROOFLINE_TITLES = ['FLOPs', 'FLOP/s', 'Peak%', 'Bound',
@@ -124,10 +124,9 @@ def print_spread_table(entries, unit, file, header='LinkName',
                        backward=False, top=TOP):
     """Prints ``GatheredEntry`` rows as a tree: the first figure's spread,
     the others' mean."""
-    shown = top_rows(entries, top, lambda e: sum(
+    entries, more = top_rows(entries, top, lambda e: sum(
         e.spreads[field].mean for field in ('elapsed_time', 'backward_time')
         if field in e.spreads))
-    left_out, entries = len(entries) - len(shown), shown
     first, *others = keys.link_figures(backward)
     fmt = units.formatter(unit, [
         s.max for e in entries for s in e.spreads.values()])
@@ -141,7 +140,7 @@ def print_spread_table(entries, unit, file, header='LinkName',
         rows.append(cells + [
             '' if entry.spreads.get(f.field) is None else
             fmt(entry.spreads[f.field].mean) for f in others])
-    _write(rows, file, more=_more(left_out, 'link'))
+    _write(rows, file, more=more)
 
 
 def print_share_table(seconds, whole, unit, file):
@@ -168,9 +167,8 @@ def tree_labels(rows):
 
 def print_memory_table(rows, file, gpu, top=TOP):
     """Prints ``LinkFigures`` rows as a tree; ``gpu`` adds the peaks."""
-    kept = top_rows(rows, top, lambda row: sum(getattr(row, field) or 0 for
-                                               field in _INCLUSIVE_BYTES))
-    left_out, rows = len(rows) - len(kept), kept
+    rows, more = top_rows(rows, top, lambda row: sum(
+        getattr(row, field) or 0 for field in _INCLUSIVE_BYTES))
     shown = [f for f in keys.MEMORY_FIGURES if gpu or not f.gpu]
     table = [['LinkName'] + [f.title for f in shown] + ['ForwardTime']]
     for label, row in zip(tree_labels(rows), rows):
@@ -181,7 +179,7 @@ def print_memory_table(rows, file, gpu, top=TOP):
         time = row.forward_time
         table.append([label] + cells + [
             '' if time is None else f'{time * 1e3:.2f}ms'])
-    _write(table, file, more=_more(left_out, 'link'))
+    _write(table, file, more=more)
 
 
 #: Those of a memory row's figures that hold its descendants' too.
@@ -190,9 +188,9 @@ _INCLUSIVE_BYTES = ('activations', 'params', 'grads', 'optimizer_state')
 
 def top_rows(rows, top, size):
     """The ``top`` rows of the largest ``size(row)`` (``None``: all), with
-    their ancestors, in their order."""
+    their ancestors, in their order, and the line on the others."""
     if top is None or len(rows) <= top:
-        return list(rows)
+        return list(rows), []
     ranked = sorted(range(len(rows)), key=lambda i: -size(rows[i]))
     chosen = set(ranked[:top])
     index = {row.key: i for i, row in enumerate(rows)}
@@ -201,7 +199,8 @@ def top_rows(rows, top, size):
         while parent in index and index[parent] not in chosen:
             chosen.add(index[parent])
             parent = rows[index[parent]].parent
-    return [row for i, row in enumerate(rows) if i in chosen]
+    kept = [row for i, row in enumerate(rows) if i in chosen]
+    return kept, _more(len(rows) - len(kept), 'link')
 
 
 def _more(count, noun):

@@ -1,15 +1,14 @@
 """Formulas of the normalizations."""
 
 from chainer.functions.normalization import (
-    batch_normalization, batch_renormalization,
-    decorrelated_batch_normalization, group_normalization, l2_normalization,
-    layer_normalization, local_response_normalization)
+    batch_normalization, batch_renormalization, group_normalization,
+    l2_normalization, layer_normalization)
+from chainer.functions.normalization import (
+    decorrelated_batch_normalization as _decorrelated,
+    local_response_normalization as _lrn)
 
 from chainer_hookext.costs.flops import _generic
 from chainer_hookext.costs.flops._registry import Work, register
-
-_decorrelated = decorrelated_batch_normalization
-_lrn = local_response_normalization
 
 # Training: mean, variance, normalise, scale and shift.
 register(batch_normalization.BatchNormalization,
