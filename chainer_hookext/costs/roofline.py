@@ -50,11 +50,9 @@ class Roofline:
             intensity >= self.ridge) else 'memory'
         percent = 100.0 * max(rate / self.peaks.flops,
                               byte_rate / self.peaks.bandwidth)
-        if percent < OVERHEAD_PERCENT:
-            bound = 'overhead'
-            label = f'overhead-bound ({percent:.2g}% of the {roof} roof)'
-        else:
-            bound, label = roof, f'{roof}-bound'
+        bound = 'overhead' if percent < OVERHEAD_PERCENT else roof
+        label = f'{roof}-bound' if bound == roof else (
+            f'overhead-bound ({percent:.2g}% of the {roof} roof)')
         return Point(flops, bytes, seconds, rate, intensity, percent, bound,
                      roof, label)
 

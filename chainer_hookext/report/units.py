@@ -29,10 +29,8 @@ def choose_unit(seconds):
     >>> choose_unit(0)
     (1000000000, 'ns')
     """
-    for unit, factor in FACTORS.items():
-        if seconds * factor >= 1:
-            break
-    return factor, unit
+    return next(((factor, unit) for unit, factor in FACTORS.items()
+                 if seconds * factor >= 1), (FACTORS['ns'], 'ns'))
 
 
 def formatter(unit, seconds):
@@ -49,10 +47,8 @@ def formatter(unit, seconds):
             factor, name = choose_unit(value)
             return f'{value * factor:3.2f}{name}'
         return fmt
-    if unit == 'auto':
-        factor, unit = choose_unit(max(seconds, default=0))
-    else:
-        factor = FACTORS[unit]
+    factor, unit = (choose_unit(max(seconds, default=0)) if unit == 'auto'
+                    else (FACTORS[unit], unit))
     return lambda value: f'{value * factor:3.2f}{unit}'
 
 
