@@ -33,12 +33,10 @@ _measured = {}  # {(cache file, key): Peaks}
 
 def cache_path() -> str:
     """Returns the path of the file keeping the peaks measured."""
-    path = os.environ.get(ENVIRONMENT)
-    if path:
-        return path
     root = os.environ.get('XDG_CACHE_HOME') or os.path.join(
         os.path.expanduser('~'), '.cache')
-    return os.path.join(root, 'chainer_hookext', 'peaks.json')
+    return os.environ.get(ENVIRONMENT) or os.path.join(
+        root, 'chainer_hookext', 'peaks.json')
 
 
 def measure(xp=numpy, dtype=numpy.float32, again: bool = False) -> Peaks:
@@ -138,8 +136,7 @@ def _write(path, key, peaks, seconds):
 def _measure(xp, dtype):
     kind = 'cpu' if xp is numpy else 'gpu'
     n, nbytes = _GEMM[kind], _COPY_BYTES[kind]
-    a = xp.ones((n, n), dtype)
-    b = xp.ones((n, n), dtype)
+    a, b = xp.ones((n, n), dtype), xp.ones((n, n), dtype)
     gemm = _best(xp, lambda: xp.matmul(a, b))
     src = xp.ones(nbytes // dtype.itemsize, dtype)
     dst = xp.empty_like(src)
