@@ -6,11 +6,20 @@ import warnings
 
 from chainer import function
 
-from chainer_hookext.costs.flops import (  # NOQA: they register
-    _array, _connection, _elementwise, _loss, _normalization, _not_counted,
-    _pooling, _reduction)
-from chainer_hookext.costs.flops._registry import (
-    Cost, FORMULAS, NOT_COUNTED, Work, not_counted, register)
+from chainer_hookext.costs.flops import _array  # NOQA: registers
+from chainer_hookext.costs.flops import _connection  # NOQA
+from chainer_hookext.costs.flops import _elementwise  # NOQA
+from chainer_hookext.costs.flops import _loss  # NOQA
+from chainer_hookext.costs.flops import _normalization  # NOQA
+from chainer_hookext.costs.flops import _not_counted  # NOQA
+from chainer_hookext.costs.flops import _pooling  # NOQA
+from chainer_hookext.costs.flops import _reduction  # NOQA
+from chainer_hookext.costs.flops._registry import Cost
+from chainer_hookext.costs.flops._registry import FORMULAS
+from chainer_hookext.costs.flops._registry import NOT_COUNTED
+from chainer_hookext.costs.flops._registry import Work
+from chainer_hookext.costs.flops._registry import not_counted
+from chainer_hookext.costs.flops._registry import register
 
 __all__ = ['Cost', 'FORMULAS', 'NOT_COUNTED', 'Work', 'count', 'name_of',
            'not_counted', 'register']

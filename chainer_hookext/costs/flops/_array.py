@@ -5,12 +5,41 @@ import math
 
 import numpy
 
-from chainer.functions.array import (
-    as_strided, broadcast, cast, concat, copy, depth2space, diagonal, dstack,
-    expand_dims, flip, fliplr, flipud, get_item, hstack, im2col, moveaxis, pad,
-    pad_sequence, permutate, repeat, reshape, rollaxis, scatter_add,
-    select_item, separate, space2depth, split_axis, squeeze, stack, swapaxes,
-    tile, transpose, transpose_sequence, vstack, where)
+from chainer.functions.array import as_strided
+from chainer.functions.array import broadcast
+from chainer.functions.array import cast
+from chainer.functions.array import concat
+from chainer.functions.array import copy
+from chainer.functions.array import depth2space
+from chainer.functions.array import diagonal
+from chainer.functions.array import dstack
+from chainer.functions.array import expand_dims
+from chainer.functions.array import flip
+from chainer.functions.array import fliplr
+from chainer.functions.array import flipud
+from chainer.functions.array import get_item
+from chainer.functions.array import hstack
+from chainer.functions.array import im2col
+from chainer.functions.array import moveaxis
+from chainer.functions.array import pad
+from chainer.functions.array import pad_sequence
+from chainer.functions.array import permutate
+from chainer.functions.array import repeat
+from chainer.functions.array import reshape
+from chainer.functions.array import rollaxis
+from chainer.functions.array import scatter_add
+from chainer.functions.array import select_item
+from chainer.functions.array import separate
+from chainer.functions.array import space2depth
+from chainer.functions.array import split_axis
+from chainer.functions.array import squeeze
+from chainer.functions.array import stack
+from chainer.functions.array import swapaxes
+from chainer.functions.array import tile
+from chainer.functions.array import transpose
+from chainer.functions.array import transpose_sequence
+from chainer.functions.array import vstack
+from chainer.functions.array import where
 from chainer.functions.connection import shift
 from chainer.functions.math import identity
 from chainer.functions.rnn import n_step_rnn
@@ -19,7 +48,8 @@ from chainer.utils import conv
 
 from chainer_hookext import _chainer
 from chainer_hookext.costs.flops import _generic
-from chainer_hookext.costs.flops._registry import Work, register
+from chainer_hookext.costs.flops._registry import Work
+from chainer_hookext.costs.flops._registry import register
 
 register(
     reshape.Reshape, transpose.Transpose, swapaxes.Swapaxes,

@@ -5,17 +5,26 @@ import math
 
 import numpy
 
-from chainer.functions.connection import (
-    bilinear, convolution_2d, convolution_nd, deconvolution_2d,
-    deconvolution_nd, embed_id, linear, local_convolution_2d)
+from chainer.functions.connection import bilinear
+from chainer.functions.connection import convolution_2d
+from chainer.functions.connection import convolution_nd
+from chainer.functions.connection import deconvolution_2d
+from chainer.functions.connection import deconvolution_nd
+from chainer.functions.connection import embed_id
+from chainer.functions.connection import linear
+from chainer.functions.connection import local_convolution_2d
 from chainer.functions.loss import negative_sampling
-from chainer.functions.math import matmul, tensordot
+from chainer.functions.math import matmul
+from chainer.functions.math import tensordot
 from chainer.functions.noise import simplified_dropconnect
-from chainer.functions.rnn import lstm, slstm, tree_lstm
+from chainer.functions.rnn import lstm
+from chainer.functions.rnn import slstm
+from chainer.functions.rnn import tree_lstm
 from chainer.links.loss import hierarchical_softmax
 from chainer.utils import conv
 
-from chainer_hookext.costs.flops._registry import Work, register
+from chainer_hookext.costs.flops._registry import Work
+from chainer_hookext.costs.flops._registry import register
 
 
 @register(linear.LinearFunction, keyed_by=())

@@ -4,18 +4,53 @@ functions, noise.  A transcendental or special function (``exp``,
 
 import math
 
-from chainer.functions.activation import (
-    clipped_relu, crelu, elu, hard_sigmoid, leaky_relu, log_softmax, prelu,
-    relu, rrelu, sigmoid, softmax, softplus, swish, tanh)
-from chainer.functions.math import (
-    arctanh, basic_math, clip, digamma, erf, erfc, erfcinv, erfcx, erfinv,
-    exponential, exponential_m1, fmod, hyperbolic, lgamma, linear_interpolate,
-    log_ndtr, logarithm_1p, maximum, minimum, ndtr, ndtri, polygamma, sqrt,
-    square, trigonometric, zeta)
-from chainer.functions.noise import dropout, gaussian, zoneout
+from chainer.functions.activation import clipped_relu
+from chainer.functions.activation import crelu
+from chainer.functions.activation import elu
+from chainer.functions.activation import hard_sigmoid
+from chainer.functions.activation import leaky_relu
+from chainer.functions.activation import log_softmax
+from chainer.functions.activation import prelu
+from chainer.functions.activation import relu
+from chainer.functions.activation import rrelu
+from chainer.functions.activation import sigmoid
+from chainer.functions.activation import softmax
+from chainer.functions.activation import softplus
+from chainer.functions.activation import swish
+from chainer.functions.activation import tanh
+from chainer.functions.math import arctanh
+from chainer.functions.math import basic_math
+from chainer.functions.math import clip
+from chainer.functions.math import digamma
+from chainer.functions.math import erf
+from chainer.functions.math import erfc
+from chainer.functions.math import erfcinv
+from chainer.functions.math import erfcx
+from chainer.functions.math import erfinv
+from chainer.functions.math import exponential
+from chainer.functions.math import exponential_m1
+from chainer.functions.math import fmod
+from chainer.functions.math import hyperbolic
+from chainer.functions.math import lgamma
+from chainer.functions.math import linear_interpolate
+from chainer.functions.math import log_ndtr
+from chainer.functions.math import logarithm_1p
+from chainer.functions.math import maximum
+from chainer.functions.math import minimum
+from chainer.functions.math import ndtr
+from chainer.functions.math import ndtri
+from chainer.functions.math import polygamma
+from chainer.functions.math import sqrt
+from chainer.functions.math import square
+from chainer.functions.math import trigonometric
+from chainer.functions.math import zeta
+from chainer.functions.noise import dropout
+from chainer.functions.noise import gaussian
+from chainer.functions.noise import zoneout
 
 from chainer_hookext.costs.flops import _generic
-from chainer_hookext.costs.flops._registry import Work, register
+from chainer_hookext.costs.flops._registry import Work
+from chainer_hookext.costs.flops._registry import register
 
 _ONE = (
     relu.ReLU, relu.ReLUGrad2, relu.ReLUGradCudnn, dropout.Dropout,

@@ -1,14 +1,25 @@
 """Formulas of losses and evaluation functions."""
 
-from chainer.functions.evaluation import (
-    accuracy, binary_accuracy, classification_summary, r2_score)
-from chainer.functions.loss import (
-    absolute_error, contrastive, cross_covariance, decov, hinge, huber_loss,
-    mean_absolute_error, mean_squared_error, sigmoid_cross_entropy,
-    softmax_cross_entropy, squared_error, triplet)
+from chainer.functions.evaluation import accuracy
+from chainer.functions.evaluation import binary_accuracy
+from chainer.functions.evaluation import classification_summary
+from chainer.functions.evaluation import r2_score
+from chainer.functions.loss import absolute_error
+from chainer.functions.loss import contrastive
+from chainer.functions.loss import cross_covariance
+from chainer.functions.loss import decov
+from chainer.functions.loss import hinge
+from chainer.functions.loss import huber_loss
+from chainer.functions.loss import mean_absolute_error
+from chainer.functions.loss import mean_squared_error
+from chainer.functions.loss import sigmoid_cross_entropy
+from chainer.functions.loss import softmax_cross_entropy
+from chainer.functions.loss import squared_error
+from chainer.functions.loss import triplet
 
 from chainer_hookext.costs.flops import _generic
-from chainer_hookext.costs.flops._registry import Work, register
+from chainer_hookext.costs.flops._registry import Work
+from chainer_hookext.costs.flops._registry import register
 
 # The argmax of a row (1 per element) equal to the label, the mean.
 register(accuracy.Accuracy, keyed_by=())(_generic.elementwise(1))

@@ -1,14 +1,18 @@
 """Formulas of the normalizations."""
 
+from chainer.functions.normalization import batch_normalization
+from chainer.functions.normalization import batch_renormalization
+from chainer.functions.normalization import group_normalization
+from chainer.functions.normalization import l2_normalization
+from chainer.functions.normalization import layer_normalization
 from chainer.functions.normalization import (
-    batch_normalization, batch_renormalization, group_normalization,
-    l2_normalization, layer_normalization)
+    decorrelated_batch_normalization as _decorrelated)
 from chainer.functions.normalization import (
-    decorrelated_batch_normalization as _decorrelated,
     local_response_normalization as _lrn)
 
 from chainer_hookext.costs.flops import _generic
-from chainer_hookext.costs.flops._registry import Work, register
+from chainer_hookext.costs.flops._registry import Work
+from chainer_hookext.costs.flops._registry import register
 
 # Training: mean, variance, normalise, scale and shift.
 register(batch_normalization.BatchNormalization,

@@ -2,12 +2,22 @@
 "Not yet covered"): their nodes count as unknown."""
 
 from chainer.functions.loss import ctc
-from chainer.functions.math import (
-    cholesky, det, einsum, inv, minmax, sparse_matmul)
-from chainer.functions.pooling import (
-    pooling_2d, pooling_nd, roi_average_align_2d, roi_average_pooling_2d,
-    roi_max_align_2d, roi_max_pooling_2d, roi_pooling_2d)
-from chainer.functions.rnn import n_step_gru, n_step_lstm, n_step_rnn
+from chainer.functions.math import cholesky
+from chainer.functions.math import det
+from chainer.functions.math import einsum
+from chainer.functions.math import inv
+from chainer.functions.math import minmax
+from chainer.functions.math import sparse_matmul
+from chainer.functions.pooling import pooling_2d
+from chainer.functions.pooling import pooling_nd
+from chainer.functions.pooling import roi_average_align_2d
+from chainer.functions.pooling import roi_average_pooling_2d
+from chainer.functions.pooling import roi_max_align_2d
+from chainer.functions.pooling import roi_max_pooling_2d
+from chainer.functions.pooling import roi_pooling_2d
+from chainer.functions.rnn import n_step_gru
+from chainer.functions.rnn import n_step_lstm
+from chainer.functions.rnn import n_step_rnn
 from chainer.functions.theano import theano_function
 
 from chainer_hookext.costs.flops._registry import not_counted

@@ -2,15 +2,20 @@
 
 import math
 
-from chainer.functions.array import (
-    resize_images, spatial_transformer_grid, spatial_transformer_sampler)
-from chainer.functions.pooling import (
-    average_pooling_2d, average_pooling_nd, max_pooling_nd, unpooling_2d,
-    unpooling_nd, upsampling_2d)
+from chainer.functions.array import resize_images
+from chainer.functions.array import spatial_transformer_grid
+from chainer.functions.array import spatial_transformer_sampler
+from chainer.functions.pooling import average_pooling_2d
+from chainer.functions.pooling import average_pooling_nd
+from chainer.functions.pooling import max_pooling_nd
+from chainer.functions.pooling import unpooling_2d
+from chainer.functions.pooling import unpooling_nd
+from chainer.functions.pooling import upsampling_2d
 from chainer.utils import conv
 
 from chainer_hookext import _chainer
-from chainer_hookext.costs.flops._registry import Work, register
+from chainer_hookext.costs.flops._registry import Work
+from chainer_hookext.costs.flops._registry import register
 
 
 def _geometry(node):

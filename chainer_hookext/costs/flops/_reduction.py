@@ -2,13 +2,20 @@
 
 import math
 
-from chainer.functions.math import (
-    average, batch_l2_norm_squared, cumprod, cumsum, fft, logsumexp, minmax,
-    prod, sum as sum_module)
+from chainer.functions.math import average
+from chainer.functions.math import batch_l2_norm_squared
+from chainer.functions.math import cumprod
+from chainer.functions.math import cumsum
+from chainer.functions.math import fft
+from chainer.functions.math import logsumexp
+from chainer.functions.math import minmax
+from chainer.functions.math import prod
+from chainer.functions.math import sum as sum_module
 
 from chainer_hookext import _chainer
 from chainer_hookext.costs.flops import _generic
-from chainer_hookext.costs.flops._registry import Work, register
+from chainer_hookext.costs.flops._registry import Work
+from chainer_hookext.costs.flops._registry import register
 
 # One comparison or operation per element.
 register(sum_module.Sum, minmax.Max, minmax.Min, minmax.ArgMax,
