@@ -68,7 +68,7 @@ FUNCTION_FIGURES = (
 def function_figures(backward, flops=False):
     """The :data:`FUNCTION_FIGURES` reported, as :func:`link_figures`."""
     return tuple(f for f in FUNCTION_FIGURES if (
-        backward or not f.backward) and (flops or f.family == TIME))
+        backward or not f.backward) and (flops or f.family != FLOPS))
 
 
 def function_key(mode, function, figure):
@@ -205,7 +205,7 @@ def backward_reported(mode, backward):
 def link_figures(backward, flops=False):
     """The :data:`FIGURES` of a link, with backward and FLOPs ones or not."""
     return tuple(f for f in FIGURES if (backward or not f.backward) and (
-        flops or f.family == TIME))
+        flops or f.family != FLOPS))
 
 
 def reported(mode, key, backward, flops=False):
