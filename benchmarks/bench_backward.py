@@ -116,7 +116,8 @@ class PlainTagTimer(backward.BackwardTimer):
     def forward_preprocess(self, function, in_data):
         rec = self.calls.top
         if rec is self.bottom:
-            rec = None if self._running is None else self._recomputed()
+            rec = None if self._running is None else self._tag_in_step(
+                function, in_data)
         setattr(function, self.tag_name, rec)
 
     def backward_postprocess(self, function, in_data, out_grad):

@@ -23,37 +23,32 @@ class FlopCounter(backward.BackwardTimer):
         rec.flops += cost.flops
         rec.bytes += cost.bytes
 
-    def _tag_outside_calls(self, function, in_data):
-        # Outside every timed link: a node of a step is counted as the
-        # step's backward cost.
+    def _tag_in_step(self, function, in_data):
+        # The timer's tag, and the node's cost charged as the step's
+        # backward cost.
+        if self.paused:  # outside the trainer's update
+            return None
         running = self._running
-        if running is None or self.paused:
-            # outside every timed link and step, or the trainer's update
-            function._chainer_hookext_tag = None
-            return
         try:
             tag = running._chainer_hookext_tag
         except AttributeError:  # created before the hook was registered
             tag = None
         recomputing, backprop = _chainer.step_flags()
-        if recomputing:  # F.forget: its step's own nodes
-            function._chainer_hookext_tag = tag
-        else:  # a gradient node; or a step that raised: forgotten
-            function._chainer_hookext_tag = None
-            # Chainer turns enable_backprop off in a step, unless double
-            # backprop is asked for: then the frames tell.
-            if backprop and _frames.running_step() is not running:
-                self._running = None
-                return
+        # Chainer turns enable_backprop off in a step, unless double
+        # backprop is asked for: then the frames tell a step that raised.
+        if not recomputing and backprop and (
+                _frames.running_step() is not running):
+            self._running = None  # forgotten
+            return None
         rec = self._outside() if tag is None else tag.charged
-        if rec is None:
-            return
-        cost = flops.count(function, in_data)
-        if cost is None:
-            self._add_unknown(rec, function)
-            return
-        rec.backward_flops += cost.flops
-        rec.backward_bytes += cost.bytes
+        if rec is not None:
+            cost = flops.count(function, in_data)
+            if cost is None:
+                self._add_unknown(rec, function)
+            else:
+                rec.backward_flops += cost.flops
+                rec.backward_bytes += cost.bytes
+        return tag if recomputing else None
 
     # -- by function type (FunctionFlopCounter's) ----------------------------
     def node_flops(self, function, in_data):

@@ -56,16 +56,13 @@ class BackwardTimer(_tagging.NodeTagger):
         # "Adding a per-link figure").
         rec = self.calls.top
         if rec is self.bottom:
-            return self._tag_outside_calls(function, in_data)
+            function._chainer_hookext_tag = (
+                None if self._running is None
+                else self._tag_in_step(function, in_data))
+            return
         function._chainer_hookext_tag = rec
         if self.counts_flops:
             self.count_cost(rec.charged, function, in_data)
-
-    def _tag_outside_calls(self, function, in_data):
-        # A node made in a step (F.forget's recomputation, a gradient
-        # node) or outside every timed link.
-        function._chainer_hookext_tag = (
-            None if self._running is None else self._recomputed())
 
     def backward_preprocess(self, function, in_data, out_grad):
         if self.paused:  # outside a trainer's update
@@ -120,10 +117,11 @@ class BackwardTimer(_tagging.NodeTagger):
         return (function, running)
 
     # -- F.forget ----------------------------------------------------------
-    def _recomputed(self):
-        # A node created inside a step: the step's tag when it recomputes
-        # (F.forget), else none (a gradient node); the step then forgotten
-        # unless function types are timed (they need to know a step runs).
+    def _tag_in_step(self, function, in_data):
+        # The tag of a node created inside a step: the step's when it
+        # recomputes (F.forget), else none (a gradient node); the step then
+        # forgotten unless function types are timed (they need to know a
+        # step runs).
         if not _chainer.is_recomputing():
             if not self.functions:
                 self._running = None
@@ -188,7 +186,7 @@ class BackwardTimer(_tagging.NodeTagger):
         self._open.append(OpenForward(function, one, clock.now(), rec))
 
     def _function_outside_links(self, function, in_data):
-        self._tag_outside_calls(function, in_data)
+        self._tag_node(function, in_data)
         if self._running is not None:  # applied in a step: the step's
             self.step_node_applied(function, in_data)
             return
