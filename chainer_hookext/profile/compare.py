@@ -34,7 +34,7 @@ def figures(entry):
     """``{key: number}`` of a log entry's keys of ours, spreads left out."""
     spread = keys.spread_keys(entry)
     return {key: value for key, value in entry.items()
-            if key.startswith(run_module.FAMILIES) and key not in spread
+            if key.startswith(keys.TRAIN_PREFIXES) and key not in spread
             and key not in _NOT_FIGURES and isinstance(value, (int, float))}
 
 

@@ -75,7 +75,7 @@ def _links(run):
     from chainer_hookext import plots
     out = ['<h2 id="links">Time per link</h2>'] + _figure(
         plots.link_time, run.log, names)
-    entry = run_module.last_entry(run, keys.TIME + '/')
+    entry = run_module.last_entry(run, keys.prefix('train', keys.TIME))
     if entry is not None:
         seconds = findings_module.link_seconds(entry, names)
         out += ['<p>Self time per training iteration, last report:</p>',
@@ -132,7 +132,7 @@ def _roofline(run):
 
 
 def _memory(run):
-    if run_module.last_entry(run, keys.MEMORY + '/') is None:
+    if run_module.last_entry(run, keys.prefix('train', keys.MEMORY)) is None:
         return []
     from chainer_hookext import plots
     names = findings_module.link_names(run) or [

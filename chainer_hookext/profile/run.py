@@ -25,8 +25,6 @@ _TRACE = re.compile(r'(outlier_)?iteration_(\d+)(?:_rank\d+)?\.json(?:\.gz)?$')
 #: ``log``: LogReport's entries; ``traces``: Timeline's files, windows first.
 Run = collections.namedtuple('Run', ('out', 'log', 'profile', 'traces'))
 
-FAMILIES = (keys.TIME + '/', keys.FLOPS + '/', keys.MEMORY + '/')
-
 
 class RunError(ValueError):
     """A result folder that cannot be read as a run."""
@@ -126,10 +124,11 @@ def from_folder(out):
                        'extend the trainer with extensions.LogReport()')
     log = _read_json(path, _LOG_KIND)
     _check_shape(path, log, [_LOG_ENTRY], _LOG_KIND)
-    if not any(key.startswith(FAMILIES) for entry in log for key in entry):
+    ours = keys.TRAIN_PREFIXES
+    if not any(key.startswith(ours) for entry in log for key in entry):
         raise RunError(
             f'{path}: no key of chainer_hookext in it '
-            f'({", ".join(FAMILIES)}...); train with TimedLinks, TimedLoop '
+            f'({", ".join(ours)}...); train with TimedLinks, TimedLoop '
             'or LinkMemory and LogReport')
     profile = {}
     path = os.path.join(out, PROFILE_FILE)
@@ -352,7 +351,7 @@ def _check_shape(path, value, shape, kind, where=''):
             elif isinstance(shape, _Object) and key in shape.fields:
                 inner(key, item, shape.fields[key])
             elif isinstance(shape, _OurKeys) and (
-                    key in shape or key.startswith(FAMILIES)):
+                    key in shape or key.startswith(keys.TRAIN_PREFIXES)):
                 inner(key, item, shape.get(key, _NUMBER))
     elif not isinstance(value, shape) or (
             shape is _NUMBER and isinstance(value, bool)):

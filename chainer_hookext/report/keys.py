@@ -197,6 +197,11 @@ def prefix(mode, family=TIME):
     return ('' if mode == 'train' else EVAL_PREFIX) + family + '/'
 
 
+#: The prefixes of the package's training-mode keys, one per family.
+TRAIN_PREFIXES = tuple(prefix('train', family)
+                       for family in (TIME, FLOPS, MEMORY))
+
+
 def backward_reported(mode, backward):
     """Whether backward figures are reported (evaluation has none)."""
     return backward and mode == 'train'
