@@ -186,9 +186,14 @@ class TimerHook(call_stack.CallStack, scoped_link_hook.ScopedLinkHook):
         super().set_scope(link_names, train=train, eval=eval)
 
     def add_root(self, link: chainer.Link, path: str = '/') -> None:
-        """Takes the paths of ``link``'s tree from ``link`` at ``path``
-        (made unique, ``'/#2'``, when another root has it), not from each
-        call's outermost link, until the hook is next removed."""
+        """Takes the paths of ``link``'s tree from ``link``, not from each
+        call's outermost link, until the hook is next removed.
+
+        Args:
+            link (~chainer.Link): The root.
+            path (str): Its path; made unique (``'/#2'``) when another root
+                has it.
+        """
         if not isinstance(link, chainer.Link):
             raise TypeError(f'`TimerHook.add_root(link={link!r})` needs a '
                             'chainer.Link, e.g. the model.')
