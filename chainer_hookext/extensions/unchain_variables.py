@@ -49,7 +49,9 @@ class UnchainVariables(extension.Extension):
             self._flag_at_update_start = True
 
     def trigger(self, trainer):
-        """Whether this iteration's observation may hold graphs."""
+        """Whether this iteration's observation may hold graphs:
+        ``keep_graph_on_report`` was on during the update or is on now, or
+        ``always`` is set."""
         # Not chainer.config's LocalConfig.__getattr__ (about 500 ns).
         flag = _chainer.keeps_graph_on_report()
         due = self._flag_at_update_start or flag or self.always
