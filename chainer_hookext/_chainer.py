@@ -12,6 +12,9 @@ from chainer import configuration
 _local = configuration.config._local
 _global = configuration.global_config
 
+# Read directly, for speed, where named: ``Variable._node`` and
+# ``VariableNode._creator_node`` (link_hooks/_output_grads.py, per link call).
+
 # No postprocess runs for a forward or backward step that raises: the slow
 # paths find running calls by these frames (a step's local ``func``).
 LINK_CALL_CODE = chainer.Link.__call__.__code__
