@@ -8,6 +8,7 @@ import html
 import os
 
 from chainer_hookext import _files
+from chainer_hookext.profile import page
 from chainer_hookext.profile import run as run_module
 from chainer_hookext.report import keys
 from chainer_hookext.report import units
@@ -198,14 +199,13 @@ def write(a, b, found, path, top=10):
         picture = f'<p><img alt="changes" src="data:image/png;base64,{data}">'
     except ImportError as e:
         picture = f'<p>{html.escape(str(e))}</p>'
-    from chainer_hookext.profile import page
     header, *table = rows(found, top)
     parts = [
         '<!DOCTYPE html>', '<html><head><meta charset="utf-8">',
         '<title>Compared: A and B</title></head><body>',
         '<h1>What changed from A to B</h1>',
         f'<p>A: {html.escape(describe(a))}<br>'
-        f'B: {html.escape(describe(b))}</p>', page._table(header, table),
+        f'B: {html.escape(describe(b))}</p>', page.html_table(header, table),
         '<p>Spread <i>within</i>: the change is no larger than '
         'the runs\' own spread of the key (docs/profile.md).</p>',
         picture, '</body></html>']

@@ -36,7 +36,7 @@ def render(run):
              f'<style>{_STYLE}</style></head><body>',
              f'<h1>Profile of <code>{_text(run.out)}</code></h1>']
     if config:
-        parts.append(_table(['', ''], [
+        parts.append(html_table(['', ''], [
             [what, config.get(key)] for what, key in (
                 ('model', 'model'), ('optimizer', 'optimizer'),
                 ('batch size', 'batch_size'), ('iteration', 'iteration'),
@@ -79,7 +79,7 @@ def _links(run):
     if entry is not None:
         seconds = findings_module.link_seconds(entry, names)
         out += ['<p>Self time per training iteration, last report:</p>',
-                _table(['link', 'forward', 'backward'], [
+                html_table(['link', 'forward', 'backward'], [
                     [name, units.seconds(f), units.seconds(b)]
                     for name, (f, b) in seconds.items() if f or b])]
     return out
@@ -94,7 +94,7 @@ def _functions(run):
            '<p>Whole run, every link together '
            '(<code>TimedLinks(functions=True)</code>):</p>']
     flops = any('flops' in row for row in types.values())
-    out.append(_table(
+    out.append(html_table(
         ['type', 'forward', 'backward', 'nodes'] + (
             ['FLOPs', 'backward FLOPs'] if flops else []),
         [[name, units.seconds(row['time']),
@@ -118,7 +118,7 @@ def _functions(run):
                          units.seconds(link['rest_time']), ''])
     if rows:
         out += ['<p>Each link\'s self time by type, whole run:</p>',
-                _table(['link / type', 'forward', 'backward'], rows)]
+                html_table(['link / type', 'forward', 'backward'], rows)]
     return out
 
 
@@ -158,7 +158,7 @@ def _memory_over_time(run):
                    'the largest parts then (activations by the link whose '
                    'forward made them, the rest by the parameter\'s '
                    'link):</p>')
-        out.append(_table(['link', 'category', 'bytes'], [
+        out.append(html_table(['link', 'category', 'bytes'], [
             [h.get('holder'), h.get('category'),
              units.nbytes(h.get('bytes', 0))] for h in peak.holders]))
     measured = run.profile.get('memory_peak')
@@ -204,7 +204,7 @@ def _statistics(run, field, statistic, key_of, heading):
     out.append(f'<p>Last report, the {min(len(rows), TABLE_TOP)} links with '
                f'the largest {_text(drawn)} of {len(rows)} (a link\'s single '
                f'output):</p>')
-    out.append(_table(['link'] + statistics, [
+    out.append(html_table(['link'] + statistics, [
         [name] + [_number(entry.get(key_of(name, (), s)))
                   for s in statistics] for name in rows[:TABLE_TOP]]))
     return out
@@ -255,7 +255,8 @@ def _figure(draw, *args):
     return [f'<p><img alt="{alt}" src="data:image/png;base64,{data}"></p>']
 
 
-def _table(header, rows):
+def html_table(header, rows):
+    """An HTML table of ``header`` and ``rows``, each cell escaped."""
     return '\n'.join(['<table>'] + [
         '<tr>' + ''.join(f'<{c}>{_text(x)}</{c}>' for x in row) + '</tr>'
         for c, row in [('th', header)] + [('td', r) for r in rows]] + [
