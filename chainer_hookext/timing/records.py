@@ -213,7 +213,9 @@ def entries(root, by):
     def visit(record, parent_key, ancestors):  # the sub-tree's COUNTS
         own = record.elapsed - sum(c.elapsed for c in record.children.values())
         key = getattr(record.labels, by)
-        row = sums.setdefault(key, _Sums(key, parent_key))
+        row = sums.get(key)
+        if row is None:  # not setdefault: no row made per record
+            row = sums[key] = _Sums(key, parent_key)
         tree = [getattr(record, count.attribute) for count in COUNTS]
         for child in record.children.values():
             tree = [a + b for a, b in zip(
@@ -246,7 +248,10 @@ def function_entries(root, by, outside=None):
         counted.append((OUTSIDE, outside))
     for key, record in counted:
         for one in (record.functions or {}).values():
-            sums.setdefault((key, one.name), FunctionRecord(one.name)).add(one)
+            row = sums.get((key, one.name))
+            if row is None:
+                row = sums[key, one.name] = FunctionRecord(one.name)
+            row.add(one)
     return [FunctionEntry(key, name, one.forward, one.backward, one.count,
                           one.flops, one.backward_flops)
             for (key, name), one in sums.items()]
@@ -262,7 +267,9 @@ def class_entries(root):
             visit(child)
         own = record.elapsed - sum(c.elapsed for c in record.children.values())
         key = record.labels.class_name
-        row = sums.setdefault(key, _Sums(key, None))
+        row = sums.get(key)
+        if row is None:
+            row = sums[key] = _Sums(key, None)
         row.elapsed_time += record.elapsed
         row.self_time += max(own, 0.0)
         row.occurrence += record.count
