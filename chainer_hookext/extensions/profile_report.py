@@ -62,7 +62,10 @@ class ProfileReport(extension.Extension):
         self.comm = comm
         self._trainer = None
         self._failed = False
-        self._budget = None
+        self._started = None  # the run's start, for the pages' share
+        self._spent = 0.0  # the seconds of the pages drawn at the trigger
+        self._last = None  # the last page's seconds
+        self._told = False  # a skip was said
         self._drawn = None  # of the last page
         self._interrupted = False  # a Ctrl-C stopped a drawing
         self._said = False
@@ -84,9 +87,9 @@ class ProfileReport(extension.Extension):
         self._start_run(trainer)
 
     def _start_run(self, trainer):
-        self._budget = _Budget(clock.now())
+        self._started, self._spent, self._last = clock.now(), 0.0, None
         self._drawn = None
-        self._interrupted = self._said = False
+        self._interrupted = self._said = self._told = False
         self._forget_loop()
         # Drawn when the loop ends, before any finalize (one may raise).
         self._loop = training_loop.TrainingLoop.install(
@@ -107,20 +110,22 @@ class ProfileReport(extension.Extension):
     def __call__(self, trainer: chainer.training.Trainer) -> None:
         if self.comm is not None and self.comm.rank != 0:
             return
-        if self._budget is None:  # called outside a run
-            self._budget = _Budget(clock.now())
-        budget = self._budget
+        if self._started is None:  # called outside a run
+            self._started = clock.now()
         start = clock.now()
-        if not budget.allows(start, self.max_share, self.first_draw_seconds):
-            if not budget.told:
-                budget.told = True
+        # Whether a page as long as the last (or the first's) stays in share.
+        last = self.first_draw_seconds if self._last is None else self._last
+        if self._spent + last > self.max_share * (start - self._started):
+            if not self._told:
+                self._told = True
                 console.write([
                     f'ProfileReport: skips drawing while it would pass '
                     f'{self.max_share:.0%} of the training\'s time; draws '
                     f'when training ends.'], sys.stderr)
             return
         if self._write(trainer):
-            budget.add(clock.now() - start)
+            self._last = clock.now() - start
+            self._spent += self._last
 
     def on_error(self, trainer: chainer.training.Trainer,
                  exc: BaseException, tb: typing.Any) -> None:
@@ -186,23 +191,3 @@ class ProfileReport(extension.Extension):
         console.write([
             f'ProfileReport: Ctrl-C while drawing: {kept}; redraw: '
             f'python -m chainer_hookext report {trainer.out}'], sys.stderr)
-
-
-class _Budget:
-    # The time of the pages drawn at the trigger in one run.
-    __slots__ = ('started', 'spent', 'last', 'told')
-
-    def __init__(self, started):
-        self.started = started
-        self.spent = 0.0
-        self.last = None  # the last page's seconds
-        self.told = False  # a skip was said
-
-    def allows(self, now, share, first):
-        # Whether a page as long as the last (or ``first``) stays in share.
-        return self.spent + (first if self.last is None else self.last) <= (
-            share * (now - self.started))
-
-    def add(self, seconds):
-        self.spent += seconds
-        self.last = seconds
