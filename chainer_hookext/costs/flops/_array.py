@@ -64,12 +64,18 @@ register(
     n_step_rnn.CudnnRNNWeightConcat, keyed_by=())(_generic.gather_copy)
 # Its forward and its backward apply the nodes it wraps, each counted.
 register(forget.Forget)(_generic.nothing)
-
-
-@register(broadcast.BroadcastTo, keyed_by=(_chainer.NODE_SHAPE,))
-def _broadcast_to(node, in_data):
-    # a view: bytes only
-    return Work(0, math.prod(getattr(node, _chainer.NODE_SHAPE)))
+# Views and gy into zeros: bytes only.
+for cls, attribute in (
+        (broadcast.BroadcastTo, _chainer.NODE_SHAPE),
+        (select_item.Assign, 'shape'), (as_strided.AsStrided, 'shape'),
+        (diagonal.DiagonalGrad, 'out_shape')):
+    register(cls, keyed_by=(attribute,))(_generic.shaped(attribute))
+# Scatter-adds of gy into zeros of the input's shape (col2im, repeats).
+for cls, attribute in ((get_item.GetItemGrad, _chainer.NODE_IN_SHAPE),
+                       (im2col.Im2ColGrad, 'in_shape'),
+                       (repeat.RepeatGrad, 'in_shape')):
+    register(cls, keyed_by=(attribute,))(
+        _generic.shaped(attribute, scatter=True))
 
 
 @register(broadcast.Broadcast, keyed_by=())
@@ -115,12 +121,6 @@ def _indexed_size(shape, slices):
     return view.size * math.prod(numpy.broadcast_shapes(*advanced))
 
 
-@register(get_item.GetItemGrad, keyed_by=(_chainer.NODE_IN_SHAPE,))
-def _get_item_grad(node, in_data):
-    gy, = in_data  # a scatter-add of gy into zeros of the input's shape
-    return Work(gy.size, math.prod(getattr(node, _chainer.NODE_IN_SHAPE)))
-
-
 @register(scatter_add.ScatterAdd, keyed_by=())
 def _scatter_add(node, in_data):
     a, b = in_data  # b added into a copy of a
@@ -133,27 +133,10 @@ def _as_strided_grad(node, in_data):
     return Work(gy.size, math.prod(node.input_geometry.shape))
 
 
-@register(im2col.Im2ColGrad, keyed_by=('in_shape',))
-def _im2col_grad(node, in_data):
-    gy, = in_data  # col2im: each patch element added back
-    return Work(gy.size, math.prod(node.in_shape))
-
-
-@register(repeat.RepeatGrad, keyed_by=('in_shape',))
-def _repeat_grad(node, in_data):
-    gy, = in_data  # the repeats summed back
-    return Work(gy.size, math.prod(node.in_shape))
-
-
 @register(select_item.SelectItem, keyed_by=())
 def _select_item(node, in_data):
     x, t = in_data  # a gather of one element per row: bytes only
     return Work(0, t.size)
-
-
-@register(select_item.Assign, keyed_by=('shape',))
-def _assign(node, in_data):
-    return Work(0, math.prod(node.shape))  # gy into zeros: bytes only
 
 
 @register(where.Where)
@@ -164,20 +147,10 @@ def _where(node, in_data):
     return Work(outputs, outputs)  # a select per element
 
 
-@register(as_strided.AsStrided, keyed_by=('shape',))
-def _as_strided(node, in_data):
-    return Work(0, math.prod(node.shape))
-
-
 @register(diagonal.Diagonal, keyed_by=('offset', 'axis1', 'axis2'))
 def _diagonal(node, in_data):
     view = numpy.broadcast_to(numpy.int8(0), in_data[0].shape)
     return Work(0, view.diagonal(node.offset, node.axis1, node.axis2).size)
-
-
-@register(diagonal.DiagonalGrad, keyed_by=('out_shape',))
-def _diagonal_grad(node, in_data):
-    return Work(0, math.prod(node.out_shape))  # gy into zeros
 
 
 @register(im2col.Im2Col, keyed_by=(

@@ -23,6 +23,7 @@ from chainer.functions.rnn import tree_lstm
 from chainer.links.loss import hierarchical_softmax
 from chainer.utils import conv
 
+from chainer_hookext.costs.flops import _generic
 from chainer_hookext.costs.flops._registry import Work
 from chainer_hookext.costs.flops._registry import register
 
@@ -129,10 +130,9 @@ def _embed_id(node, in_data):
     return Work(0, x.size * W.shape[1])  # a gather: bytes only
 
 
-@register(embed_id.EmbedIDGrad, keyed_by=('w_shape',))
-def _embed_id_grad(node, in_data):
-    x, gy = in_data  # a scatter-add of gy into gW
-    return Work(gy.size, node.w_shape[0] * node.w_shape[1])
+# A scatter-add of gy into gW.
+register(embed_id.EmbedIDGrad, keyed_by=('w_shape',))(
+    _generic.shaped('w_shape', scatter=True))
 
 
 @register(bilinear.BilinearFunction, keyed_by=())
@@ -219,29 +219,14 @@ def _tensordot(node, in_data):
     return Work(2 * rows * k * columns, rows * columns)
 
 
-# Recurrent cells: an activation (sigmoid, tanh) counts 1 per unit.
-@register(lstm.LSTM, keyed_by=())
-def _lstm(node, in_data):
-    c, x = in_data  # 4 gates: 3 sigmoids, 2 tanh, 3 mul, 1 add per unit
-    return Work(9 * c.size, 2 * c.size)
-
-
-@register(lstm.LSTMGrad, keyed_by=())
-def _lstm_grad(node, in_data):
-    c = in_data[0]
-    return Work(14 * c.size, 5 * c.size)
-
-
-@register(slstm.SLSTM, keyed_by=())
-def _slstm(node, in_data):
-    c = in_data[0]  # 3 gate sums, 6 activations, 4 products, 2 sums
-    return Work(15 * c.size, 2 * c.size)
-
-
-@register(slstm.SLSTMGrad, keyed_by=())
-def _slstm_grad(node, in_data):
-    c = in_data[0]  # the gradients of the 4 + 4 gate inputs and 2 cells
-    return Work(22 * c.size, 10 * c.size)
+# Recurrent cells: an activation (sigmoid, tanh) counts 1 per unit.  LSTM:
+# 4 gates, 3 sigmoids, 2 tanh, 3 mul, 1 add per unit; SLSTM: 3 gate sums, 6
+# activations, 4 products, 2 sums; its gradient: the 4 + 4 gate inputs' and
+# the 2 cells'.
+register(lstm.LSTM, keyed_by=())(_generic.copy_with(9, 2))
+register(lstm.LSTMGrad, keyed_by=())(_generic.copy_with(14, 5))
+register(slstm.SLSTM, keyed_by=())(_generic.copy_with(15, 2))
+register(slstm.SLSTMGrad, keyed_by=())(_generic.copy_with(22, 10))
 
 
 @register(tree_lstm.TreeLSTM, keyed_by=())

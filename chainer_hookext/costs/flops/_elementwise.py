@@ -125,6 +125,8 @@ register(trigonometric.Arctan2Grad,
 # gp = gz (x - y), gx = gz p, gy = gz - gx
 register(linear_interpolate.LinearInterpolateGrad,
          keyed_by=())(_generic.elementwise(4, outputs=3))
+# max(x, 0) and max(-x, 0), concatenated
+register(crelu.CReLU, keyed_by=())(_generic.copy_with(3, 2))
 
 
 @register(basic_math.MultiAdd, keyed_by=())
@@ -138,12 +140,6 @@ def _clip(node, in_data):
     x = in_data[0]  # a maximum with x_min and a minimum with x_max (or one)
     bounds = (node.x_min is not None) + (node.x_max is not None)
     return Work(bounds * x.size, x.size)
-
-
-@register(crelu.CReLU, keyed_by=())
-def _crelu(node, in_data):
-    x = in_data[0]  # max(x, 0) and max(-x, 0), concatenated
-    return Work(3 * x.size, 2 * x.size)
 
 
 @register(prelu.PReLUFunctionGrad, keyed_by=())

@@ -69,10 +69,21 @@ def nothing(node, in_data):
     return Work(0, 0)
 
 
-def copy_with(per_element):
-    """A node of its input's shape, ``per_element`` FLOPs per element."""
+def copy_with(per_element, outputs=1):
+    """``per_element`` FLOPs, ``outputs`` outputs per first input element."""
     def formula(node, in_data):
-        x = in_data[0]
-        return Work(per_element * x.size, x.size)
-    formula.__qualname__ = f'copy_with({per_element})'
+        n = in_data[0].size
+        return Work(per_element * n, outputs * n)
+    formula.__qualname__ = (f'copy_with({per_element})' if outputs == 1
+                            else f'copy_with({per_element}, {outputs})')
+    return formula
+
+
+def shaped(attribute, scatter=False):
+    """Outputs of the shape ``node.<attribute>``: bytes only, or with
+    ``scatter`` an addition per element of the last input (gy)."""
+    def formula(node, in_data):
+        return Work(in_data[-1].size if scatter else 0,
+                    math.prod(getattr(node, attribute)))
+    formula.__qualname__ = f'shaped({attribute!r}, {scatter})'
     return formula

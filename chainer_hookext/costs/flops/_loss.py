@@ -23,11 +23,10 @@ from chainer_hookext.costs.flops._registry import register
 
 # The argmax of a row (1 per element) equal to the label, the mean.
 register(accuracy.Accuracy, keyed_by=())(_generic.elementwise(1))
-# x0 - x1, its square or absolute value.
+# x0 - x1, its square or absolute value; y >= 0 (or > 0 for
+# probabilities) equal to t, and their mean.
 register(squared_error.SquaredError, absolute_error.AbsoluteError,
-         keyed_by=())(_generic.elementwise(2))
-# y >= 0 (or > 0 for probabilities) equal to t, and their mean.
-register(binary_accuracy.BinaryAccuracy, keyed_by=())(_generic.elementwise(2))
+         binary_accuracy.BinaryAccuracy, keyed_by=())(_generic.elementwise(2))
 
 
 def _to_one(per_element):
@@ -38,25 +37,21 @@ def _to_one(per_element):
     return formula
 
 
-# difference, its dot product with itself, a division
-register(mean_squared_error.MeanSquaredError, keyed_by=())(_to_one(3))
-# difference, absolute value, sum, a division
-register(mean_absolute_error.MeanAbsoluteError, keyed_by=())(_to_one(3))
+# difference, its dot product with itself (or absolute value, sum), a
+# division
+register(mean_squared_error.MeanSquaredError,
+         mean_absolute_error.MeanAbsoluteError, keyed_by=())(_to_one(3))
 # the mean of y, y - it squared and summed, 1 - the residuals' ratio
 register(r2_score.R2_score, keyed_by=())(_to_one(7))
+# softmax (3 per element), minus one-hot, scale
+register(softmax_cross_entropy._SoftmaxCrossEntropyGrad_NoDoubleBackprop,
+         keyed_by=())(_generic.copy_with(5))
 
 
 @register(softmax_cross_entropy.SoftmaxCrossEntropy, keyed_by=())
 def _softmax_cross_entropy(node, in_data):
     x = in_data[0]  # log-softmax (4 per element) and the picked mean
     return Work(4 * x.size + x.shape[0], 1)
-
-
-@register(softmax_cross_entropy._SoftmaxCrossEntropyGrad_NoDoubleBackprop,
-          keyed_by=())
-def _softmax_cross_entropy_grad(node, in_data):
-    x = in_data[0]  # softmax (3 per element), minus one-hot, scale
-    return Work(5 * x.size, x.size)
 
 
 @register(sigmoid_cross_entropy.SigmoidCrossEntropy,

@@ -21,6 +21,11 @@ from chainer_hookext.costs.flops._registry import register
 register(sum_module.Sum, minmax.Max, minmax.Min, minmax.ArgMax,
          minmax.ArgMin, prod.Prod, keyed_by=('axis',))(_generic.reduction)
 register(cumsum.Cumsum, cumprod.Cumprod, keyed_by=())(_generic.copy_with(1))
+# Cumprodsum: z[i] = z[i-1] xmul[i] + xadd[i]; BatchL2NormSquaredGrad: 2 x gy.
+register(cumprod.Cumprodsum, batch_l2_norm_squared.BatchL2NormSquaredGrad,
+         keyed_by=())(_generic.copy_with(2))
+register(sum_module.SumTo, keyed_by=(_chainer.NODE_SHAPE,))(
+    _generic.shaped(_chainer.NODE_SHAPE, scatter=True))
 
 
 @register(average.Mean, keyed_by=('axis',))
@@ -28,17 +33,6 @@ def _mean(node, in_data):
     flops, outputs = _generic.reduction(node, in_data)
     # The sum, then a division per output.
     return Work(flops + outputs, outputs)
-
-
-@register(sum_module.SumTo, keyed_by=(_chainer.NODE_SHAPE,))
-def _sum_to(node, in_data):
-    return Work(in_data[0].size, math.prod(getattr(node, _chainer.NODE_SHAPE)))
-
-
-@register(cumprod.Cumprodsum, keyed_by=())
-def _cumprodsum(node, in_data):
-    xmul, xadd = in_data  # z[i] = z[i-1] xmul[i] + xadd[i]
-    return Work(2 * xmul.size, xmul.size)
 
 
 @register(logsumexp.LogSumExp, keyed_by=('axis',))
@@ -52,12 +46,6 @@ def _logsumexp(node, in_data):
 def _batch_l2_norm_squared(node, in_data):
     x = in_data[0]  # a square and a sum per element
     return Work(2 * x.size, x.shape[0])
-
-
-@register(batch_l2_norm_squared.BatchL2NormSquaredGrad, keyed_by=())
-def _batch_l2_norm_squared_grad(node, in_data):
-    x, gy = in_data  # 2 x gy
-    return Work(2 * x.size, x.size)
 
 
 @register(fft.FFT, keyed_by=())
