@@ -98,15 +98,12 @@ class Timeline(loop_phases.LoopExtension):
         self._timer = timer.TimerHook(name='Timeline', backward=True,
                                       functions=functions)
         self._recorder = _timeline_recorder.Recorder(self._timer)
-        self._window = None
-        self._done = None  # a window recorded, not written yet
         self._plan = None
+        self._discard()  # no window, no outlier
         self._iteration_starts = []  # the window's [(number, start)]
         self._unix_start = None
         self._outliers = None if rule is None else (
             _timeline_outliers.OutlierRule(rule, max_outliers))
-        self._started = self._ended = self._previous = None
-        self._unwritten = []  # _Outlier, written outside windows
         self._own_phase = None
         self._loaded = False  # a snapshot loaded since the last run
         self._failed = False
@@ -289,17 +286,15 @@ class Timeline(loop_phases.LoopExtension):
         verdict = self._outliers.outlier(ended, previous, self._own_phase)
         if verdict is not None:  # counted now: max_outliers holds
             self._outliers.written += 1
-            self._unwritten.append(_Outlier(ended, previous, verdict))
+            self._unwritten.append((ended, previous, verdict))
 
     def _write_outliers(self):
         unwritten, self._unwritten = self._unwritten, []
-        for outlier in unwritten:
+        for iteration, previous, verdict in unwritten:
             events, other = _timeline_outliers.outlier_trace(
-                outlier.iteration, outlier.previous, outlier.verdict,
-                self._rank())
-            if not self._write(
-                    f'outlier_iteration_{outlier.iteration.number}',
-                    events, other):
+                iteration, previous, verdict, self._rank())
+            if not self._write(f'outlier_iteration_{iteration.number}',
+                               events, other):
                 self._outliers.written -= 1
 
     def release(self):
@@ -334,9 +329,9 @@ class Timeline(loop_phases.LoopExtension):
         if memory is not None:
             memory.stop()
         self._recorder.stop()
-        self._window = self._done = None
+        self._window = self._done = None  # _Done: recorded, not written
         self._started = self._ended = self._previous = None
-        self._unwritten = []
+        self._unwritten = []  # (iteration, previous, verdict) of outliers
         if self._plan is not None:
             self._plan.forget(self)
 
@@ -405,17 +400,13 @@ class Timeline(loop_phases.LoopExtension):
 
 
 _Window = collections.namedtuple('_Window', ('first', 'pieces'))
-_Outlier = collections.namedtuple(
-    '_Outlier', ('iteration', 'previous', 'verdict'))
 _Done = collections.namedtuple('_Done', ('window', 'iteration_starts', 'end'))
 
 
 def _launcher_rank():
-    for var in ('OMPI_COMM_WORLD_RANK', 'PMI_RANK', 'PMIX_RANK'):
-        value = os.environ.get(var)
-        if value is not None and value.isdigit():
-            return int(value)
-    return None
+    values = (os.environ.get(var, '') for var in (
+        'OMPI_COMM_WORLD_RANK', 'PMI_RANK', 'PMIX_RANK'))
+    return next((int(value) for value in values if value.isdigit()), None)
 
 
 def _check_folder(path):
