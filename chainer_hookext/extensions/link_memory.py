@@ -7,7 +7,6 @@ import sys
 import warnings
 
 import chainer
-from chainer.backends import cuda
 from chainer.training import extension
 
 from chainer_hookext import _chainer
@@ -65,10 +64,10 @@ class LinkMemory(extension.Extension):
 
     def __init__(self, links=None, *, print_report=False, comm=None,
                  local_report=False, peak: bool = True):
-        print_report, local_report = (
+        print_report, local_report, peak = (
             _checks.check_flag('LinkMemory', arg, value) for arg, value in (
                 ('print_report', print_report),
-                ('local_report', local_report)))
+                ('local_report', local_report), ('peak', peak)))
         if comm is not None:
             gather.check_comm('LinkMemory', comm)
         elif local_report:
@@ -76,7 +75,7 @@ class LinkMemory(extension.Extension):
                 '`LinkMemory(local_report=True)` needs `comm=`: without a '
                 'communicator every report is local already.')
         self.links = link_hook_extension.as_links('LinkMemory', links)
-        self.peak = _checks.check_flag('LinkMemory', 'peak', peak)
+        self.peak = peak
         self.print_report = print_report
         self.comm = comm
         self.local_report = local_report
@@ -152,9 +151,6 @@ class LinkMemory(extension.Extension):
         tracer = self.tracer
         tracer.reset()
         tracer.model = self._model
-        tracer.watch_pool = bool(cuda.available) and any(
-            isinstance(param.array, cuda.ndarray) for link in self._model
-            for param in link.params(include_uninit=False))
         # First: its work is told of before another hook reads the clock.
         self._handle = _registry.add(_chainer.link_hooks(), tracer,
                                      first=True)
@@ -207,14 +203,10 @@ class LinkMemory(extension.Extension):
                                for c, n in peak.point.categories.items())
         if self.comm is not None:  # every rank gathers, measured or not
             per_rank = gather.collect(self.comm, observation)
-            if rows is None:
+            if rows is None or per_rank is None and not self.local_report:
                 return
             if per_rank is not None:
-                chainer.report(gather.spread_observation(per_rank))
-                self._print(rows, trainer)
-                return
-            if not self.local_report:
-                return
+                observation = gather.spread_observation(per_rank)
         chainer.report(observation)
         self._print(rows, trainer)
 
@@ -281,18 +273,16 @@ class LinkMemory(extension.Extension):
 
     def serialize(self, serializer):
         """Saves or restores :attr:`last_`."""
+        fields = figures.FIELDS + ('forward_time',)
         if not _state.is_loading(serializer):
             rows = self.last_ or []
             _state.save_rows(
                 serializer['last'], [[r.key, r.parent] for r in rows],
                 {f: [math.nan if getattr(r, f) is None else getattr(r, f)
-                     for r in rows]
-                 for f in figures.FIELDS + ('forward_time',)})
+                     for r in rows] for f in fields})
             return
         try:
-            rows = _state.load_rows(
-                _state.child(serializer, 'last'),
-                figures.FIELDS + ('forward_time',))
+            rows = _state.load_rows(_state.child(serializer, 'last'), fields)
         except _state.MissingState as e:
             _state.warn_missing(self.name or self.default_name, e,
                                 'Its last report is not restored.')

@@ -51,15 +51,21 @@ class LivePeaks:
         return len(self._windows)
 
 
-def new_pool_hook(peaks):
-    """Returns a CuPy memory hook feeding ``peaks``, or ``None``."""
+def on_gpu(links):
+    """Whether a parameter of ``links`` is a CuPy array."""
+    return bool(cuda.available) and any(
+        isinstance(param.array, cuda.ndarray) for link in links
+        for param in link.params(include_uninit=False))
+
+
+def new_pool_hook(peaks, name='chainer_hookext.LinkMemory'):
+    """Returns a CuPy memory hook named ``name`` feeding ``peaks`` (its
+    ``allocated`` and ``freed``), or ``None``."""
     if not cuda.available:
         return None
     from cupy.cuda import memory_hook
 
     class PoolHook(memory_hook.MemoryHook):
-        name = 'chainer_hookext.LinkMemory'
-
         def malloc_postprocess(self, device_id, size, mem_size, mem_ptr,
                                pmem_id):
             peaks.allocated(mem_size)
@@ -67,4 +73,5 @@ def new_pool_hook(peaks):
         def free_postprocess(self, device_id, mem_size, mem_ptr, pmem_id):
             peaks.freed(mem_size)
 
+    PoolHook.name = name
     return PoolHook()

@@ -7,6 +7,7 @@ changes so far.
 """
 
 import collections
+import itertools
 import weakref
 
 import chainer
@@ -19,6 +20,7 @@ from chainer_hookext import _running_links
 from chainer_hookext.memory import buffers
 from chainer_hookext.memory import figures
 from chainer_hookext.memory import graph
+from chainer_hookext.memory import pool as pool_hooks
 from chainer_hookext.report import keys
 
 #: The categories of bytes followed, in the order they are stacked.
@@ -89,7 +91,6 @@ class MemoryTimeline:
         # {buffer key: weakref}, not counted (a WeakValueDictionary is slower)
         self._excluded = {}
         self._outputs = {}  # {buffer key: [links]} of live link outputs
-        self._owners = {}  # {id(param): link name}
         self._running = None  # the thread's RunningLinks, while it records
         self.link_names = {key: name for key, (name, _) in model.items()}
         self._pending = []  # weakrefs of nodes not read yet
@@ -117,16 +118,14 @@ class MemoryTimeline:
         if self._handles is not None:
             return
         links = [link for _, link in self.model.values()]
-        for name, link in reversed(list(self.model.values())):
-            for param in link.params(include_uninit=True):
-                self._owners.setdefault(id(param), name)
+        owners = {id(param): name for name, link in self.model.values()
+                  for param in link.params(include_uninit=True)}
         # Each parameter once: from the links no other link holds.
-        names = [name for name, _ in self.model.values()]
         self._roots = [(name, link) for name, link in self.model.values()
                        if not any(name.startswith(other + '/')
-                                  for other in names if other != name)]
+                                  for other in self.link_names.values())]
         self._params = [
-            (param, self._owners.get(id(param), name), id(param.node))
+            (param, owners.get(id(param), name), id(param.node))
             for name, link in self._roots
             for param in link.params(include_uninit=True)]
         self._param_nodes = {node: (param, owner)
@@ -434,33 +433,22 @@ class _PoolCounter:
 
     @classmethod
     def start(cls, links):
-        if not cuda.available or not any(
-                isinstance(param.array, cuda.ndarray) for link in links
-                for param in link.params(include_uninit=False)):
-            return None
-        return cls()
+        return cls() if pool_hooks.on_gpu(links) else None
 
     def __init__(self):
-        from cupy.cuda import memory_hook
         self.pool = cuda.cupy.get_default_memory_pool()
         self.used = self.peak = self.pool.used_bytes()
-        counter = self
-
-        class Hook(memory_hook.MemoryHook):
-            name = 'chainer_hookext.MemoryTimeline'
-
-            def malloc_postprocess(self, device_id, size, mem_size,
-                                   mem_ptr, pmem_id):
-                counter.used += mem_size
-                if counter.used > counter.peak:
-                    counter.peak = counter.used
-
-            def free_postprocess(self, device_id, mem_size, mem_ptr,
-                                 pmem_id):
-                counter.used -= mem_size
-
-        self._hook = Hook()
+        self._hook = pool_hooks.new_pool_hook(
+            self, 'chainer_hookext.MemoryTimeline')
         self._hook.__enter__()
+
+    def allocated(self, size):
+        self.used += size
+        if self.used > self.peak:
+            self.peak = self.used
+
+    def freed(self, size):
+        self.used -= size
 
     def held(self):
         return self.pool.total_bytes()
@@ -509,9 +497,7 @@ def peak_of(timeline, top=5):
     if not found:
         return None
     gpu = found[0].sample.pool_used is not None
-    best = max(range(len(found)), key=lambda i: (
-        found[i].sample.pool_used if gpu else found[i].total, -i))
-    point = found[best]
+    point = max(found, key=lambda p: p.sample.pool_used if gpu else p.total)
     return Peak(point, _holders(timeline, point.sample, top),
                 timeline.pool_peak, forget_savings(timeline, found, gpu))
 
@@ -540,15 +526,12 @@ def forget_savings(timeline, found, gpu=False):
     """
     # Not the outermost links, as LinkMemory's candidates.
     roots = {name for name, _ in timeline._roots}
-    above = {}  # {holder: [it and the links holding it], roots left out}
-    for change in timeline.changes:
-        if change.category == 'activations' and change.holder != (
-                keys.OUTSIDE) and change.holder not in above:
-            parts = change.holder.split('/')
-            above[change.holder] = [
-                link for link in ('/'.join(parts[:i + 1])
-                                  for i in range(len(parts)))
-                if link not in roots]
+    holders = {change.holder for change in timeline.changes
+               if change.category == 'activations'} - {keys.OUTSIDE}
+    # {holder: [it and the links holding it], roots left out}
+    above = {holder: [link for link in itertools.accumulate(
+        holder.split('/'), lambda a, b: f'{a}/{b}') if link not in roots]
+        for holder in holders}
     links = {link for chain in above.values() for link in chain}
     if not found or not links:
         return []

@@ -31,7 +31,6 @@ class MemoryTracer(scoped_link_hook.ScopedLinkHook):
         parents (dict): ``{name: its first caller in scope, or None}``.
         activations (dict): ``{name or None: bytes}`` kept for backward by
             each link's own nodes; ``None`` before the first backward.
-        watch_pool (bool): Watch the CuPy pool (set before registering).
     """
 
     name = 'LinkMemory'
@@ -42,7 +41,6 @@ class MemoryTracer(scoped_link_hook.ScopedLinkHook):
         self.owner = 'LinkMemory'
         self.model = []
         self._listening = None  # pauses.listen's handle, while registered
-        self.watch_pool = False
         self.gpu = False
         self._running = None  # the thread's running links, while registered
         self._grads = None  # the thread's node tagger, while registered
@@ -81,7 +79,7 @@ class MemoryTracer(scoped_link_hook.ScopedLinkHook):
         self._listening = pauses.listen(self)
         self._running = _running_links.subscribe(self, tags=True)
         self._grads = _output_grads.subscribe(self, nodes=True)
-        if self.watch_pool and self._pool_hook is None:
+        if self._pool_hook is None and pool.on_gpu(self.model):
             self._pool_hook = pool.new_pool_hook(self.peaks)
             self._pool_hook.__enter__()
         self.gpu = self._pool_hook is not None
