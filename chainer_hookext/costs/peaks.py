@@ -6,7 +6,6 @@ import datetime
 import json
 import os
 import platform
-import tempfile
 import time
 import typing
 import warnings
@@ -14,6 +13,7 @@ import warnings
 import chainer
 import numpy
 
+from chainer_hookext import _files
 from chainer_hookext.timing import clock
 
 
@@ -113,24 +113,13 @@ def _write(path, key, peaks, seconds):
                       measured=datetime.datetime.now().isoformat(
                           timespec='seconds'))
     data = json.dumps({'peaks': found}, indent=1, sort_keys=True)
-    folder = os.path.dirname(path) or '.'
-    aside = None
     try:
-        os.makedirs(folder, exist_ok=True)
-        handle, aside = tempfile.mkstemp(
-            prefix='.peaks.', suffix='.tmp', dir=folder)
-        with os.fdopen(handle, 'w', encoding='utf-8') as f:
-            f.write(data)
-        os.replace(aside, path)
-        aside = None
+        _files.write_atomic(path, data.encode('utf-8'))
     except OSError as e:
         warnings.warn(
             f'TimedLinks: the peaks measured cannot be kept in {path!r} '
             f'({e}); each run measures them again.  Set ${ENVIRONMENT} to a '
             f'file that can be written.', RuntimeWarning)
-    finally:
-        if aside is not None and os.path.exists(aside):
-            os.remove(aside)
 
 
 def _measure(xp, dtype):
