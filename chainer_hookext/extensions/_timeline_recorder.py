@@ -20,10 +20,6 @@ _CLOCK_LISTS = (('span_lists', 'phase_spans'), ('gc_lists', 'gc_spans'),
                 ('pause_lists', 'pauses'))
 
 
-def _new_piece():
-    return Piece(spans.Recording(), [], [], [])
-
-
 class Recorder:
     """Records with ``timer`` (the Timeline's own) or TimedLinks'."""
 
@@ -56,20 +52,17 @@ class Recorder:
             loop.parts.set_phase_reader(hook)  # its reads, the phases'
         self._hook = hook
         self._clock = loop.clock
-        self._piece = _new_piece()
-        self.links = self._piece.links
-        hook.start_spans(self._piece.links)
-        for lists, field in _CLOCK_LISTS:
-            getattr(self._clock, lists).append(getattr(self._piece, field))
+        self.cut()
 
     def cut(self):
-        """Returns the piece recorded so far; the next one starts."""
+        """Returns the piece recorded so far (``None`` at the start); the
+        next one starts."""
         old = self._piece
-        new = self._piece = _new_piece()
+        new = self._piece = Piece(spans.Recording(), [], [], [])
         self.links = new.links
         self._hook.start_spans(new.links)
         for lists, field in _CLOCK_LISTS:
-            _replace(getattr(self._clock, lists), getattr(old, field),
+            _replace(getattr(self._clock, lists), getattr(old, field, None),
                      getattr(new, field))
         return old
 
@@ -99,7 +92,11 @@ class Recorder:
 
 
 def _replace(lists, old, new):
-    # By identity (an equal list may be another's); ``new`` None: removed.
+    # By identity (an equal list may be another's); ``old`` None: ``new``
+    # added; ``new`` None: ``old`` removed.
+    if old is None:
+        lists.append(new)
+        return
     for i, found in enumerate(lists):
         if found is old:
             if new is None:
@@ -115,7 +112,7 @@ def joined(pieces):
         piece.links.resolve()
     if len(pieces) == 1:
         return pieces[0]
-    joined = _new_piece()
+    joined = Piece(spans.Recording(), [], [], [])
     links = joined.links
     for piece in pieces:
         for field in ('forward', 'backward', 'functions'):
