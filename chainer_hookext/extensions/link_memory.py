@@ -85,7 +85,6 @@ class LinkMemory(extension.Extension):
         self._loop = None
         self._plan = None
         self._links = []  # [(name, link)] in scope, parents first
-        self._model = []  # every link of the optimizers' targets
         self._armed = False  # measure the next iteration
         self._handle = None  # the tracer's registration, while measuring
         self._measured = None
@@ -117,7 +116,7 @@ class LinkMemory(extension.Extension):
         self.tracer.set_scope(ids, train=True, eval=False)
         self.tracer.owner = self.name or self.default_name
         self._links = [model[i] for i in ids]
-        self._model = [link for _, link in model.values()]
+        self.tracer.model = [link for _, link in model.values()]
         self._trainer = trainer
         self._measured = None
         self._warned = False
@@ -150,7 +149,6 @@ class LinkMemory(extension.Extension):
     def _start(self):
         tracer = self.tracer
         tracer.reset()
-        tracer.model = self._model
         # First: its work is told of before another hook reads the clock.
         self._handle = _registry.add(_chainer.link_hooks(), tracer,
                                      first=True)

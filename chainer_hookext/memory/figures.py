@@ -42,8 +42,7 @@ def link_figures(links, tracer):
     """Returns the :class:`LinkFigures` of each of ``links`` (``(name,
     link)``, parents first), then of ``(outside)``, from a
     :class:`~.tracer.MemoryTracer`."""
-    own = tracer.activations or {}
-    parents = tracer.parents
+    own, parents, gpu = tracer.activations or {}, tracer.parents, tracer.gpu
     inclusive = collections.defaultdict(int)
     backward_peak = {}
     for name, _ in links:  # self figures up the callers
@@ -60,16 +59,15 @@ def link_figures(links, tracer):
             self_activations=own.get(name, 0),
             forgettable=tracer.forgettable.get(name, 0), params=params,
             grads=grads, optimizer_state=state,
-            peak=tracer.forward_peak.get(name, 0) if tracer.gpu else None,
-            backward_peak=backward_peak.get(name, 0) if tracer.gpu else None,
+            peak=tracer.forward_peak.get(name, 0) if gpu else None,
+            backward_peak=backward_peak.get(name, 0) if gpu else None,
             forward_time=tracer.forward_time.get(name)))
     outside = own.get(None, 0)
     out.append(LinkFigures(
         key=keys.OUTSIDE, parent=None, activations=outside,
         self_activations=outside, forgettable=None, params=0, grads=0,
-        optimizer_state=0, peak=None, backward_peak=tracer.backward_peak.get(
-            None, 0)
-        if tracer.gpu else None, forward_time=None))
+        optimizer_state=0, peak=None, forward_time=None,
+        backward_peak=tracer.backward_peak.get(None, 0) if gpu else None))
     return out
 
 
@@ -83,17 +81,13 @@ def forget_candidates(rows, times=None, top=3):
     not the outermost links nor ``(outside)``, nor links freeing nothing or
     not timed.  ``times``: ``{name: forward seconds}`` to use instead of
     the rows' ``forward_time``."""
-    found = []
-    for row in rows:
-        if row.key == keys.OUTSIDE or row.parent is None:
-            continue
-        seconds = row.forward_time if times is None else times.get(row.key)
-        if not row.forgettable or not seconds:
-            continue
-        found.append(Candidate(row.key, row.forgettable, seconds,
-                               row.forgettable / (seconds * 1e3)))
-    found.sort(key=lambda c: -c.bytes_per_ms)
-    return found[:top]
+    timed = ((row, row.forward_time if times is None else times.get(row.key))
+             for row in rows
+             if row.key != keys.OUTSIDE and row.parent is not None)
+    found = [Candidate(row.key, row.forgettable, seconds,
+                       row.forgettable / (seconds * 1e3))
+             for row, seconds in timed if row.forgettable and seconds]
+    return sorted(found, key=lambda c: -c.bytes_per_ms)[:top]
 
 
 def state_arrays(param):

@@ -3,8 +3,7 @@ the start of backward (docs/memory.md, "What counts").
 """
 
 import collections
-
-import chainer
+import itertools
 
 from chainer_hookext import _chainer
 from chainer_hookext.memory import buffers
@@ -24,9 +23,7 @@ def kept_buffers(nodes, excluded=(), in_data=None):
         in_data (list): Each node's forward arrays (:func:`.leaf_arrays`).
     """
     seen = set(excluded)
-    if in_data is None:
-        in_data = [()] * len(nodes)
-    for (node, tag), arrays in zip(nodes, in_data):
+    for (node, tag), arrays in zip(nodes, in_data or itertools.repeat(())):
         if tag is None:
             seen.update(buffer_keys(buffers.leaf_arrays(node, arrays)))
     kept = collections.OrderedDict()
@@ -47,8 +44,7 @@ def bytes_per_tag(kept):
     """Returns ``{tag: bytes}``, each buffer charged to its first keeper."""
     out = collections.OrderedDict()
     for buffer in kept.values():
-        tag = buffer.tags[0]
-        out[tag] = out.get(tag, 0) + buffer.nbytes
+        out[buffer.tags[0]] = out.get(buffer.tags[0], 0) + buffer.nbytes
     return out
 
 
@@ -100,14 +96,13 @@ def buffer_keys(arrays):
 def attribute_arrays(links):
     """Returns the arrays ``links`` hold as attributes, also in a tuple, a
     list or a dict (persistent values, constants)."""
-    types = chainer.get_array_types()
     arrays = []
     for link in links:
         for value in vars(link).values():
             if isinstance(value, dict):
                 value = list(value.values())
             if isinstance(value, (tuple, list)):
-                arrays.extend(v for v in value if isinstance(v, types))
-            elif isinstance(value, types):
+                arrays.extend(filter(buffers.is_array, value))
+            elif buffers.is_array(value):
                 arrays.append(value)
     return arrays

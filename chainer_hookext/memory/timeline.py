@@ -468,11 +468,8 @@ def where_of(sample):
 
 def points(timeline):
     """Returns a :class:`Point` per sample (unchanged ones share dicts)."""
-    categories = dict.fromkeys(CATEGORIES, 0)
-    tops = {}
-    total = 0
-    out = []
-    done = 0
+    categories, tops, out = dict.fromkeys(CATEGORIES, 0), {}, []
+    total = done = 0
     changes = timeline.changes
     shown, shown_tops = dict(categories), {}
     for sample in timeline.samples:
@@ -589,11 +586,9 @@ def recorded(timeline, iteration_starts, end, top=5):
                                  if change.category == 'activations'}), 0)
     # What changed since the last moment drawn; the first draws all.
     changed, changed_tops, pool = dict(categories), dict(tops), {}
-    used = held = None
+    used = held = peak = peak_seconds = None
     total = done = 0
-    moments = []
-    highest, peak = -1, None
-    peak_seconds = None
+    moments, highest = [], -1
     for sample in timeline.samples:
         kind, where, stop, span, pool_used, pool_held = sample
         if stop != done:
@@ -607,10 +602,8 @@ def recorded(timeline, iteration_starts, end, top=5):
             total = sum(categories.values())
         if kind == 'end':
             seconds = ends.get(where)
-        elif span is None:
-            seconds = None
-        else:
-            seconds = getattr(span[0], kind)[span[1]].end
+        else:  # the end of the span the sample ended, if any
+            seconds = span and getattr(span[0], kind)[span[1]].end
         if pool_used is None:
             value = total
         else:
