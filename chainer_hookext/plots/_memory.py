@@ -38,9 +38,8 @@ def memory(log, names):
     if not log:
         return None
     last = log[-1]
-    kids = children(names)
     state = [_bars.Layer(n, numpy.array(
-        [own_bytes(last, kids[n], n, field) for _, field in MODEL_STATE],
+        [own_bytes(last, names, n, field) for _, field in MODEL_STATE],
         float), colours[n]) for n in names
         if _key(n, 'params') in last]
     activations, state = _bars.named([_bars.layers(log, series), state])
@@ -63,15 +62,6 @@ def memory(log, names):
     _bars.legend_beside(axes[-1], axes)
     fig.tight_layout()
     return fig
-
-
-def children(names):
-    out = {name: [] for name in names}
-    for name in names:
-        parent = name.rpartition('/')[0]
-        if parent in out:
-            out[parent].append(name)
-    return out
 
 
 def own_bytes(entry, names, name, field):

@@ -8,6 +8,7 @@ import html
 import os
 
 from chainer_hookext import _files
+from chainer_hookext import plots
 from chainer_hookext.profile import page
 from chainer_hookext.profile import run as run_module
 from chainer_hookext.report import keys
@@ -167,7 +168,6 @@ def print_changes(found, file, top=10):
 
 def draw(found, top=20):
     """A figure of the ``top`` largest relative changes (matplotlib)."""
-    from chainer_hookext import plots
     shown = sorted((c for c in found if relative_to_a(c) is not None),
                    key=lambda c: abs(relative_to_a(c)), reverse=True)[:top]
     return plots.changes([c.key for c in shown],
@@ -190,7 +190,6 @@ def write(a, b, found, path, top=10):
     """Writes the comparison to ``path``, ``.html`` or ``.png``,
     atomically."""
     check_out(path)
-    from chainer_hookext import plots
     if path.lower().endswith('.png'):
         plots.save(draw(found), path)
         return

@@ -6,6 +6,8 @@ import html
 import os
 
 from chainer_hookext import _files
+from chainer_hookext import plots
+from chainer_hookext.plots import _memory_timeline
 from chainer_hookext.profile import findings as findings_module
 from chainer_hookext.profile import run as run_module
 from chainer_hookext.report import keys
@@ -43,8 +45,7 @@ def render(run):
                 ('epoch', 'epoch'))
             if config.get(key) is not None]))
     for section in (_summary, _links, _functions, _roofline, _memory,
-                    _memory_over_time, _activations, _gradients, _loop,
-                    _traces):
+                    _memory_over_time, _statistics, _loop, _traces):
         parts.extend(section(run))
     parts.append('<p class="note">Written by chainer_hookext.</p>')
     parts.append('</body></html>')
@@ -72,7 +73,6 @@ def _links(run):
     names = findings_module.link_names(run)
     if not names:
         return []
-    from chainer_hookext import plots
     out = ['<h2 id="links">Time per link</h2>'] + _figure(
         plots.link_time, run.log, names)
     entry = run_module.last_entry(run, keys.prefix('train', keys.TIME))
@@ -89,7 +89,6 @@ def _functions(run):
     types = run.profile.get('links', {}).get('functions')
     if not types:
         return []
-    from chainer_hookext import plots
     out = ['<h2 id="functions">Function types</h2>',
            '<p>Whole run, every link together '
            '(<code>TimedLinks(functions=True)</code>):</p>']
@@ -126,7 +125,6 @@ def _roofline(run):
     links = run.profile.get('links', {})
     if not links.get('roofline'):
         return []
-    from chainer_hookext import plots
     return ['<h2 id="roofline">Roofline</h2>'] + _figure(
         plots.roofline, links)
 
@@ -134,7 +132,6 @@ def _roofline(run):
 def _memory(run):
     if run_module.last_entry(run, keys.prefix('train', keys.MEMORY)) is None:
         return []
-    from chainer_hookext import plots
     names = findings_module.link_names(run) or [
         n for n in run.profile.get('memory', {}) if n != keys.OUTSIDE]
     return ['<h2 id="memory">Memory per link</h2>'] + _figure(
@@ -143,7 +140,6 @@ def _memory(run):
 
 def _memory_over_time(run):
     # From the last window trace with memory counters.
-    from chainer_hookext.plots import _memory_timeline
     memory = next((m for m in map(run_module.memory_trace, reversed(
         _windows(run))) if m is not None), None)
     if memory is None:
@@ -173,47 +169,43 @@ def _memory_over_time(run):
 
 
 TABLE_TOP = 20
+#: ``profile.json``'s field (the plot's name and the ``id``): the statistic
+#: drawn when reported, the key, the heading.
+_STATISTICS = (('activations', 'std', keys.activation_key,
+                'Outputs per link (ActivationStatistics)'),
+               ('gradients', 'norm', keys.gradient_key,
+                'Gradients per link (GradientStatistics)'))
 
 
-def _activations(run):
-    return _statistics(run, 'activations', 'std', keys.activation_key,
-                       'Outputs per link (ActivationStatistics)')
-
-
-def _gradients(run):
-    return _statistics(run, 'gradients', 'norm', keys.gradient_key,
-                       'Gradients per link (GradientStatistics)')
-
-
-def _statistics(run, field, statistic, key_of, heading):
-    # ``field``: in ``profile.json``, the plot's name and the ``id``.
-    from chainer_hookext import plots
-    ran = run.profile.get(field) or {}
-    names, statistics = ran.get('names', []), ran.get('statistics', [])
-    if not statistics:
-        return []
-    drawn = statistic if statistic in statistics else statistics[0]
-    entry = next((one for one in reversed(run.log)
-                  if any(key_of(n, (), drawn) in one for n in names)), None)
-    if entry is None:
-        return []
-    out = [f'<h2 id="{field}">{_text(heading)}</h2>'] + _figure(
-        getattr(plots, field), run.log, names, drawn)
-    rows = [n for n in names if key_of(n, (), drawn) in entry]
-    rows.sort(key=lambda n: -abs(entry[key_of(n, (), drawn)]))
-    out.append(f'<p>Last report, the {min(len(rows), TABLE_TOP)} links with '
-               f'the largest {_text(drawn)} of {len(rows)} (a link\'s single '
-               f'output):</p>')
-    out.append(html_table(['link'] + statistics, [
-        [name] + [_number(entry.get(key_of(name, (), s)))
-                  for s in statistics] for name in rows[:TABLE_TOP]]))
+def _statistics(run):
+    out = []
+    for field, statistic, key_of, heading in _STATISTICS:
+        ran = run.profile.get(field) or {}
+        names, statistics = ran.get('names', []), ran.get('statistics', [])
+        if not statistics:
+            continue
+        drawn = statistic if statistic in statistics else statistics[0]
+        entry = next((one for one in reversed(run.log)
+                      if any(key_of(n, (), drawn) in one for n in names)),
+                     None)
+        if entry is None:
+            continue
+        out += [f'<h2 id="{field}">{_text(heading)}</h2>'] + _figure(
+            getattr(plots, field), run.log, names, drawn)
+        rows = sorted((n for n in names if key_of(n, (), drawn) in entry),
+                      key=lambda n: -abs(entry[key_of(n, (), drawn)]))
+        out.append(f'<p>Last report, the {min(len(rows), TABLE_TOP)} links '
+                   f'with the largest {_text(drawn)} of {len(rows)} (a '
+                   'link\'s single output):</p>')
+        out.append(html_table(['link'] + statistics, [
+            [name] + [_number(entry.get(key_of(name, (), s)))
+                      for s in statistics] for name in rows[:TABLE_TOP]]))
     return out
 
 
 def _loop(run):
     if run_module.last_entry(run, keys.LOOP_PREFIX) is None:
         return []
-    from chainer_hookext import plots
     return ['<h2 id="loop">Where each iteration goes</h2>'] + _figure(
         plots.loop_time, run.log)
 
@@ -221,7 +213,6 @@ def _loop(run):
 def _traces(run):
     if not run.traces:
         return []
-    from chainer_hookext import plots
     out = ['<h2 id="traces">Traces</h2>',
            '<p>Open a file at <code>https://ui.perfetto.dev</code> ("Open '
            'trace file"); it stays on your machine.</p>', '<ul>']
@@ -243,7 +234,6 @@ def _windows(run):
 
 
 def _figure(draw, *args):
-    from chainer_hookext import plots
     try:
         figure = draw(*args)
     except ImportError as e:

@@ -14,8 +14,11 @@ from chainer.training import triggers
 
 from chainer_hookext import _chainer
 from chainer_hookext import _files
+from chainer_hookext import plots
 from chainer_hookext.report import keys
 from chainer_hookext.timing import records
+from chainer_hookext.timing import trace
+from chainer_hookext.timing import trace_events
 
 PROFILE_FILE = 'profile.json'
 LOG_FILE = 'log'
@@ -38,11 +41,12 @@ def from_trainer(trainer, log=None):
 
 def collect(trainer):
     """What ``profile.json`` holds for ``trainer``."""
+    from chainer_hookext.extensions import activation_statistics
+    from chainer_hookext.extensions import gradient_statistics
     from chainer_hookext.extensions import link_memory
     from chainer_hookext.extensions import timed_links
     from chainer_hookext.extensions import timed_loop
     from chainer_hookext.extensions import timeline
-    from chainer_hookext import plots
 
     updater = trainer.updater
     optimizer = updater.get_optimizer('main') if (
@@ -88,29 +92,20 @@ def collect(trainer):
         peak = memory.peak_summary()
         if peak is not None:
             profile['memory_peak'] = peak
-    if timed_loop.TimedLoop in found:
-        profile['loop'] = True
-    if timeline.Timeline in found:
-        profile['timeline'] = True
-    profile.update(statistics_of(trainer, found))
-    return profile
-
-
-def statistics_of(trainer, found):
-    """``profile.json``'s ``'activations'`` and ``'gradients'``."""
-    from chainer_hookext.extensions import activation_statistics
-    from chainer_hookext.extensions import gradient_statistics
-    out = {}
+    for field, kind in (('loop', timed_loop.TimedLoop),
+                        ('timeline', timeline.Timeline)):
+        if kind in found:
+            profile[field] = True
     for field, kind in (
             ('activations', activation_statistics.ActivationStatistics),
             ('gradients', gradient_statistics.GradientStatistics)):
         if kind in found:
             extension = found[kind][1]
-            out[field] = {
+            profile[field] = {
                 'names': list(dict.fromkeys(
                     extension.scope_link_names(trainer).values())),
                 'statistics': list(extension.hook.statistics_names)}
-    return out
+    return profile
 
 
 def from_folder(out):
@@ -219,8 +214,6 @@ TracePeak = collections.namedtuple(
 def memory_trace(path):
     """The memory of the iteration holding a Timeline file's peak (else
     its first), or ``None`` without memory counters."""
-    from chainer_hookext.timing import trace
-    from chainer_hookext.timing import trace_events
     events = trace.read(path)
     counters = [e for e in events if e.get('ph') == 'C' and (
         e.get('name') == trace_events.MEMORY_COUNTER)]
