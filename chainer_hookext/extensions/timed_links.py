@@ -70,37 +70,35 @@ class TimedLinks(link_hook_extension.LinkHookExtension):
                  flops: bool = False, functions: bool = False,
                  peak_flops: typing.Optional[float] = None,
                  peak_bandwidth: typing.Optional[float] = None) -> None:
-        validation, print_report, local_report, backward, flops, functions = (
+        (self.validation, self.print_report, self.local_report, self.backward,
+         self.flops, self.functions) = (
             _checks.check_flag('TimedLinks', arg, value) for arg, value in (
                 ('validation', validation), ('print_report', print_report),
                 ('local_report', local_report), ('backward', backward),
                 ('flops', flops), ('functions', functions)))
-        for arg, value in (('flops', flops), ('functions', functions)):
-            if value and not backward:
+        for arg, value in (('flops', self.flops),
+                           ('functions', self.functions)):
+            if value and not self.backward:
                 raise ValueError(
                     f'`TimedLinks({arg}=True, backward=False)`: the function '
                     'hook that times backward does it; keep `backward=True`.')
         for arg, value in (('peak_flops', peak_flops),
                            ('peak_bandwidth', peak_bandwidth)):
-            if value is not None and not flops:
+            if value is not None and not self.flops:
                 raise ValueError(
                     f'`TimedLinks({arg}={value!r})` needs `flops=True`: '
                     'peaks serve the roofline of the FLOPs counted.')
         units.check_unit('TimedLinks', unit)
         if comm is not None:
             gather.check_comm('TimedLinks', comm)
-        elif local_report:
+        elif self.local_report:
             raise ValueError(
                 '`TimedLinks(local_report=True)` needs `comm=`: without a '
                 'communicator every report is local already.')
         super().__init__(
-            timer.TimerHook(name='TimedLinks', backward=backward,
-                            flops=flops, functions=functions), links,
-            train=True, eval=validation)
-        self.validation = validation
-        self.backward = backward
-        self.flops = flops
-        self.functions = functions
+            timer.TimerHook(name='TimedLinks', backward=self.backward,
+                            flops=self.flops, functions=self.functions),
+            links, train=True, eval=self.validation)
         self.peak_flops = None if peak_flops is None else (
             _checks.check_positive('TimedLinks', 'peak_flops', peak_flops))
         self.peak_bandwidth = None if peak_bandwidth is None else (
@@ -108,10 +106,8 @@ class TimedLinks(link_hook_extension.LinkHookExtension):
                                    peak_bandwidth))
         self.roofline_ = None
         self._peaks_from = None  # optimizers whose parameters are awaited
-        self.print_report = print_report
         self.unit = unit
         self.comm = comm
-        self.local_report = local_report
         self._names = []
         self._last_iteration = None
         self._baseline = {}  # {mode: [Entry]} at the last report
@@ -270,10 +266,8 @@ class TimedLinks(link_hook_extension.LinkHookExtension):
     def _report(self, mode, totals, iteration, function_totals):
         now = {e.key: e for e in totals}
         then = {e.key: e for e in self._baseline.get(mode, ())}
-        if mode == 'train':
-            per = iteration - self._last_iteration
-        else:
-            per = _model_calls(now.values()) - _model_calls(then.values())
+        per = iteration - self._last_iteration if mode == 'train' else (
+            _model_calls(now.values()) - _model_calls(then.values()))
         if per <= 0:
             return None
         names = list(self._names)

@@ -71,39 +71,33 @@ class Timeline(loop_phases.LoopExtension):
     def __init__(self, iterations=3, *, warmup=0, validation=False,
                  compress=True, comm=None, outliers=None, max_outliers=10,
                  functions=False, memory=False):
-        iterations = _checks.check_int(
+        super().__init__()
+        self.iterations = _checks.check_int(
             'Timeline', 'iterations', iterations, 1)
-        warmup = _checks.check_int('Timeline', 'warmup', warmup, 0)
-        validation = _checks.check_flag('Timeline', 'validation', validation)
-        compress = _checks.check_flag('Timeline', 'compress', compress)
+        self.warmup = _checks.check_int('Timeline', 'warmup', warmup, 0)
+        self.validation = _checks.check_flag(
+            'Timeline', 'validation', validation)
+        self.compress = _checks.check_flag('Timeline', 'compress', compress)
         if comm is not None:
             gather.check_comm('Timeline', comm)
-        rule = _timeline_outliers.check(outliers)
-        max_outliers = _checks.check_int(
-            'Timeline', 'max_outliers', max_outliers, 1)
-        functions = _checks.check_flag('Timeline', 'functions', functions)
-        memory = _checks.check_flag('Timeline', 'memory', memory)
-        super().__init__()
-        self.iterations = iterations
-        self.warmup = warmup
-        self.validation = validation
-        self.compress = compress
         self.comm = comm
-        self.outliers = rule
-        self.max_outliers = max_outliers
-        self.functions = functions
-        self.memory = memory
+        self.outliers = _timeline_outliers.check(outliers)
+        self.max_outliers = _checks.check_int(
+            'Timeline', 'max_outliers', max_outliers, 1)
+        self.functions = _checks.check_flag(
+            'Timeline', 'functions', functions)
+        self.memory = _checks.check_flag('Timeline', 'memory', memory)
         self._memory = None  # the window's MemoryTimeline
         self._next_window = None  # first iteration of the scheduled window
         self._timer = timer.TimerHook(name='Timeline', backward=True,
-                                      functions=functions)
+                                      functions=self.functions)
         self._recorder = _timeline_recorder.Recorder(self._timer)
         self._plan = None
         self._discard()  # no window, no outlier
         self._iteration_starts = []  # the window's [(number, start)]
         self._unix_start = None
-        self._outliers = None if rule is None else (
-            _timeline_outliers.OutlierRule(rule, max_outliers))
+        self._outliers = None if self.outliers is None else (
+            _timeline_outliers.OutlierRule(self.outliers, self.max_outliers))
         self._own_phase = None
         self._loaded = False  # a snapshot loaded since the last run
         self._failed = False
