@@ -131,19 +131,16 @@ class MemoryTimeline:
         self._param_nodes = {node: (param, owner)
                              for param, owner, node in self._params}
         self._find_model()
-        for link in links:  # persistent values, constants
-            for name in _chainer.persistent_names(link):
-                self._exclude(getattr(link, name, None))
-        for array in graph.attribute_arrays(links):
+        for array in graph.attribute_arrays(links) + [  # and persistents
+                getattr(link, name, None) for link in links
+                for name in _chainer.persistent_names(link)]:
             self._exclude(array)
         self._pool = _PoolCounter.start(links)
         self._running = _running_links.subscribe(self)
-        link_hook = _LinkListener(self)
-        function_hook = _FunctionListener(self)
         self._handles = [
-            (_registry.add(_chainer.link_hooks(), link_hook), link_hook),
-            (_registry.add(chainer.get_function_hooks(), function_hook),
-             function_hook)]
+            (_registry.add(hooks, hook), hook) for hooks, hook in (
+                (_chainer.link_hooks(), _LinkListener(self)),
+                (chainer.get_function_hooks(), _FunctionListener(self)))]
 
     def stop(self):
         """Removes its hooks; safe to call again."""
@@ -500,10 +497,9 @@ def peak_of(timeline, top=5):
 
 
 def _holders(timeline, sample, top):
-    held = {}
+    held = collections.Counter()
     for change in timeline.changes[:sample.changes]:
-        key = change.category, change.holder
-        held[key] = held.get(key, 0) + change.nbytes
+        held[change.category, change.holder] += change.nbytes
     return sorted((Holder(c, h, n) for (c, h), n in held.items() if n > 0),
                   key=lambda x: -x.nbytes)[:top]
 
@@ -532,7 +528,7 @@ def forget_savings(timeline, found, gpu=False):
     links = {link for chain in above.values() for link in chain}
     if not found or not links:
         return []
-    removable = {link: 0 for link in links}  # bytes alive now
+    removable = dict.fromkeys(links, 0)  # bytes alive now
     highest = dict.fromkeys(links, 0)  # the highest total left
     done = 0
     changes = timeline.changes
@@ -549,14 +545,11 @@ def forget_savings(timeline, found, gpu=False):
         done = sample.changes
         total = sample.pool_used if gpu else point.total
         for link in links:
-            left = total - removable[link]
-            if left > highest[link]:
-                highest[link] = left
+            highest[link] = max(highest[link], total - removable[link])
     peak = max(p.sample.pool_used if gpu else p.total for p in found)
-    savings = [ForgetSaving(link, peak - left, left)
-               for link, left in highest.items() if left < peak]
-    savings.sort(key=lambda s: (-s.nbytes, s.link))
-    return savings[:FORGET_TOP]
+    return sorted((ForgetSaving(link, peak - left, left)
+                   for link, left in highest.items() if left < peak),
+                  key=lambda s: (-s.nbytes, s.link))[:FORGET_TOP]
 
 
 #: A trace moment: ``seconds`` on the spans' clock and the ``{name: bytes}``
