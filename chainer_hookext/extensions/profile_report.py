@@ -140,14 +140,12 @@ class ProfileReport(extension.Extension):
     def _draw_at_end(self, trainer):
         if self.comm is not None and self.comm.rank != 0:
             return
-        if not self._interrupted:
-            try:
+        try:
+            if not self._interrupted:
                 self._write(trainer)
-                return
-            except KeyboardInterrupt:
+        finally:
+            if self._interrupted:  # now or at a trigger
                 self._say_left(trainer)
-                raise
-        self._say_left(trainer)
 
     def _write(self, trainer):
         # Whether a page was drawn; raises only on Ctrl-C.
