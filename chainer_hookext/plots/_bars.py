@@ -41,11 +41,10 @@ def layers(log, series, scale=1.0):
 
 def named(panels, top=_top.TOP):
     """Returns ``panels`` with the largest labels kept, the rest summed."""
-    sizes = collections.OrderedDict()
+    sizes = collections.Counter()
     for layers in panels:
         for layer in layers:
-            sizes[layer.label] = sizes.get(layer.label, 0.0) + float(
-                layer.values.sum())
+            sizes[layer.label] += float(layer.values.sum())
     kept = set(_top.largest(sizes, top))
     label = _top.others(len(sizes) - len(kept))
     out = []

@@ -62,9 +62,9 @@ def roofline(link_times):
 
 def draw_points(ax, points, found):
     """Draws ``found``: the largest links coloured, the rest one entry."""
-    flops = collections.OrderedDict()
+    flops = collections.Counter()
     for path, _, _, point in found:
-        flops[path] = flops.get(path, 0) + point['flops']
+        flops[path] += point['flops']
     kept = set(_top.largest(flops, _top.TOP // 2))
     colours = dict(zip(points, itertools.cycle(_bars.LINK_COLOURS)))
     for path, way, marker, point in found:

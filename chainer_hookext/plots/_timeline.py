@@ -16,6 +16,7 @@ CATEGORIES = (('iteration', 'lightgray'), ('phase', 'tab:blue'),
               ('extension', 'tab:purple'), ('link_forward', 'tab:orange'),
               ('link_backward', 'tab:green'), ('function_forward', 'gold'),
               ('function_backward', 'yellowgreen'), ('gc', 'tab:red'))
+COLOURS = dict(CATEGORIES)
 OTHER_COLOUR = 'tab:gray'
 #: Pixels under which a span gets no label (no character fits).
 MIN_LABEL_WIDTH = 10
@@ -82,7 +83,6 @@ def timeline(trace_path):
     spans = first_iteration(trace.read(trace_path))
     if not spans:
         return None
-    colours = dict(CATEGORIES)
     rows = max(depth for depth, _ in spans) + 1
     fig = _matplotlib.new_figure((10, 0.45 * rows + 1.6))
     ax = fig.subplots()
@@ -96,10 +96,10 @@ def timeline(trace_path):
         f'(Timeline, {os.path.basename(trace_path)})'))
     shown = {e['cat'] for _, e in spans}
     ax.legend(handles=[
-        modules.patches.Patch(color=colours.get(c, OTHER_COLOUR),
+        modules.patches.Patch(color=COLOURS.get(c, OTHER_COLOUR),
                               label=_text.escape(c))
-        for c in [c for c, _ in CATEGORIES if c in shown] + sorted(
-            shown - set(colours))],
+        for c in [c for c in COLOURS if c in shown] + sorted(
+            shown - set(COLOURS))],
         loc='upper left', bbox_to_anchor=(1.0, 1.0))
     fig.tight_layout()  # before the labels: they are fitted to the boxes
     draw_boxes(ax, spans, iteration['ts'])
@@ -114,14 +114,13 @@ def timeline(trace_path):
 
 def draw_boxes(ax, spans, origin):
     # A collection per category and depth: a patch per span is slow.
-    colours = dict(CATEGORIES)
     rows = collections.OrderedDict()
     for depth, e in spans:
         rows.setdefault((e['cat'], depth), []).append(
             ((e['ts'] - origin) / 1e3, e['dur'] / 1e3))
     for (category, depth), boxes in rows.items():
         ax.broken_barh(boxes, (depth + 0.05, 0.9),
-                       facecolors=colours.get(category, OTHER_COLOUR),
+                       facecolors=COLOURS.get(category, OTHER_COLOUR),
                        edgecolors='white', linewidth=0.5)
 
 

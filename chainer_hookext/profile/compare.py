@@ -102,8 +102,8 @@ def changes(a, b):
 
 def family(key):
     """0 time, 1 FLOPs, 2 memory."""
-    return next((rank for rank, (prefix, _) in enumerate(_FORMATS)
-                 if key.startswith(prefix)), len(_FORMATS))
+    return next(rank for rank, (prefix, _) in enumerate(_FORMATS)
+                if key.startswith(prefix))
 
 
 def compared(change):
@@ -225,5 +225,4 @@ def _divided(value, batch_size):
 
 
 def _format(key):
-    return next((fmt for prefix, fmt in _FORMATS if key.startswith(prefix)),
-                str)
+    return next(fmt for prefix, fmt in _FORMATS if key.startswith(prefix))
