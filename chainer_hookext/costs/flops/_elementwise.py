@@ -52,7 +52,7 @@ from chainer_hookext.costs.flops import _generic
 from chainer_hookext.costs.flops._registry import Work
 from chainer_hookext.costs.flops._registry import register
 
-_ONE = (
+register(
     relu.ReLU, relu.ReLUGrad2, relu.ReLUGradCudnn, dropout.Dropout,
     dropout.DropoutGrad, dropout.DropoutGradCuDNN, basic_math.Add,
     basic_math.AddConstant, basic_math.Sub, basic_math.SubFromConstant,
@@ -68,8 +68,8 @@ _ONE = (
     trigonometric.Arctan2, hyperbolic.Sinh, hyperbolic.Cosh,
     arctanh.Arctanh, erf.Erf, erfc.Erfc, erfcinv.ErfcInv, erfcx.Erfcx,
     erfinv.ErfInv, digamma.DiGamma, lgamma.LGamma, polygamma.PolyGamma,
-    zeta.Zeta, ndtr.Ndtr, ndtri.Ndtri, log_ndtr.LogNdtr, fmod.Fmod)
-register(*_ONE, keyed_by=())(_generic.elementwise(1))
+    zeta.Zeta, ndtr.Ndtr, ndtri.Ndtri, log_ndtr.LogNdtr, fmod.Fmod,
+    keyed_by=())(_generic.elementwise(1))
 
 register(
     leaky_relu.LeakyReLU,
@@ -120,8 +120,7 @@ register(basic_math.DivGrad, keyed_by=())(_generic.broadcast_grad(4))
 # 4 for gx0, 3 for gx1
 register(basic_math.PowVarVarGrad, keyed_by=())(_generic.broadcast_grad(7))
 # x1^2 + x2^2, gy / it, times x2, times -x1
-register(trigonometric.Arctan2Grad,
-         keyed_by=())(_generic.broadcast_grad(6))
+register(trigonometric.Arctan2Grad, keyed_by=())(_generic.broadcast_grad(6))
 # gp = gz (x - y), gx = gz p, gy = gz - gx
 register(linear_interpolate.LinearInterpolateGrad,
          keyed_by=())(_generic.elementwise(4, outputs=3))

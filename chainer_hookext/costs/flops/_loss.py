@@ -65,8 +65,7 @@ def _sigmoid_cross_entropy(node, in_data):
     return Work((12 + bool(node.normalize)) * x.size + 1, 1)
 
 
-@register(sigmoid_cross_entropy.SigmoidCrossEntropyGrad,
-          keyed_by=('reduce',))
+@register(sigmoid_cross_entropy.SigmoidCrossEntropyGrad, keyed_by=('reduce',))
 def _sigmoid_cross_entropy_grad(node, in_data):
     x = in_data[0]  # sigmoid (4), y - t, times gy, times the mask (and
     # divided by the count with reduce='mean')

@@ -14,26 +14,21 @@ from chainer_hookext.costs.flops import _generic
 from chainer_hookext.costs.flops._registry import Work
 from chainer_hookext.costs.flops._registry import register
 
-# Training: mean, variance, normalise, scale and shift.
-register(batch_normalization.BatchNormalization,
-         keyed_by=())(_generic.copy_with(7))
-register(batch_normalization.BatchNormalizationGrad,
-         keyed_by=())(_generic.copy_with(10))
-# Evaluation, and its old-style twin with the renormalization's r and d.
-register(batch_normalization.FixedBatchNormalization,
-         keyed_by=())(_generic.copy_with(4))
-register(batch_normalization.FixedBatchNormalizationGrad,
-         keyed_by=())(_generic.copy_with(6))
-register(batch_renormalization.BatchRenormalizationFunction,
-         keyed_by=())(_generic.copy_with(9))
-# Group normalization's backward: x_hat = (x - mean) inv_std; x_hat's
-# gradient (gx_hat - its mean - x_hat mean(gx_hat x_hat), times inv_std);
-# z = y inv_std (its double backward).
-register(group_normalization._XHat, keyed_by=())(_generic.copy_with(2))
-register(group_normalization._XHatGrad,
-         keyed_by=())(_generic.elementwise(7))
-register(group_normalization._MulInvStd,
-         keyed_by=())(_generic.elementwise(1))
+for cls, per_element in (
+        # Training: mean, variance, normalise, scale and shift.
+        (batch_normalization.BatchNormalization, 7),
+        (batch_normalization.BatchNormalizationGrad, 10),
+        # Evaluation, and its old-style twin with the renormalization's r, d.
+        (batch_normalization.FixedBatchNormalization, 4),
+        (batch_normalization.FixedBatchNormalizationGrad, 6),
+        (batch_renormalization.BatchRenormalizationFunction, 9),
+        # Group normalization's backward: x_hat = (x - mean) inv_std; below,
+        # x_hat's gradient (gx_hat - its mean - x_hat mean(gx_hat x_hat),
+        # times inv_std) and z = y inv_std (its double backward).
+        (group_normalization._XHat, 2)):
+    register(cls, keyed_by=())(_generic.copy_with(per_element))
+register(group_normalization._XHatGrad, keyed_by=())(_generic.elementwise(7))
+register(group_normalization._MulInvStd, keyed_by=())(_generic.elementwise(1))
 # l2_normalize's backward zeroes the rows whose norm was 0.
 register(l2_normalization._SetItemZero, keyed_by=())(_generic.copy)
 
@@ -82,8 +77,7 @@ def _whitened(node, x):
     return x.shape[1] // node.groups, x.size  # channels per group, n
 
 
-@register(_decorrelated.DecorrelatedBatchNormalization,
-          keyed_by=('groups',))
+@register(_decorrelated.DecorrelatedBatchNormalization, keyed_by=('groups',))
 def _decorrelated_batch_normalization(node, in_data):
     c, n = _whitened(node, in_data[0])  # mean and centre (2 n), the
     # covariance and two whitening products (6 n c), per group the

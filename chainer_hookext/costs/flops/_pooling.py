@@ -101,8 +101,7 @@ def _resize_images_grad(node, in_data):
     return Work(8 * gy.size, math.prod(node.input_shape))
 
 
-@register(spatial_transformer_sampler.SpatialTransformerSampler,
-          keyed_by=())
+@register(spatial_transformer_sampler.SpatialTransformerSampler, keyed_by=())
 def _spatial_transformer_sampler(node, in_data):
     x, grid = in_data  # (N, C, H, W) sampled at (N, 2, h, w): bilinear,
     outputs = x.shape[0] * x.shape[1] * grid.shape[2] * grid.shape[3]
