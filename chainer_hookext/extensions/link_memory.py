@@ -138,24 +138,20 @@ class LinkMemory(extension.Extension):
             return
         with pauses.own_work(self.tracer.owner):
             self._armed = False
-            self._start()
+            self.tracer.reset()
+            # First: its work is told of before another hook reads the clock.
+            self._handle = _registry.add(_chainer.link_hooks(), self.tracer,
+                                         first=True)
+            if self.peak:  # after the tracer: it reads the clock first
+                self._memory_timeline = memory_timeline.MemoryTimeline(
+                    link_names.model_link_names(trainer))
+                self._memory_timeline.start()
 
     def _iteration_ending(self):
         # In the measured iteration's time, never the next (a Timeline's).
         if self._handle is not None:
             with pauses.own_work(self.tracer.owner):
                 self._stop()
-
-    def _start(self):
-        tracer = self.tracer
-        tracer.reset()
-        # First: its work is told of before another hook reads the clock.
-        self._handle = _registry.add(_chainer.link_hooks(), tracer,
-                                     first=True)
-        if self.peak:  # after the tracer: it reads the clock first
-            self._memory_timeline = memory_timeline.MemoryTimeline(
-                link_names.model_link_names(self._trainer))
-            self._memory_timeline.start()
 
     def _stop(self, keep=True):
         handle, self._handle = self._handle, None

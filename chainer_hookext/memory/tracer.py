@@ -225,9 +225,8 @@ class MemoryTracer(scoped_link_hook.ScopedLinkHook):
             if node is not None:
                 nodes.append((node, tag))
                 in_data.append([None if x is None else x() for x in inputs])
-        excluded = graph.model_buffers(self.model)
-        excluded.update(_buffer_keys(self.before + self.batch))
-        kept = graph.kept_buffers(nodes, excluded, in_data)
+        kept = graph.kept_buffers(nodes, graph.model_buffers(self.model) | (
+            _buffer_keys(self.before + self.batch)), in_data)
         self.activations = graph.bytes_per_tag(kept)
         self.forgettable = graph.forgettable_bytes(
             kept, self.parents, {name: _buffer_keys(refs)
