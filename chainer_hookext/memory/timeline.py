@@ -149,9 +149,8 @@ class MemoryTimeline:
         if pool is not None:
             pool.stop()
             self.pool_peak = pool.peak
-        self._alive.clear()  # the callbacks die with their references
-        self._excluded.clear()
-        self._outputs.clear()
+        for followed in self._alive, self._excluded, self._outputs:
+            followed.clear()  # the callbacks die with their references
         self._running = _running_links.unsubscribe(self._running, self)
         self._pending, self._virtual = [], {}
         self._params, self._param_nodes = [], {}
@@ -458,9 +457,8 @@ class _PoolCounter:
 
 def where_of(sample):
     """Returns where ``sample`` was taken (``'iteration N'`` at an end)."""
-    if sample.kind == 'end':
-        return f'iteration {sample.where}'
-    return str(sample.where)
+    return (f'iteration {sample.where}' if sample.kind == 'end'
+            else str(sample.where))
 
 
 def points(timeline):
