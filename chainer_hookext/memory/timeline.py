@@ -135,7 +135,7 @@ class MemoryTimeline:
                 getattr(link, name, None) for link in links
                 for name in _chainer.persistent_names(link)]:
             self._exclude(array)
-        self._pool = _PoolCounter.start(links)
+        self._pool = _PoolCounter() if pool_hooks.on_gpu(links) else None
         self._running = _running_links.subscribe(self)
         self._handles = [
             (_registry.add(hooks, hook), hook) for hooks, hook in (
@@ -425,11 +425,7 @@ class _FunctionListener(chainer.FunctionHook):
 
 
 class _PoolCounter:
-    """The CuPy pool's used bytes and their peak; ``None`` off a GPU."""
-
-    @classmethod
-    def start(cls, links):
-        return cls() if pool_hooks.on_gpu(links) else None
+    """The CuPy pool's used bytes and their peak."""
 
     def __init__(self):
         self.pool = cuda.cupy.get_default_memory_pool()

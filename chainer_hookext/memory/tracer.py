@@ -70,10 +70,8 @@ class MemoryTracer(scoped_link_hook.ScopedLinkHook):
 
     def __getstate__(self):
         # A copy keeps the figures, not the graph being walked.
-        state = dict(vars(self))
-        state.update(nodes=[], inputs={}, starts={}, steps=[], batch=[],
-                     before=[], _running=None, _grads=None)
-        return state
+        return dict(vars(self), nodes=[], inputs={}, starts={}, steps=[],
+                    batch=[], before=[], _running=None, _grads=None)
 
     def added(self, link):
         self._listening = pauses.listen(self)
