@@ -84,9 +84,6 @@ class ProfileReport(extension.Extension):
                 'chainer.training.extensions.LogReport().', RuntimeWarning)
         self._trainer = trainer
         self._failed = False
-        self._start_run(trainer)
-
-    def _start_run(self, trainer):
         self._started, self._spent, self._last = clock.now(), 0.0, None
         self._drawn = None
         self._interrupted = self._said = self._told = False

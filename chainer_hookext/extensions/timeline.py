@@ -108,7 +108,16 @@ class Timeline(loop_phases.LoopExtension):
         _checks.check_one_per_trainer(
             trainer, self, 'write the same files', 'use one Timeline, with a '
             'trigger that fires at every window wanted')
-        _check_folder(os.path.join(trainer.out, 'timeline'))
+        folder = os.path.join(trainer.out, 'timeline')
+        try:
+            os.makedirs(folder, exist_ok=True)
+            if not os.access(folder, os.W_OK | os.X_OK):
+                raise PermissionError('not writable')
+        except OSError as e:
+            raise ValueError(
+                f'Timeline cannot write its traces to {folder!r}: {e}. Give '
+                'the trainer an `out` folder it can write, with no file '
+                'named `timeline` in it.') from None
         if not self._loaded:  # a reused Timeline: only this run's windows
             self._next_window = None
             if self._outliers is not None:
@@ -401,15 +410,3 @@ def _launcher_rank():
     values = (os.environ.get(var, '') for var in (
         'OMPI_COMM_WORLD_RANK', 'PMI_RANK', 'PMIX_RANK'))
     return next((int(value) for value in values if value.isdigit()), None)
-
-
-def _check_folder(path):
-    try:
-        os.makedirs(path, exist_ok=True)
-        if not os.access(path, os.W_OK | os.X_OK):
-            raise PermissionError('not writable')
-    except OSError as e:
-        raise ValueError(
-            f'Timeline cannot write its traces to {path!r}: {e}. Give the '
-            'trainer an `out` folder it can write, with no file named '
-            '`timeline` in it.') from None
