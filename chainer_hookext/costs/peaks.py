@@ -138,22 +138,18 @@ def _measure(xp, dtype):
 
 def _best(xp, work):
     work()  # warm-up: allocations, kernels compiled
+    sync = (lambda: None) if xp is numpy else xp.cuda.Device().synchronize
     best, repeats = float('inf'), 0
     # The budget is wall time, whatever clock a test gives the package.
     until = time.perf_counter() + SECONDS
     while repeats < _LEAST_REPEATS or time.perf_counter() < until:
-        _synchronize(xp)
+        sync()
         start = clock.now()
         work()
-        _synchronize(xp)
+        sync()
         best = min(best, clock.now() - start)
         repeats += 1
     return max(best, 1e-9)
-
-
-def _synchronize(xp):
-    if xp is not numpy:
-        xp.cuda.Device().synchronize()
 
 
 def measure_again(device: typing.Optional[int] = None,

@@ -110,8 +110,7 @@ no mode to act in: ...
         # (_copied_hooks), the thread never.
         state = dict(vars(self))
         state['in_thread'] = 0
-        waiting = self.waiting
-        return state if waiting is None else waiting.state(state)
+        return state if self.waiting is None else self.waiting.state(state)
 
     def __setstate__(self, state):
         vars(self).update(state)
