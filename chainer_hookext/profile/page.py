@@ -39,10 +39,8 @@ def render(run):
              f'<h1>Profile of <code>{_text(run.out)}</code></h1>']
     if config:
         parts.append(html_table(['', ''], [
-            [what, config.get(key)] for what, key in (
-                ('model', 'model'), ('optimizer', 'optimizer'),
-                ('batch size', 'batch_size'), ('iteration', 'iteration'),
-                ('epoch', 'epoch'))
+            [key.replace('_', ' '), config[key]] for key in (
+                'model', 'optimizer', 'batch_size', 'iteration', 'epoch')
             if config.get(key) is not None]))
     for section in (_summary, _links, _functions, _roofline, _memory,
                     _memory_over_time, _statistics, _loop, _traces):

@@ -56,9 +56,8 @@ def collect(trainer):
     except (AttributeError, KeyError):  # an updater of another shape
         iterator = None
     entries = _chainer.extension_entries(trainer)
-    found = {}
-    for name, entry in entries.items():
-        found.setdefault(type(entry.extension), (name, entry.extension))
+    found = {type(entry.extension): (name, entry.extension)  # the first
+             for name, entry in reversed(entries.items())}
     profile = {
         'config': {
             'model': None if optimizer is None else
