@@ -94,7 +94,6 @@ class Timeline(loop_phases.LoopExtension):
         self._recorder = _timeline_recorder.Recorder(self._timer)
         self._plan = None
         self._discard()  # no window, no outlier
-        self._iteration_starts = []  # the window's [(number, start)]
         self._unix_start = None
         self._outliers = None if self.outliers is None else (
             _timeline_outliers.OutlierRule(self.outliers, self.max_outliers))
@@ -164,7 +163,7 @@ class Timeline(loop_phases.LoopExtension):
             if ended is not None:
                 window.pieces.append(ended.piece)
             if number < window.first + self.iterations:
-                self._iteration_starts.append((number, start))
+                window.starts.append((number, start))
             else:
                 self._end_window(number, start)
         if ended is not None:
@@ -247,8 +246,7 @@ class Timeline(loop_phases.LoopExtension):
                                      self.functions)
         elif self._outliers is None:
             self._recorder.cut()
-        self._window = _Window(first, [])
-        self._iteration_starts = [(number, start)]
+        self._window = _Window(first, [], [(number, start)], None)
         # The hosts' clock at the window's start: ranks on one time axis.
         self._unix_start = time.time() - (self._clock.now() - start)
 
@@ -261,15 +259,14 @@ class Timeline(loop_phases.LoopExtension):
             else:
                 with self._loop.own_work(self.name or self.default_name):
                     window.pieces.append(self._recorder.stop())
-        self._done = _Done(window, self._iteration_starts, end)
-        self._iteration_starts = []
+        self._done = window._replace(end=end)
 
     def _write_done(self):
         done, self._done = self._done, None
-        if done is not None and done.window.pieces:
-            self._write_window(done.window, done.iteration_starts, done.end)
+        if done is not None and done.pieces:
+            self._write_window(done)
 
-    def _write_window(self, window, iteration_starts, end):
+    def _write_window(self, window):
         memory = self._memory
         if memory is not None and not memory.recording:
             self._memory = None
@@ -277,8 +274,8 @@ class Timeline(loop_phases.LoopExtension):
             memory = None
         self._write(f'iteration_{window.first}',
                     _timeline_recorder.window_events(
-                        iteration_starts, end, window.pieces, self._rank(),
-                        memory))
+                        window.starts, window.end, window.pieces,
+                        self._rank(), memory))
 
     def _judge(self, ended):
         # An iteration another extension measured: no trace shows it.
@@ -313,8 +310,8 @@ class Timeline(loop_phases.LoopExtension):
             if window is not None and piece is not None:
                 window.pieces.append(piece)
             if window is not None and window.pieces:
-                self._write_window(window, self._iteration_starts, (
-                    self._iteration_starts[-1][1] if end is None else end))
+                self._write_window(window._replace(
+                    end=window.starts[-1][1] if end is None else end))
             started = self._started
             if (piece is not None and started is not None
                     and clock is not None and clock.phase == phases.OTHER):
@@ -332,7 +329,7 @@ class Timeline(loop_phases.LoopExtension):
         if memory is not None:
             memory.stop()
         self._recorder.stop()
-        self._window = self._done = None  # _Done: recorded, not written
+        self._window = self._done = None  # _done: recorded, not written
         self._started = self._ended = self._previous = None
         self._unwritten = []  # (iteration, previous, verdict) of outliers
         if self._plan is not None:
@@ -402,8 +399,9 @@ class Timeline(loop_phases.LoopExtension):
         self._loaded = True
 
 
-_Window = collections.namedtuple('_Window', ('first', 'pieces'))
-_Done = collections.namedtuple('_Done', ('window', 'iteration_starts', 'end'))
+#: ``starts``: its ``[(number, start)]``; ``end``: set when it ends.
+_Window = collections.namedtuple(
+    '_Window', ('first', 'pieces', 'starts', 'end'))
 
 
 def _launcher_rank():
