@@ -69,8 +69,7 @@ def _local_response_normalization_grad(node, in_data):
 @register(l2_normalization.NormalizeL2, keyed_by=('axis',))
 def _normalize_l2(node, in_data):
     x = in_data[0]  # x^2, its sum; sqrt and + eps per row; x / norm
-    rows = _generic.reduced_size(x, node.axis)
-    return Work(3 * x.size + 2 * rows, x.size)
+    return Work(3 * x.size + 2 * _generic.reduced_size(x, node.axis), x.size)
 
 
 def _whitened(node, x):

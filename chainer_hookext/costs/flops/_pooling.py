@@ -37,8 +37,7 @@ def _pooled_size(node, x):
 @register(max_pooling_nd.MaxPoolingND, average_pooling_2d.AveragePooling2D,
           average_pooling_nd.AveragePoolingND)
 def _pooling(node, in_data):
-    x = in_data[0]
-    outputs = _pooled_size(node, x)
+    outputs = _pooled_size(node, in_data[0])
     return Work(outputs * math.prod(_geometry(node)[0]), outputs)
 
 
@@ -97,8 +96,7 @@ def _resize_images(node, in_data):
 
 @register(resize_images.ResizeImagesGrad, keyed_by=('input_shape',))
 def _resize_images_grad(node, in_data):
-    gy = in_data[0]
-    return Work(8 * gy.size, math.prod(node.input_shape))
+    return Work(8 * in_data[0].size, math.prod(node.input_shape))
 
 
 @register(spatial_transformer_sampler.SpatialTransformerSampler, keyed_by=())
