@@ -72,9 +72,8 @@ class Recorder:
         self.links = None
         if piece is None:
             return None
-        clock, self._clock = self._clock, None
-        hook, self._hook = self._hook, None
-        handle, self._handle = self._handle, None
+        clock, hook, handle = self._clock, self._hook, self._handle
+        self._clock = self._hook = self._handle = None
         for lists, field in _CLOCK_LISTS:
             _replace(getattr(clock, lists), getattr(piece, field), None)
         hook.stop_spans()
