@@ -43,10 +43,10 @@ def memory(log, names):
         float), colours[n]) for n in names
         if _key(n, 'params') in last]
     activations, state = _bars.named([_bars.layers(log, series), state])
+    panels = 2 if state else 1
     fig = _matplotlib.new_figure((10 if state else 6.5, 4.2))
-    axes = fig.subplots(1, 2 if state else 1, squeeze=False,
-                        gridspec_kw={'width_ratios': (3, 2)[:2 if state
-                                                            else 1]})[0]
+    axes = fig.subplots(1, panels, squeeze=False,
+                        gridspec_kw={'width_ratios': (3, 2)[:panels]})[0]
     labels, step = _bars.steps(log)
     unit = _bars.stack_bytes(axes[0], activations)
     _bars.set_steps(axes[0], labels, step)
