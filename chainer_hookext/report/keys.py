@@ -236,17 +236,13 @@ def figure_key(mode, key, field):
 
 def figures(report, backward, flops=False):
     """``{reported key: value}`` of a :class:`Report`."""
-    out = {}
-    for entry in report.entries:
-        for figure in reported(report.mode, entry.key, backward, flops):
-            out[figure_key(report.mode, entry.key, figure.field)] = getattr(
-                entry, figure.field)
-    shown = function_figures(backward_reported(report.mode, backward), flops)
-    for total in function_totals(report.functions):
-        for figure in shown:
-            out[function_key(report.mode, total.function, figure)] = getattr(
-                total, figure.field)
-    return out
+    mode = report.mode
+    shown = function_figures(backward_reported(mode, backward), flops)
+    return {**{figure_key(mode, e.key, f.field): getattr(e, f.field)
+               for e in report.entries
+               for f in reported(mode, e.key, backward, flops)},
+            **{function_key(mode, t.function, f): getattr(t, f.field)
+               for t in function_totals(report.functions) for f in shown}}
 
 
 def spread_key(figure, statistic):
