@@ -190,9 +190,8 @@ def last_entry(run, prefix):
 
 def traces_in(out):
     """The Timeline files in ``out``: windows by first iteration first."""
-    folder = os.path.join(out, TRACE_FOLDER)
     found = {}  # {(outlier, first iteration, name): path}
-    for path in glob.glob(os.path.join(folder, '*iteration_*.json*')):
+    for path in glob.glob(os.path.join(out, TRACE_FOLDER, '*iteration_*')):
         match = _TRACE.match(os.path.basename(path))
         if match:
             found[(bool(match.group(1)), int(match.group(2)),
