@@ -272,20 +272,16 @@ _LOG_KIND = _Kind('not a LogReport log', '')
 _PROFILE_KIND = _Kind(
     'not ProfileReport\'s figures', '; remove it (the page is drawn from '
     'the log without it) or let ProfileReport write it again')
-# Shapes: fields (optional unless ``required``); every value; null or shape.
-_Object = collections.namedtuple('_Object', ('fields', 'required'),
-                                 defaults=((),))
+# Shapes: fields (optional unless ``required``; ``ours``: every key of this
+# package a number too); every value; null or shape.
+_Object = collections.namedtuple('_Object', ('fields', 'required', 'ours'),
+                                 defaults=((), False))
 _Each = collections.namedtuple('_Each', ('shape',))
 _Maybe = collections.namedtuple('_Maybe', ('shape',))
 _NUMBER = (int, float)
 _TEXT = (str, type(None))
 
-
-class _OurKeys(dict):
-    """A log entry: every key of this package a number."""
-
-
-_LOG_ENTRY = _OurKeys(epoch=_NUMBER, iteration=_NUMBER)
+_LOG_ENTRY = _Object({'epoch': _NUMBER, 'iteration': _NUMBER}, ours=True)
 _PROFILE = _Object({
     'config': _Object({
         'model': _TEXT, 'optimizer': _TEXT,
@@ -330,7 +326,7 @@ def _check_shape(path, value, shape, kind, where=''):
             raise wrong('a list')
         for i, item in enumerate(value):
             inner(f'{i}', item, shape[0])
-    elif isinstance(shape, (_Object, _Each, _OurKeys)):
+    elif isinstance(shape, (_Object, _Each)):
         if not isinstance(value, dict):
             raise wrong('an object')
         for key in shape.required if isinstance(shape, _Object) else ():
@@ -339,11 +335,10 @@ def _check_shape(path, value, shape, kind, where=''):
         for key, item in value.items():
             if isinstance(shape, _Each):
                 inner(key, item, shape.shape)
-            elif isinstance(shape, _Object) and key in shape.fields:
+            elif key in shape.fields:
                 inner(key, item, shape.fields[key])
-            elif isinstance(shape, _OurKeys) and (
-                    key in shape or key.startswith(keys.TRAIN_PREFIXES)):
-                inner(key, item, shape.get(key, _NUMBER))
+            elif shape.ours and key.startswith(keys.TRAIN_PREFIXES):
+                inner(key, item, _NUMBER)
     elif not isinstance(value, shape) or (
             shape is _NUMBER and isinstance(value, bool)):
         raise wrong(_WHAT.get(shape, shape))
