@@ -28,8 +28,7 @@ def link_colours(names):
 
 def reported(log, series):
     """Returns the entries of ``log`` holding a key of some ``series``."""
-    wanted = [s.key for s in series]
-    return [e for e in log if any(key in e for key in wanted)]
+    return [e for e in log if any(s.key in e for s in series)]
 
 
 def layers(log, series, scale=1.0):

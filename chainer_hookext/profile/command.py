@@ -57,8 +57,7 @@ def main(argv=None):
         return 0
     try:
         if args.command == 'report':
-            run = run_module.from_folder(args.result)
-            path = page.write(run, args.out)
+            path = page.write(run_module.from_folder(args.result), args.out)
             print(f'Profile page written to {path}')
         else:
             if args.out:

@@ -75,11 +75,11 @@ def _links(run):
         plots.link_time, run.log, names)
     entry = run_module.last_entry(run, keys.prefix('train', keys.TIME))
     if entry is not None:
-        seconds = findings_module.link_seconds(entry, names)
+        seconds = findings_module.link_seconds(entry, names).items()
         out += ['<p>Self time per training iteration, last report:</p>',
                 html_table(['link', 'forward', 'backward'], [
                     [name, units.seconds(f), units.seconds(b)]
-                    for name, (f, b) in seconds.items() if f or b])]
+                    for name, (f, b) in seconds if f or b])]
     return out
 
 

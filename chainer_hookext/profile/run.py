@@ -165,8 +165,7 @@ def check_page_name(trainer, report):
     """Raises ``ValueError`` when ``report.filename`` is another file's."""
     files = files_in_out(trainer, report)
     name = os.path.normpath(report.filename)
-    top = name.split(os.sep)[0]
-    clash = files.get(name) or files.get(top)
+    clash = files.get(name) or files.get(name.split(os.sep)[0])
     if clash:
         taken = ', '.join(repr(n) for n in sorted(files))
         raise ValueError(

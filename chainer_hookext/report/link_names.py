@@ -20,11 +20,10 @@ def link_name(prefix, path):
 def model_link_names(trainer):
     """``{id(link): (name, link)}`` of the trainer's models' links, named as
     ``Trainer`` names the observers (the last of two names)."""
-    names = {}
-    for prefix, optimizer in trainer.updater.get_all_optimizers().items():
-        for path, link in optimizer.target.namedlinks():
-            names[id(link)] = (link_name(prefix, path), link)
-    return names
+    optimizers = trainer.updater.get_all_optimizers()
+    return {id(link): (link_name(prefix, path), link)
+            for prefix, optimizer in optimizers.items()
+            for path, link in optimizer.target.namedlinks()}
 
 
 def insert_added(names, name, parent):

@@ -74,9 +74,8 @@ def print_function_table(rows, self_times, unit, file, backward=False,
                   if by_link.get(link)}
     shown = _links_within(self_times, by_link, top)
     figures = keys.function_figures(backward, flops)
-    times = [f for f in figures if f.family == keys.TIME]
     fmt = units.formatter(unit, [getattr(r, f.field) for r in rows
-                                 for f in times] + [
+                                 for f in figures if f.family == keys.TIME] + [
         t for pair in self_times.values() for t in pair])
     table = [['Link / Function'] + [f.title for f in figures] + ['Calls']]
 
@@ -191,8 +190,7 @@ def top_rows(rows, top, size):
     their ancestors, in their order, and the line on the others."""
     if top is None or len(rows) <= top:
         return list(rows), []
-    ranked = sorted(range(len(rows)), key=lambda i: -size(rows[i]))
-    chosen = set(ranked[:top])
+    chosen = set(sorted(range(len(rows)), key=lambda i: -size(rows[i]))[:top])
     index = {row.key: i for i, row in enumerate(rows)}
     for i in list(chosen):
         parent = rows[i].parent
