@@ -289,9 +289,8 @@ class LinkMemory(extension.Extension):
 
 def _peak_bytes(peak):
     # On a GPU the pool's highest used bytes, counted at every malloc.
-    if peak.point.sample.pool_used is None:
-        return peak.point.total
-    return max(peak.pool or 0, peak.point.sample.pool_used)
+    used = peak.point.sample.pool_used
+    return peak.point.total if used is None else max(peak.pool or 0, used)
 
 
 def _timed_links_times(trainer):
