@@ -53,6 +53,11 @@ per iteration, start-up cost cancelled.  Neither the ``LogReport`` nor
 ``TimedLoop`` reports within 100 iterations: these are warm iterations.
 It takes some minutes.
 
+``--report-every N`` makes the ``LogReport`` and every reporting variant
+report every N iterations (default 100, none within the counted
+iterations): with ``--counts 20 80 --report-every 20`` three reports of
+each fall in the counted 60 iterations, the reports' cost counted in.
+
 Run: ``python benchmarks/bench_loop.py [--model mlp|deep] [--rounds 15]
 [--iterations 300]`` or ``python benchmarks/bench_loop.py --instructions
 [--model mlp|deep] [--counts 20 70] [--variants VARIANT ...]``
@@ -84,6 +89,9 @@ import _cachegrind  # NOQA: E402 (benchmarks/, beside this script)
 import bench_timer  # NOQA: E402
 import chainer_hookext  # NOQA: E402
 from chainer_hookext import _chainer  # NOQA: E402
+
+#: The reporting extensions' trigger (``--report-every``).
+REPORT = (100, 'iteration')
 
 
 class Deep(chainer.ChainList):
@@ -118,7 +126,7 @@ def make_trainer(model, out, iterations, batchsize=32, shape=(784,),
     updater = training.updaters.StandardUpdater(it, optimizer)
     trainer = training.Trainer(updater, (iterations, 'iteration'), out=out)
     if log:
-        trainer.extend(extensions.LogReport(trigger=(100, 'iteration'),
+        trainer.extend(extensions.LogReport(trigger=REPORT,
                                             log_name=None))
     return trainer
 
@@ -271,7 +279,11 @@ def first(trainer):
 VARIANTS = {
     'no extension': lambda n: [],
     'TimedLoop()': lambda n: [
-        (chainer_hookext.TimedLoop(), (100, 'iteration'))],
+        (chainer_hookext.TimedLoop(), REPORT)],
+    # What a report costs (its keys in the LogReport's summary included):
+    # the difference to TimedLoop() over the iterations counted.
+    'TimedLoop(), reporting at every iteration': lambda n: [
+        (chainer_hookext.TimedLoop(), (1, 'iteration'))],
     'Timeline, outside windows': lambda n: [
         (chainer_hookext.Timeline(iterations=3), never)],
     'Timeline, every iteration in a window': lambda n: [
@@ -282,11 +294,11 @@ VARIANTS = {
         (chainer_hookext.Timeline(outliers=datetime.timedelta(hours=1)),
          never)],
     'TimedLinks()': lambda n: [
-        (chainer_hookext.TimedLinks(), (100, 'iteration'))],
+        (chainer_hookext.TimedLinks(), REPORT)],
     'TimedLinks(flops=True)': lambda n: [
         (chainer_hookext.TimedLinks(flops=True, peak_flops=1e12,
                                     peak_bandwidth=1e11),
-         (100, 'iteration'))],
+         REPORT)],
     # It measures the run's first iteration only: the others are the
     # unmeasured ones, which run no hook (bench_memory.py).
     'LinkMemory, unmeasured iterations': lambda n: [
@@ -297,23 +309,23 @@ VARIANTS = {
     'all four together': lambda n: [
         (chainer_hookext.TimedLinks(flops=True, peak_flops=1e12,
                                     peak_bandwidth=1e11),
-         (100, 'iteration')),
-        (chainer_hookext.TimedLoop(), (100, 'iteration')),
+         REPORT),
+        (chainer_hookext.TimedLoop(), REPORT),
         (chainer_hookext.LinkMemory(), (1000, 'iteration')),
         (chainer_hookext.Timeline(iterations=3), never)],
     # The floors of TimedLoop's cost: an extension entry, and one with an
     # empty function hook registered.
     'an extension doing nothing': lambda n: [
-        (NothingDone(), (100, 'iteration'))],
+        (NothingDone(), REPORT)],
     'an empty FunctionHook': lambda n: [
-        (EmptyFunctionHook(), (100, 'iteration'))],
+        (EmptyFunctionHook(), REPORT)],
     'the least phase marks (a floor, not a timer)': lambda n: [
-        (LeastPhases(), (100, 'iteration'))],
+        (LeastPhases(), REPORT)],
     # The floor of Timeline(outliers=...): TimedLinks' timing and the
     # least phase marks (it records the same calls as spans).
     'TimedLinks() and the least phase marks': lambda n: [
-        (chainer_hookext.TimedLinks(), (100, 'iteration')),
-        (LeastPhases(), (100, 'iteration'))],
+        (chainer_hookext.TimedLinks(), REPORT),
+        (LeastPhases(), REPORT)],
     'no extension, again': lambda n: [],
 }
 #: The variants counted in instructions.
@@ -377,7 +389,8 @@ def count_instructions(model, variant, iterations):
     """Instructions of a whole ``--run VARIANT ITERATIONS`` process under
     cachegrind (``PYTHONHASHSEED=0``)."""
     return _cachegrind.instructions(
-        __file__, ['--model', model, '--run', variant, iterations])
+        __file__, ['--model', model, '--report-every', str(REPORT[0]),
+                   '--run', variant, iterations])
 
 
 def instructions_per_iteration(model, variants, counts, jobs=1):
@@ -451,6 +464,7 @@ def time_table(model, rounds, iterations):
 
 
 def main():
+    global REPORT
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     parser.add_argument('--model', choices=sorted(MODELS), default='mlp')
     parser.add_argument('--rounds', type=int, default=15)
@@ -461,16 +475,22 @@ def main():
     parser.add_argument('--counts', type=int, nargs=2, default=(20, 70),
                         metavar=('N1', 'N2'),
                         help='iterations of the two runs under valgrind')
-    parser.add_argument('--variants', nargs='+', choices=COUNTED,
+    parser.add_argument('--variants', nargs='+', choices=[
+                            v for v in VARIANTS
+                            if v != 'Timeline, every iteration in a window'],
                         default=COUNTED, metavar='VARIANT',
                         help='with --instructions: count these only (and '
                         '"no extension")')
     parser.add_argument('--jobs', type=int, default=1,
                         help='with --instructions: processes at a time (the '
                         'counts do not depend on it)')
+    parser.add_argument('--report-every', type=int, default=100,
+                        metavar='N', help='the reports\' interval, in '
+                        'iterations (default: %(default)s)')
     parser.add_argument('--run', nargs=2, help=argparse.SUPPRESS,
                         metavar=('VARIANT', 'ITERATIONS'))
     args = parser.parse_args()
+    REPORT = (args.report_every, 'iteration')
     if args.run:
         with tempfile.TemporaryDirectory() as out:
             run(args.model, args.run[0], int(args.run[1]), out)

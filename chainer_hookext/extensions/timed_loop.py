@@ -72,7 +72,10 @@ class TimedLoop(loop_phases.LoopExtension):
         self.unit = unit
         self.comm = comm
         super().__init__()
-        self._names = []  # the extensions' names in the trainer
+        # The trainer's extensions, once per run: {figure: name}, and every
+        # figure.
+        self._extensions = collections.OrderedDict()
+        self._present = frozenset()
         self._first_iteration = None
         self._last_iteration = None
         # {figure: seconds} of earlier runs (a resumed snapshot), and at the
@@ -85,13 +88,16 @@ class TimedLoop(loop_phases.LoopExtension):
     def initialize(self, trainer: chainer.training.Trainer) -> None:
         self.release()
         entries = _chainer.extension_entries(trainer)
-        self._names = list(entries)
+        self._extensions = collections.OrderedDict(
+            (keys.phase_figure(phases.ExtensionPhase(name)), name)
+            for name in entries)
+        self._present = frozenset(keys.loop_figures(entries))
         for entry in entries.values():
             other = entry.extension
             if isinstance(other, timed_links.TimedLinks):
                 keys.check_loop_keys(
                     other.scope_link_names(trainer).values(), other.backward,
-                    other.comm is not None, self._names,
+                    other.comm is not None, list(entries),
                     self.comm is not None)
         last = self._last_iteration
         if last is not None and trainer.updater.iteration < last:
@@ -150,12 +156,6 @@ class TimedLoop(loop_phases.LoopExtension):
             totals[keys.GC] = totals.get(keys.GC, 0.0) + clock.gc
         return totals
 
-    def _extension_figures(self):
-        # {figure: the extension's name}, in the trainer's order.
-        return collections.OrderedDict(
-            (keys.phase_figure(phases.ExtensionPhase(name)), name)
-            for name in self._names)
-
     def _figures(self, totals, then, n):
         # {figure: seconds per iteration}, in report order.  An extension
         # the trainer no longer has (since a snapshot) is reported while it
@@ -163,8 +163,8 @@ class TimedLoop(loop_phases.LoopExtension):
         delta = {p: max(totals.get(p, 0.0) - then.get(p, 0.0), 0.0) / n
                  for p in set(totals) | set(then)}
         gc_seconds = delta.pop(keys.GC, 0.0)  # inside the phases
-        present = keys.loop_figures(self._names)
-        extensions = list(self._extension_figures()) + sorted(
+        present = self._present
+        extensions = list(self._extensions) + sorted(
             f for f, s in delta.items() if f not in present and s > 0)
         figures = collections.OrderedDict(
             [(keys.ITERATION, sum(delta.values()))] + [
@@ -232,10 +232,10 @@ class TimedLoop(loop_phases.LoopExtension):
     def _print(self, figures, tail, how, iteration):
         console.write([f'TimedLoop at iteration {iteration}: seconds per '
                        f'training iteration, {how}'], sys.stdout)
-        labels = {figure: '  ' + name for figure, name
-                  in self._extension_figures().items()}
-        present = keys.loop_figures(self._names)
-        labels.update((f, '  ' + f) for f in figures if f not in present)
+        labels = {figure: '  ' + name
+                  for figure, name in self._extensions.items()}
+        labels.update((f, '  ' + f) for f in figures
+                      if f not in self._present)
         tables.print_share_table(collections.OrderedDict(
             (labels.get(f, f), s) for f, s in figures.items()),
             figures[keys.ITERATION], self.unit, sys.stdout)
