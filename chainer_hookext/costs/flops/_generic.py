@@ -85,5 +85,6 @@ def shaped(attribute, scatter=False):
     def formula(node, in_data):
         return Work(in_data[-1].size if scatter else 0,
                     math.prod(getattr(node, attribute)))
-    formula.__qualname__ = f'shaped({attribute!r}, {scatter})'
+    formula.__qualname__ = (f'shaped({attribute!r}, scatter=True)'
+                            if scatter else f'shaped({attribute!r})')
     return formula
