@@ -69,9 +69,7 @@ def written_file(extension):
 
 def optimizer_hooks(optimizer, timing):
     """The optimizer's ``'pre'`` or ``'post'`` hooks by name, in order."""
-    hookable = optimizer_hook_container(optimizer)
-    return hookable._pre_update_hooks if timing == 'pre' else (
-        hookable._post_update_hooks)
+    return getattr(optimizer._hookable, f'_{timing}_update_hooks')
 
 
 def optimizer_hook_container(optimizer):

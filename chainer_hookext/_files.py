@@ -23,7 +23,17 @@ def write_atomic(path: str, data: bytes) -> None:
     """
     folder, name = os.path.split(path)
     os.makedirs(folder or '.', exist_ok=True)
-    fd, aside = _create_beside(folder, name)
+    for _ in range(_TRIES):
+        aside = os.path.join(folder, f'.{name}.{secrets.token_hex(6)}.tmp')
+        try:
+            fd = os.open(aside, _FLAGS, _MODE)
+            break
+        except FileExistsError:
+            continue
+    else:
+        raise FileExistsError(
+            f'write_atomic: no free name for a file beside {name!r} in '
+            f'{folder!r} after {_TRIES} tries')
     try:
         with open(fd, 'wb') as f:
             f.write(data)
@@ -31,15 +41,3 @@ def write_atomic(path: str, data: bytes) -> None:
     except BaseException:
         os.remove(aside)
         raise
-
-
-def _create_beside(folder, name):
-    for _ in range(_TRIES):
-        aside = os.path.join(folder, f'.{name}.{secrets.token_hex(6)}.tmp')
-        try:
-            return os.open(aside, _FLAGS, _MODE), aside
-        except FileExistsError:
-            continue
-    raise FileExistsError(
-        f'write_atomic: no free name for a file beside {name!r} in '
-        f'{folder!r} after {_TRIES} tries')

@@ -12,16 +12,23 @@ _LINK_CALL = _chainer.LINK_CALL_CODE
 _STEP = _chainer.BACKWARD_STEP_CODE
 
 
+def _outward(frame):
+    # ``frame``, then each frame that called the one before.
+    while frame is not None:
+        yield frame
+        frame = frame.f_back
+
+
+def _first(frame, code):
+    return next((f for f in _outward(frame) if f.f_code is code), None)
+
+
 def still_running(keys, skip_current):
     """The depth of a stack of calls (``keys``: links or link classes,
     outermost first) to keep; ``skip_current`` from a
     ``forward_preprocess``: the innermost call is starting."""
-    links = []  # innermost first
-    frame = sys._getframe(1)
-    while frame is not None:
-        if frame.f_code is _LINK_CALL:
-            links.append(frame.f_locals.get('self'))
-        frame = frame.f_back
+    links = [f.f_locals.get('self') for f in _outward(sys._getframe(1))
+             if f.f_code is _LINK_CALL]  # innermost first
     if skip_current and links:
         del links[0]
     live = reversed(links)
@@ -35,34 +42,23 @@ def still_running(keys, skip_current):
 
 def calling_link():
     """The link whose call encloses the innermost link call, or ``None``."""
-    frame = sys._getframe(1)
-    seen = False
-    while frame is not None:
-        if frame.f_code is _LINK_CALL:
-            if seen:
-                return frame.f_locals.get('self')
-            seen = True
-        frame = frame.f_back
-    return None
+    calls = (f for f in _outward(sys._getframe(1)) if f.f_code is _LINK_CALL)
+    next(calls, None)
+    outer = next(calls, None)
+    return None if outer is None else outer.f_locals.get('self')
 
 
 def calling_code():
     """The code that made the innermost link call (from three frames up)."""
-    frame = sys._getframe(3)
-    while frame is not None and frame.f_code is not _LINK_CALL:
-        frame = frame.f_back
+    frame = _first(sys._getframe(3), _LINK_CALL)
     return None if frame is None else frame.f_back.f_code
 
 
 def running_step():
     """The node of the innermost running backward step, or ``None`` (from a
     step's own hooks: the enclosing one's, ``F.forget``'s)."""
-    frame = sys._getframe(1)
-    while frame is not None:
-        if frame.f_code is _STEP:
-            return frame.f_locals.get('func')
-        frame = frame.f_back
-    return None
+    frame = _first(sys._getframe(1), _STEP)
+    return None if frame is None else frame.f_locals.get('func')
 
 
 def trainer_run(trainer, depth, or_above=False):
@@ -81,9 +77,4 @@ def trainer_run(trainer, depth, or_above=False):
 
 def is_running(frame):
     """Whether ``frame`` is on the calling thread's stack."""
-    current = sys._getframe(1)
-    while current is not None:
-        if current is frame:
-            return True
-        current = current.f_back
-    return False
+    return any(f is frame for f in _outward(sys._getframe(1)))

@@ -64,13 +64,10 @@ def changed(hook):
 
 def use_method(hook, event, method=None):
     """Makes ``method`` (``None``: the class's) what ``event`` calls."""
-    current = vars(hook).get(event)
-    if method is None:
-        if current is None:
-            return
-        del vars(hook)[event]
-    elif current == method:
+    if vars(hook).get(event) == method:
         return
+    if method is None:
+        del vars(hook)[event]
     else:
         setattr(hook, event, method)
     changed(hook)

@@ -23,9 +23,8 @@ def add(registry, hook, first=False):
     return Registration(registry, key)
 
 
-def registered(registry):
-    """``{key: hook}`` of the package's hooks in ``registry``, in order."""
-    return _observer.listeners(registry)
+#: ``registered(registry)``: ``{key: hook}`` of the package's hooks in it.
+registered = _observer.listeners
 
 
 class Registration(collections.namedtuple(

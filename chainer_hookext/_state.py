@@ -20,22 +20,22 @@ def is_loading(serializer):
     return isinstance(serializer, serializer_module.Deserializer)
 
 
-def _lacks_group(deserializer):
-    # HDF5Deserializer gives a missing group as group=None, then raises
-    # ValueError or AttributeError.
-    return (isinstance(deserializer, hdf5.HDF5Deserializer)
-            and deserializer.group is None)
-
-
 def _missing(deserializer, key):
     return MissingState(f"{getattr(deserializer, 'path', '')}{key}")
+
+
+def _check_group(deserializer, key):
+    # HDF5Deserializer gives a missing group as group=None, then raises
+    # ValueError or AttributeError.
+    if (isinstance(deserializer, hdf5.HDF5Deserializer)
+            and deserializer.group is None):
+        raise _missing(deserializer, key)
 
 
 def read(deserializer, key):
     """The array saved as ``key``, else :class:`MissingState` (strict or
     not, npz or hdf5)."""
-    if _lacks_group(deserializer):
-        raise _missing(deserializer, key)
+    _check_group(deserializer, key)
     try:
         value = deserializer(key, None)
     except KeyError as e:
@@ -48,8 +48,7 @@ def read(deserializer, key):
 def child(deserializer, key):
     """``deserializer[key]``; :class:`MissingState` for hdf5's missing group.
     """
-    if _lacks_group(deserializer):
-        raise _missing(deserializer, key)
+    _check_group(deserializer, key)
     return deserializer[key]
 
 
@@ -77,12 +76,11 @@ def load_rows(serializer, fields, optional=()):
             if field not in optional:
                 raise
             values = numpy.zeros(len(labels))
-        values = numpy.asarray(values, numpy.float64)
-        columns[field] = values.ravel()
-        if len(columns[field]) != len(labels):
+        values = columns[field] = numpy.asarray(values, numpy.float64).ravel()
+        if len(values) != len(labels):
             raise ValueError(
                 'the saved timing state is inconsistent: '
-                f'{len(labels)} rows of labels, {len(columns[field])} '
+                f'{len(labels)} rows of labels, {len(values)} '
                 f'values of {field!r}.')
     return [(row, {f: float(columns[f][i]) for f in fields})
             for i, row in enumerate(labels)]

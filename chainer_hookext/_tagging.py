@@ -4,6 +4,7 @@ stores a tag on each new node in forward and reads it back in backward
 """
 
 import functools
+import itertools
 import threading
 
 import chainer
@@ -25,12 +26,9 @@ def new_tagger(cls, *args, **kwargs):
     tagger = cls(*args, **kwargs)
     tagger._slot_key = (threading.get_ident(), tagger.tag_name)
     held = _slots_in_use.setdefault(tagger._slot_key, set())
-    slot = 0
-    while slot in held:
-        slot += 1
-    held.add(slot)
-    tagger.slot = slot
-    if slot:
+    tagger.slot = next(n for n in itertools.count() if n not in held)
+    held.add(tagger.slot)
+    if tagger.slot:
         tagger.tag_of = tagger.tag_in_slot
         for event in _observer.EVENTS[chainer.FunctionHook]:
             if getattr(cls, event) is not getattr(chainer.FunctionHook, event):
@@ -157,8 +155,7 @@ class NodeTagger(chainer.FunctionHook):
 
     def unregister(self):
         """Takes back one :meth:`register`; the last removes the hook."""
-        if self._count > 0:
-            self._count -= 1
+        self._count = max(self._count - 1, 0)
         if self._count or self._handle is None:
             return
         handle, self._handle = self._handle, None
