@@ -283,9 +283,7 @@ class BackwardTimer(_tagging.NodeTagger):
 
     def stop_spans(self):
         """Stops recording spans; safe to call when none are recorded."""
-        self.steps = None
-        self.function_spans = None
-        self._use_span_methods(self.calls.gpu)
+        self.start_spans(None)
 
     def _use_span_methods(self, gpu):
         if self.steps is not None:

@@ -239,14 +239,11 @@ class CallStack:
         self.gpu = gpu
         _observer.use_method(self, 'forward_preprocess',
                              self.gpu_forward_preprocess if gpu else None)
-        _observer.use_method(self, 'forward_postprocess',
-                             self.gpu_forward_postprocess if gpu else None)
         self.device_changed(gpu)
+        self._use_span_methods()
 
     def device_changed(self, gpu):
         """Called when the calls are timed on a GPU (``gpu``) or not."""
-        if self.recording is not None:
-            self._use_span_methods()
 
     # -- spans, while a Timeline records -----------------------------------
     recording = None
@@ -298,13 +295,9 @@ class CallStack:
 
     def paused(self, name, start, end):
         """Takes a pause out of every running call (not on a GPU)."""
-        if self.gpu:
-            return
-        length = end - start
-        rec = self.top
-        while rec is not self.bottom:
-            rec.start += length
-            rec = rec.parent
+        if not self.gpu:
+            for rec in self._chain():
+                rec.start += end - start
 
     # -- calls left open by exceptions (Chainer calls no postprocess for a
     # forward that raised): _prune ends them at a new path, a call again

@@ -84,12 +84,7 @@ class EventQueue:
         # Each event once (a stop is often the next start); those in
         # ``keep`` are held until a later call.
         kept = {id(e) for e in keep}
-        seen = set()
         held, self._held = self._held, []
-        free = self.free
-        for event in held + [e for pair in pairs
-                             for e in (pair.start, pair.stop)]:
-            if id(event) in seen:
-                continue
-            seen.add(id(event))
-            (self._held if id(event) in kept else free).append(event)
+        for key, event in {id(e): e for e in held + [
+                e for pair in pairs for e in (pair.start, pair.stop)]}.items():
+            (self._held if key in kept else self.free).append(event)

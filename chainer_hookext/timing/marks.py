@@ -190,7 +190,7 @@ class Marks:
     def __init__(self, clock):
         self.clock = clock
         self.in_update = False
-        self._hook = None
+        self.phase_marks = None  # the PhaseMarks, once added
         self._hook_handle = None
         self._optimizer_hooks = []
         self._triggers = []  # (extension entry, TimedTrigger)
@@ -211,8 +211,8 @@ class Marks:
                 for optimizer in optimizers:
                     total += optimizer.t
                 return total
-            self._hook = PhaseMarks(self.clock, count_updates)
-            self._hook_handle = _registry.add(function_hooks, self._hook)
+            self.phase_marks = PhaseMarks(self.clock, count_updates)
+            self._hook_handle = _registry.add(function_hooks, self.phase_marks)
             for name, entry in _chainer.extension_entries(trainer).items():
                 timed = TimedTrigger(
                     self, entry.trigger, phases.ExtensionPhase(name))
@@ -221,10 +221,6 @@ class Marks:
         except BaseException:
             self.remove()
             raise
-
-    @property
-    def phase_marks(self):
-        return self._hook
 
     def remove(self):
         """Removes every mark added; safe to call again."""
@@ -238,13 +234,13 @@ class Marks:
         for handle in handles:
             handle[-1].marks = None
             _registry.remove_optimizer_hook(handle)
-        hook, self._hook = self._hook, None
+        hook, self.phase_marks = self.phase_marks, None
         if hook is not None:
             _registry.remove(self._hook_handle, hook)
 
     def iteration_started(self):
         self.in_update = True
-        hook = self._hook
+        hook = self.phase_marks
         hook.start()
         hook.step_end = None
         self.clock.switch(phases.DATA)
@@ -252,14 +248,14 @@ class Marks:
     def outside_update(self, phase):
         """Starts ``phase`` (an extension's, the stop trigger's)."""
         self.in_update = False
-        hook = self._hook
+        hook = self.phase_marks
         if hook.watch_forward or hook.watch_backward:
             hook.stop()
         hook.switch(phase)
 
     def update_started(self):
         # ChainerMN's update starts, after its all-reduce.
-        hook = self._hook
+        hook = self.phase_marks
         end = hook.backward_ended()
         if end is not None:
             self.clock.switch(phases.ALLREDUCE, end)

@@ -18,11 +18,9 @@ _local = threading.local()
 
 
 def _listeners():
-    try:
-        return _local.listeners
-    except AttributeError:
-        listeners = _local.listeners = []
-        return listeners
+    if not hasattr(_local, 'listeners'):
+        _local.listeners = []
+    return _local.listeners
 
 
 def listen(listener):
@@ -46,13 +44,12 @@ class Listening(collections.namedtuple(
 
 def stop_listening(handle):
     """Stops telling the listener of ``handle`` (if any)."""
-    if handle is None:
-        return
-    listeners, listener = handle
-    for i, registered in enumerate(listeners):
-        if registered is listener:
-            del listeners[i]
-            return
+    if handle is not None:
+        listeners, listener = handle
+        for i, registered in enumerate(listeners):
+            if registered is listener:
+                del listeners[i]
+                break
 
 
 def paused(name, start, end=None):
