@@ -25,7 +25,7 @@ class IterationParts:
     phase_marks = None
 
     def __init__(self, trainer):
-        self._trainer = (_no_trainer if trainer is None
+        self._trainer = ((lambda: None) if trainer is None
                          else weakref.ref(trainer))
         self._callbacks = []
         self._stand_ins = None  # the loop's _ConsultedTriggers
@@ -87,10 +87,6 @@ class IterationParts:
             self.in_update = in_update
             for callback in list(self._callbacks):
                 callback(in_update)
-
-
-def _no_trainer():
-    return None
 
 
 def _stand_ins(parts, trainer):

@@ -36,10 +36,7 @@ class IterationPlan:
     @classmethod
     def of(cls, trainer) -> 'IterationPlan':
         """``trainer``'s plan (made at the first call)."""
-        plan = _plans.get(trainer)
-        if plan is None:
-            plan = _plans[trainer] = cls()
-        return plan
+        return _plans.setdefault(trainer, cls())
 
     def trace(self, owner, first: int, last: int) -> None:
         """``owner`` traces iterations ``first`` to ``last`` from now."""

@@ -70,11 +70,9 @@ class LinkHookExtension(extension.Extension):
                 'whole thread (Chainer then calls `added(None)`), for the '
                 'length of training only.  It is part of the model: add it '
                 'with `link.add_hook(hook)`.')
-        train, eval = _checks.check_modes(call, train, eval)
+        self.train, self.eval = _checks.check_modes(call, train, eval)
         self.hook = hook
         self.links = as_links(call, links)
-        self.train = train
-        self.eval = eval
         self._entry = None  # the TrainingLoop, from initialize to the end
         self._pending = None  # the hook to register when the loop starts
         self._registered = None  # (handle, registered hook)
@@ -165,22 +163,20 @@ class LinkHookExtension(extension.Extension):
         entry = self._entry
         try:
             if entry is not None:
-                if entry.waiting:
-                    self._warn_never_registered(entry.trainer)
+                trainer = entry.trainer
+                if entry.waiting and trainer is not None and (
+                        trainer.updater.iteration != self._iteration):
+                    warnings.warn(
+                        f'{self.name or type(self).__name__}: the training '
+                        f'loop ran, but its hook {self.hook.name!r} was '
+                        "never registered: Trainer.run's first call of "
+                        'trainer.stop_trigger was not seen (was '
+                        'trainer.stop_trigger replaced after this '
+                        "extension's initialize?).",
+                        RuntimeWarning)
                 entry.end()  # every release, should one raise
         finally:
             self.release()
-
-    def _warn_never_registered(self, trainer):
-        if trainer is None or trainer.updater.iteration == self._iteration:
-            return  # no update ran: finalize called by hand
-        warnings.warn(
-            f'{self.name or type(self).__name__}: the training loop ran, '
-            f'but its hook {self.hook.name!r} was never registered: '
-            "Trainer.run's first call of trainer.stop_trigger was not seen "
-            '(was trainer.stop_trigger replaced after this '
-            "extension's initialize?).",
-            RuntimeWarning)
 
     def serialize(self, serializer: chainer.AbstractSerializer) -> None:
         """Saves or restores the hook's state (``hook.serialize``, when it
@@ -206,23 +202,21 @@ def scope_link_names(call, links, trainer):
     """``{id(link): name}`` of ``links`` (``None``: the ``main`` target)
     and their descendants, named as the reporter does."""
     model = link_names.model_link_names(trainer)
-    roots = links
-    if roots is None:
-        optimizers = trainer.updater.get_all_optimizers()
+    optimizers = trainer.updater.get_all_optimizers()
+    if links is None:
         if 'main' not in optimizers:
             raise ValueError(
                 f'{call}: the updater has no `main` optimizer (it has '
                 f'{sorted(optimizers)!r}); name the links to hook with '
                 '`links=`.')
-        roots = (optimizers['main'].target,)
+        links = (optimizers['main'].target,)
     names = {}
-    for root in roots:
+    for root in links:
         if id(root) not in model:
-            targets = ', '.join(sorted(
-                trainer.updater.get_all_optimizers()))
             raise ValueError(
                 f'{call}(links=...): {root!r} is not part of the model; pass '
-                f"links of the optimizers' targets ({targets}).")
+                "links of the optimizers' targets "
+                f"({', '.join(sorted(optimizers))}).")
         for _, link in root.namedlinks():
             names[id(link)] = model[id(link)][0]
     return names

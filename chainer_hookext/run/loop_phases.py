@@ -79,10 +79,7 @@ class LoopPhases:
             marks.remove()
         callback, self._gc_callback = self._gc_callback, None
         if callback is not None:  # exactly ours, not an equal one
-            for i, registered in enumerate(gc.callbacks):
-                if registered is callback:
-                    del gc.callbacks[i]
-                    break
+            gc.callbacks[:] = [c for c in gc.callbacks if c is not callback]
 
     def _enter(self):
         # In the training thread: the hook goes in its registry.

@@ -159,11 +159,8 @@ class TrainingLoop:
     def _enter(self, frame):
         self._state = _RUNNING
         self._run_frame = frame
-        trainer = self.trainer
-        if _waiting_for(trainer) is self:
-            del _waiting[trainer]
-        self._put_trigger_back()
-        reporter = self._reporter = trainer.reporter
+        self._stop_standing_in()
+        reporter = self._reporter = self.trainer.reporter
         self._saved_scope = vars(reporter).get('scope', _MISSING)
         self._reporter_scope = reporter.scope
         reporter.scope = self._scope
@@ -181,13 +178,10 @@ class TrainingLoop:
         self._state = _ENDED
         self._run_frame = None
         self.parts.loop_ended()
-        trainer = self.trainer
-        if trainer is not None and _waiting_for(trainer) is self:
-            del _waiting[trainer]
+        self._stop_standing_in()
         running = _running()
         if self in running:
             running.remove(self)
-        self._put_trigger_back()
         reporter, self._reporter = self._reporter, None
         if reporter is not None and vars(reporter).get('scope') is (
                 self._scope):
@@ -196,9 +190,13 @@ class TrainingLoop:
             else:
                 reporter.scope = self._saved_scope
 
-    def _put_trigger_back(self):
+    def _stop_standing_in(self):
         trainer = self.trainer
-        if trainer is not None and vars(trainer).get('stop_trigger') is self:
+        if trainer is None:
+            return
+        if _waiting_for(trainer) is self:
+            del _waiting[trainer]
+        if vars(trainer).get('stop_trigger') is self:
             trainer.stop_trigger = self._trigger
 
 
@@ -224,15 +222,11 @@ class _ReporterScope:
 def _ended(trigger):
     entry = TrainingLoop.__new__(TrainingLoop)
     vars(entry).update(
-        _trainer=_no_trainer, _trigger=trigger, _callbacks=[],
+        _trainer=lambda: None, _trigger=trigger, _callbacks=[],
         _state=_ENDED, _run_frame=None, _reporter=None, _reporter_scope=None,
         _saved_scope=_MISSING, _scope=None, _scope_depth=0,
         parts=iteration_parts.IterationParts(None))
     return entry
-
-
-def _no_trainer():
-    return None
 
 
 class _IterationScope:
