@@ -254,18 +254,14 @@ class BackwardTimer(_tagging.NodeTagger):
         self.calls.events.resolve()
         self._mark = 0.0
         self._running = None
-        self.use_method('backward_preprocess',
-                        self.gpu_backward_preprocess if gpu else None)
-        self.use_method('backward_postprocess',
-                        self.gpu_backward_postprocess if gpu else None)
+        methods = [('backward_preprocess', self.gpu_backward_preprocess)]
         if self.functions:  # no node's forward timed on a GPU
             del self._open[:]
-            self.use_method('forward_preprocess',
-                            self._tag_node if gpu else None)
-            self.use_method('forward_postprocess',
-                            self._untimed_forward if gpu else None)
-        if self.steps is not None:
-            self._use_span_methods(gpu)
+            methods += [('forward_preprocess', self._tag_node),
+                        ('forward_postprocess', self._untimed_forward)]
+        for name, method in methods:
+            self.use_method(name, method if gpu else None)
+        self._use_span_methods(gpu)
 
     def _untimed_forward(self, function, in_data):
         pass

@@ -3,25 +3,20 @@
 """
 
 
-class LinkPaths:
-    """Paths of links, held only while a timer is registered."""
+class LinkPaths(dict):
+    """Paths of links, ``{link: path}``, held only while a timer is
+    registered."""
 
     def __init__(self):
-        self._paths = {}  # {link: path}
+        super().__init__()
         self._owners = {}  # {root path: root}
-
-    def __contains__(self, link):
-        return link in self._paths
-
-    def get(self, link):
-        return self._paths.get(link)
 
     def add_root(self, root, path='/', override=True):
         """Indexes ``root`` and its descendants, ``root`` at ``path`` (or
         ``path#2`` ... if another root has it); returns ``root``'s path.
         With ``override``, re-indexes links that already have a path."""
-        if self._paths.get(root) is not None and not override:
-            return self._paths[root]
+        if self.get(root) is not None and not override:
+            return self[root]
         base, n = path, 1
         while self._owners.get(path, root) is not root:
             n += 1
@@ -29,8 +24,8 @@ class LinkPaths:
         self._owners[path] = root
         parent = path.rstrip('/')
         for sub, link in root.namedlinks():
-            if override or link not in self._paths:
-                self._paths[link] = path if sub == '/' else parent + sub
+            if override or link not in self:
+                self[link] = path if sub == '/' else parent + sub
         return path
 
     def refresh(self):
@@ -42,13 +37,13 @@ class LinkPaths:
             at = {}  # {sub path: link}
             for sub, link in root.namedlinks():
                 at[sub] = link
-                if link in self._paths:
+                if link in self:
                     continue
-                self._paths[link] = parent + sub
+                self[link] = parent + sub
                 up, name = sub.rsplit('/', 1)
                 added.append((link, at[up or '/'], '/' + name))
         return added
 
     def clear(self):
-        self._paths.clear()
+        super().clear()
         self._owners.clear()

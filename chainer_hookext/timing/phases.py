@@ -103,10 +103,8 @@ class PhaseClock:
             self._take_back_gc(start, end)
         if self.phase is not None:
             self._pauses.append((start, end))
-        if self.pause_lists:
-            pause = pauses.Pause(name, start, end)
-            for spans in self.pause_lists:
-                spans.append(pause)
+        for spans in self.pause_lists:
+            spans.append(pauses.Pause(name, start, end))
 
     def _paused_until(self, t):
         # The seconds of the pauses ended by t, forgotten: phases are
