@@ -63,12 +63,11 @@ class TimedLoop(loop_phases.LoopExtension):
 
     def __init__(self, *, print_report: bool = False, unit: str = 'auto',
                  comm: typing.Any = None) -> None:
-        print_report = _checks.check_flag(
+        self.print_report = _checks.check_flag(
             'TimedLoop', 'print_report', print_report)
         units.check_unit('TimedLoop', unit)
         if comm is not None:
             gather.check_comm('TimedLoop', comm)
-        self.print_report = print_report
         self.unit = unit
         self.comm = comm
         super().__init__()
@@ -187,9 +186,8 @@ class TimedLoop(loop_phases.LoopExtension):
             (keys.tail_figure(s), v) for s, v in zip(keys.TAIL, (
                 times.max, times.percentile(50), times.percentile(90))))
         tail[keys.SLOWEST] = times.slowest
-        slowest = self._figures(times.phases, {}, 1)
-        del slowest[keys.ITERATION]  # iteration/max
-        tail.update((keys.slowest_figure(f), s) for f, s in slowest.items())
+        tail.update((keys.slowest_figure(f), s) for f, s in self._figures(
+            times.phases, {}, 1).items() if f != keys.ITERATION)  # its max
         return tail
 
     def __call__(self, trainer: chainer.training.Trainer) -> None:
@@ -258,9 +256,8 @@ class TimedLoop(loop_phases.LoopExtension):
         last = (self._last_iteration if trainer is None
                 else trainer.updater.iteration)
         n = last - self._first_iteration
-        if n <= 0:
-            return collections.OrderedDict()
-        return self._figures(self._totals(), {}, n)
+        return (self._figures(self._totals(), {}, n) if n > 0
+                else collections.OrderedDict())
 
     def serialize(self, serializer: chainer.AbstractSerializer) -> None:
         """Saves or restores the figures, the last report's and the tail of
@@ -278,9 +275,9 @@ class TimedLoop(loop_phases.LoopExtension):
             self._times.save(serializer['tail'])
             return
         try:
-            loaded = {name: _state.load_rows(
-                _state.child(serializer, name), ('seconds',))
-                for name in ('totals', 'baseline')}
+            saved, baseline = ({p: v['seconds'] for p, v in _state.load_rows(
+                _state.child(serializer, name), ('seconds',))}
+                for name in ('totals', 'baseline'))
             first, last = (
                 int(i) for i in _state.read(serializer, 'iterations'))
         except _state.MissingState as e:
@@ -289,8 +286,7 @@ class TimedLoop(loop_phases.LoopExtension):
             self._saved, self._baseline = {}, {}
             self._first_iteration = self._last_iteration = None
             return
-        self._saved = {p: v['seconds'] for p, v in loaded['totals']}
-        self._baseline = {p: v['seconds'] for p, v in loaded['baseline']}
+        self._saved, self._baseline = saved, baseline
         self._first_iteration = None if first < 0 else first
         self._last_iteration = None if last < 0 else last
         self._times = phases.IterationTimes.load(serializer, self.tail_size)
