@@ -118,10 +118,8 @@ class BackwardTimer(_tagging.NodeTagger):
 
     # -- F.forget ----------------------------------------------------------
     def _tag_in_step(self, function, in_data):
-        # The tag of a node created inside a step: the step's when it
-        # recomputes (F.forget), else none (a gradient node); the step then
-        # forgotten unless function types are timed (they need to know a
-        # step runs).
+        # A node made in a step: the step's tag under F.forget, else none (a
+        # gradient node; the step forgotten unless function types are timed).
         if not _chainer.is_recomputing():
             if not self.functions:
                 self._running = None
@@ -135,9 +133,8 @@ class BackwardTimer(_tagging.NodeTagger):
         del self._open[:]
 
     def _charge_running(self, t):
-        # F.forget's step, before its inner steps.  A step that raised
-        # (Chainer calls no postprocess; when it ended is unknown) is
-        # dropped: the frames tell it from F.forget's.
+        # F.forget's step, before its inner steps; one that raised (no
+        # postprocess: its end unknown) is dropped, told by the frames.
         if _frames.running_step() is not self._running:
             return
         rec = self.tag_of(self._running) or self._outside()

@@ -238,15 +238,12 @@ def entries(root, by):
     return [row.entry() for row in sums.values()]
 
 
-def function_entries(root, by, outside=None):
+def function_entries(root, by, outside):
     """Returns a stored tree's :class:`FunctionEntry` rows, ``outside``'s last.
     """
     sums = collections.OrderedDict()  # {(link key, name): FunctionRecord}
-    counted = [(getattr(record.labels, by), record)
-               for _, record in walk(root)]
-    if outside is not None:
-        counted.append((OUTSIDE, outside))
-    for key, record in counted:
+    for key, record in [(getattr(record.labels, by), record)
+                        for _, record in walk(root)] + [(OUTSIDE, outside)]:
         for one in (record.functions or {}).values():
             row = sums.get((key, one.name))
             if row is None:

@@ -134,13 +134,11 @@ def _links(window, ns, index):
                 'link': run.name, 'steps': run.steps, 'steps_ns': busy,
                 'share': round(busy / (end - start), 4) if end > start
                 else 1.0}))
-    for span in map(real, window.links.functions):
-        slices.append(_Slice(
-            span.function + (' (backward)' if span.backward else ''),
-            'function_' + ('backward' if span.backward else 'forward'),
-            ns(span.start), ns(span.end),
-            {'link': spans.name_of(span.record)}))
-    return slices
+    return slices + [_Slice(
+        span.function + (' (backward)' if span.backward else ''),
+        'function_' + ('backward' if span.backward else 'forward'),
+        ns(span.start), ns(span.end), {'link': spans.name_of(span.record)})
+        for span in map(real, window.links.functions)]
 
 
 def backward_runs(steps, phase_starts, seconds):
