@@ -37,11 +37,10 @@ class LinkPaths(dict):
             at = {}  # {sub path: link}
             for sub, link in root.namedlinks():
                 at[sub] = link
-                if link in self:
-                    continue
-                self[link] = parent + sub
-                up, name = sub.rsplit('/', 1)
-                added.append((link, at[up or '/'], '/' + name))
+                if link not in self:
+                    self[link] = parent + sub
+                    up, name = sub.rsplit('/', 1)
+                    added.append((link, at[up or '/'], '/' + name))
         return added
 
     def clear(self):

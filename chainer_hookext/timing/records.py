@@ -77,12 +77,8 @@ class _Sums:
     __slots__ = Entry._fields
 
     def __init__(self, key, parent):
-        self.key = key
-        self.parent = parent
-        self.elapsed_time = self.self_time = 0.0
-        self.occurrence = 0
-        for field, count in _COUNTED:
-            setattr(self, field, count.zero)
+        for field, value in zip(Entry._fields, empty_entry(key, parent)):
+            setattr(self, field, value)
 
     def entry(self):
         return Entry(**{f: getattr(self, f) for f in Entry._fields})
@@ -97,7 +93,7 @@ occurrence=0, backward_time=0.0, backward_self_time=0.0, flops=0, \
 self_flops=0, backward_flops=0, backward_self_flops=0, bytes=0, \
 backward_bytes=0)
     """
-    return _Sums(key, parent).entry()
+    return Entry(key, parent, 0.0, 0.0, 0)
 
 
 class CallRecord:
