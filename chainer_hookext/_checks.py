@@ -151,7 +151,7 @@ def check_one_per_trainer(trainer, extension, why, instead):
               if isinstance(entry.extension, cls)
               and entry.extension is not extension]
     if others:
-        names = ', '.join(repr(n) for n in others)
         raise ValueError(
             f'{cls.__name__}: the trainer has another {cls.__name__} '
-            f'extension ({names}), which would {why}; {instead}.')
+            f"extension ({', '.join(map(repr, others))}), which would {why}; "
+            f'{instead}.')

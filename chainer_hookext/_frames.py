@@ -3,6 +3,7 @@ costs microseconds): a call left by an exception gets no postprocess
 (docs/internals.md, "Node tagging").
 """
 
+import itertools
 import sys
 
 from chainer_hookext import _chainer
@@ -64,15 +65,10 @@ def running_step():
 def trainer_run(trainer, depth, or_above=False):
     """The frame ``depth`` above the caller (or the next, ``or_above``) if
     it runs ``trainer.run``; else ``None``."""
-    frame = sys._getframe(depth + 1)
-    for _ in range(2 if or_above else 1):
-        if frame is None:
-            return None
-        if frame.f_code.co_name == 'run' and (
-                frame.f_locals.get('self') is trainer):
-            return frame
-        frame = frame.f_back
-    return None
+    frames = _outward(sys._getframe(depth + 1))
+    return next((f for f in itertools.islice(frames, 2 if or_above else 1)
+                 if f.f_code.co_name == 'run'
+                 and f.f_locals.get('self') is trainer), None)
 
 
 def is_running(frame):

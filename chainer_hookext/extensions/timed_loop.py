@@ -214,11 +214,11 @@ class TimedLoop(loop_phases.LoopExtension):
         per_rank = gather.collect(self.comm, LoopFigures(figures, tail))
         if per_rank is None:
             return
-        spreads = gather.spreads([sent.figures for sent in per_rank])
+        sent = [one.figures for one in per_rank]
+        spreads = gather.spreads(sent)
         if not spreads:
             return
-        observation = gather.spread_observation(
-            [sent.figures for sent in per_rank], keys.loop_key)
+        observation = gather.spread_observation(sent, keys.loop_key)
         tail = gather.slowest_worker([sent.tail for sent in per_rank])
         observation.update((keys.loop_key(f), v) for f, v in tail.items())
         chainer.report(observation)
@@ -263,8 +263,7 @@ class TimedLoop(loop_phases.LoopExtension):
         """Saves or restores the figures, the last report's and the tail of
         the iterations completed since (docs/timing.md, "Resume")."""
         if not _state.is_loading(serializer):
-            totals = self._totals()
-            for name, values in (('totals', totals),
+            for name, values in (('totals', self._totals()),
                                  ('baseline', self._baseline)):
                 _state.save_rows(serializer[name], list(values), {
                     'seconds': list(values.values())})

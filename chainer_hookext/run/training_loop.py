@@ -67,9 +67,7 @@ class TrainingLoop:
         but ``enter`` optional).  Returns the loop, for :meth:`discard`.
         """
         end_loops_left_running()
-        entry = _waiting_for(trainer)
-        if entry is None:
-            entry = cls(trainer)
+        entry = _waiting_for(trainer) or cls(trainer)
         if all(c.enter != enter for c in entry._callbacks):
             entry._callbacks.append(_Callbacks(enter, end, iteration, check))
         return entry
