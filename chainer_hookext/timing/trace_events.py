@@ -52,22 +52,24 @@ def window_events(window, rank, device):
     own_work = inside(window.pauses)  # they moved host-timed starts
     links = _links(window, ns, None if device else pauses.PauseIndex(
         own_work))
-    parents = sorted((_Slice(
-        getattr(s.phase, 'name', s.phase), 'extension' if isinstance(
-            s.phase, phases.ExtensionPhase) else 'phase',
-        ns(s.start), ns(s.end), None) for s in inside(window.phase_spans)
-        if s.phase != phases.OTHER), key=lambda s: s.start)
+    parents = sorted((
+        _Slice(getattr(s.phase, 'name', s.phase), 'extension' if isinstance(
+            s.phase, phases.ExtensionPhase) else 'phase', ns(s.start),
+            ns(s.end), None)
+        for s in inside(window.phase_spans) if s.phase != phases.OTHER),
+        key=lambda s: s.start)
     ends = [s.end for s in parents]
     starts = window.iteration_starts + [(None, end)]
     loop = [_Slice(f'iteration {number}', 'iteration', ns(start), ns(stop),
                    None)
             for (number, start), (_, stop) in zip(starts, starts[1:])]
-    loop += parents + [_fit(_Slice(
-        f'gc (generation {s.generation})', 'gc', ns(s.start), ns(s.end),
-        {'generation': s.generation, 'collected': s.collected}),
-        parents, ends) for s in inside(window.gc_spans)] + [
-            _Slice(p.name, 'extension', ns(p.start), ns(p.end), None)
-            for p in own_work]
+    loop += parents + [
+        _fit(_Slice(f'gc (generation {s.generation})', 'gc', ns(s.start),
+                    ns(s.end), {'generation': s.generation,
+                                'collected': s.collected}), parents, ends)
+        for s in inside(window.gc_spans)] + [
+        _Slice(p.name, 'extension', ns(p.start), ns(p.end), None)
+        for p in own_work]
     threads = {loop_thread: 'training loop'}
     if device:
         threads[device_thread] = 'device (CUDA events)'
