@@ -47,12 +47,6 @@ def free_key(taken, name):
     return key
 
 
-def move(handle, hook, first):
-    """Moves ``hook`` before the package's others (``first``), or after."""
-    if handle is not None:
-        _observer.move(handle.registry, handle.key, hook, first)
-
-
 def remove(handle, hook):
     """Takes out ``hook`` and calls its ``deleted``, if still there."""
     if handle is not None:

@@ -65,9 +65,8 @@ def load_rows(serializer, fields, optional=()):
     """``(labels, {field: value})`` per row of what :func:`save_rows` wrote;
     ``optional`` fields (an earlier version's may lack them) read as zeros.
     """
-    labels = read(serializer, 'labels')
-    labels = json.loads(
-        numpy.asarray(labels, numpy.uint8).tobytes().decode('utf-8'))
+    labels = json.loads(numpy.asarray(
+        read(serializer, 'labels'), numpy.uint8).tobytes().decode('utf-8'))
     columns = {}
     for field in fields:
         try:

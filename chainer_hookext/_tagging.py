@@ -150,8 +150,9 @@ class NodeTagger(chainer.FunctionHook):
     def put_first(self, first):
         """Moves the tagger before the other function hooks, or after."""
         self.first = first
-        if self._handle is not None:
-            _registry.move(self._handle, self, first)
+        handle = self._handle
+        if handle is not None:
+            _observer.move(handle.registry, handle.key, self, first)
 
     def unregister(self):
         """Takes back one :meth:`register`; the last removes the hook."""

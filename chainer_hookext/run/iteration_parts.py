@@ -92,8 +92,7 @@ class IterationParts:
 def _stand_ins(parts, trainer):
     # In Trainer.run's order: the first entry, each Evaluator's, the next.
     entries = _chainer.extension_entries(trainer)
-    order = [entries[name] for name in sorted(
-        entries, key=lambda name: entries[name].priority, reverse=True)]
+    order = sorted(entries.values(), key=lambda e: e.priority, reverse=True)
     is_evaluator = [isinstance(e.extension, evaluator_module.Evaluator)
                     for e in order]
     return [_ConsultedTrigger(parts, entry, is_evaluator[i])

@@ -137,8 +137,7 @@ class LinkHookExtension(extension.Extension):
 
     def registered_hook(self) -> typing.Optional[chainer.LinkHook]:
         """The hook while it is registered, else ``None``."""
-        registered = self._registered
-        return None if registered is None else registered[1]
+        return None if self._registered is None else self._registered[1]
 
     def release(self) -> None:
         """Unregisters the hook, forgets the loop; safe to call many times."""

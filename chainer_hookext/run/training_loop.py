@@ -88,9 +88,8 @@ class TrainingLoop:
         # A copy holds the trigger in stop_trigger, and an ended
         # TrainingLoop forwarding to it where the package refers to this.
         trainer = self.trainer
-        stub = _ended, (self._trigger,)
         if trainer is None or vars(trainer).get('stop_trigger') is not self:
-            return stub
+            return _ended, (self._trigger,)
         return _copies.put_back, (trainer, self._trigger, _ended(
             self._trigger))
 
