@@ -80,8 +80,7 @@ def optimizer_hook_container(optimizer):
 # BroadcastTo; the input shape of GetItemGrad and the average poolings.
 NODE_SHAPE = '_shape'
 NODE_IN_SHAPE = '_in_shape'
-# The indexes of a node's retained inputs (get_retained_inputs() would wrap
-# each in a new Variable).
+# A node's retained inputs' indexes (get_retained_inputs() wraps each anew).
 NODE_RETAINED_INPUTS = '_input_indexes_to_retain'
 
 
@@ -90,6 +89,5 @@ def persistent_names(link):
     return link._persistent
 
 
-# An update rule's float32 master copy of a float16 parameter under
-# use_fp32_update() (getattr, default None).
+# use_fp32_update(): an update rule's fp32 master copy (getattr, or None).
 UPDATE_RULE_FP32_MASTER = '_fp32_param'

@@ -18,8 +18,7 @@ EVENTS = {
                            'backward_preprocess', 'backward_postprocess'),
 }
 
-# {id(registry): Observer}, per process: a listener may leave from another
-# thread.
+# {id(registry): Observer} of every thread: a listener may leave from any.
 _observers = {}
 
 

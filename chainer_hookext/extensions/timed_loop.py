@@ -71,14 +71,12 @@ class TimedLoop(loop_phases.LoopExtension):
         self.unit = unit
         self.comm = comm
         super().__init__()
-        # The trainer's extensions, once per run: {figure: name}, and every
-        # figure.
+        # Per run: the extensions' {figure: name}, and every figure.
         self._extensions = collections.OrderedDict()
         self._present = frozenset()
         self._first_iteration = None
         self._last_iteration = None
-        # {figure: seconds} of earlier runs (a resumed snapshot), and at the
-        # last report.
+        # {figure: seconds} of earlier (resumed) runs, and at the last report.
         self._saved = {}
         self._baseline = {}
         self._times = phases.IterationTimes(self.tail_size)
@@ -176,8 +174,7 @@ class TimedLoop(loop_phases.LoopExtension):
         return figures
 
     def _take_tail(self):
-        # The interval's tail ({} when no iteration completed); the next
-        # interval starts.
+        # The interval's tail ({} if no iteration completed); a new one starts.
         times = self._times
         self._times = phases.IterationTimes(self.tail_size)
         if times.slowest is None:

@@ -145,8 +145,7 @@ class TrainingLoop:
             c.enter()
 
     def _run_frame_calling(self, trainer):
-        # Trainer.run's frame if it made this call, through one replacement
-        # at most.
+        # Trainer.run's frame if it made this call (through one replacement).
         if trainer is not self.trainer:
             return None
         return _frames.trainer_run(
