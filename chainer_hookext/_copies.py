@@ -54,15 +54,14 @@ class _PutBack:
             setattr(owner, name, value)
 
     def _put_back(self, values):
-        originals = self.originals
         for key, value in list(values.items()):
-            found = originals.get(id(value))
-            if found is None or found[0] is not value:
+            placeholder, original = self.originals.get(id(value), (self, None))
+            if placeholder is not value:  # ``self``: none in its place
                 continue
-            if found[1] is LEAVE_OUT:
+            if original is LEAVE_OUT:
                 del values[key]
             else:
-                values[key] = found[1]
+                values[key] = original
 
 
 def same(value):
