@@ -20,10 +20,6 @@ def _outward(frame):
         frame = frame.f_back
 
 
-def _first(frame, code):
-    return next((f for f in _outward(frame) if f.f_code is code), None)
-
-
 def still_running(keys, skip_current):
     """The depth of a stack of calls (``keys``: links or link classes,
     outermost first) to keep; ``skip_current`` from a
@@ -50,16 +46,23 @@ def calling_link():
 
 
 def calling_code():
-    """The code that made the innermost link call (from three frames up)."""
-    frame = _first(sys._getframe(3), _LINK_CALL)
+    """The code that made the innermost link call (from three frames up);
+    a plain loop, no generator: it runs per call of a link in a loop."""
+    frame = sys._getframe(3)
+    while frame is not None and frame.f_code is not _LINK_CALL:
+        frame = frame.f_back
     return None if frame is None else frame.f_back.f_code
 
 
 def running_step():
     """The node of the innermost running backward step, or ``None`` (from a
     step's own hooks: the enclosing one's, ``F.forget``'s)."""
-    frame = _first(sys._getframe(1), _STEP)
-    return None if frame is None else frame.f_locals.get('func')
+    frame = sys._getframe(1)
+    while frame is not None:
+        if frame.f_code is _STEP:
+            return frame.f_locals.get('func')
+        frame = frame.f_back
+    return None
 
 
 def trainer_run(trainer, depth, or_above=False):
