@@ -14,7 +14,8 @@ other extension.  ``--model`` picks the classifier:
 Variants, in shuffled order in each round, each on a fresh trainer:
 
 * no extension of ours (twice: the A/A row shows the noise);
-* ``TimedLoop()`` (reporting every 100 iterations);
+* ``TimedLoop()`` (reporting every 100 iterations), and reporting at
+  every iteration: its difference to the first is a report's cost;
 * ``Timeline(iterations=3)`` whose trigger never fires: the cost outside
   windows;
 * ``Timeline(iterations=N)`` fired before the first iteration: every
