@@ -172,8 +172,9 @@ def slowest_worker(tails):
         return collections.OrderedDict()
     slowest = per_figure[keys.tail_figure('max')].slowest_rank
     tail = collections.OrderedDict(tails[slowest])
-    for statistic in keys.TAIL[1:]:
-        figure = keys.tail_figure(statistic)
-        tail[figure] = per_figure[figure].mean
+    for statistic in keys.TAIL:
+        if statistic != 'max':  # max: the slowest worker's own
+            figure = keys.tail_figure(statistic)
+            tail[figure] = per_figure[figure].mean
     tail[keys.SLOWEST_RANK] = slowest
     return tail

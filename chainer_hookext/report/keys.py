@@ -380,7 +380,8 @@ def loop_tail_figures(extension_names):
     """
     return tuple(tail_figure(s) for s in TAIL) + (
         SLOWEST, SLOWEST_RANK) + tuple(
-        slowest_figure(f) for f in loop_figures(extension_names)[1:])
+        slowest_figure(f) for f in loop_figures(extension_names)
+        if f != ITERATION)
 
 
 def check_loop_keys(names, backward, spread, extension_names, loop_spread):
