@@ -100,6 +100,7 @@ class BackwardTimer(_tagging.NodeTagger):
         if self.functions:
             function_record(rec.charged, function).backward += t - self._mark
         self._mark = t
+        return rec  # for the span method; Chainer ignores it
 
     def own_work_done(self, start, end):
         """Takes a pause of our own work (:mod:`.pauses`) out of the
@@ -245,6 +246,7 @@ class BackwardTimer(_tagging.NodeTagger):
         stop = self.calls.events.record()
         self.calls.events.push(rec, self._mark, stop, backward=True)
         self._mark = self.calls.backward_mark = stop
+        return rec
 
     def use_gpu(self, gpu):
         """Times steps with CUDA events (``True``) or the host clock."""
@@ -288,27 +290,22 @@ class BackwardTimer(_tagging.NodeTagger):
 
     def _span_backward_postprocess(self, function, in_data, out_grad):
         # The class's postprocess, then the step's span.
-        if self.paused:
-            return
         start = self._mark
-        type(self).backward_postprocess(self, function, in_data, out_grad)
-        rec = self.tag_of(function) or self._outside()
+        rec = type(self).backward_postprocess(
+            self, function, in_data, out_grad)
         if rec is not None:
-            self.steps.append(spans.Span(rec.charged, start, self._mark))
+            self.steps.append(spans.new_span((rec.charged, start, self._mark)))
             if self.function_spans is not None:
                 self.function_spans.append(spans.FunctionSpan(
                     rec.charged, function_record(rec.charged, function).name,
                     start, self._mark, True))
 
     def _gpu_span_backward_postprocess(self, function, in_data, out_grad):
-        if self.paused:
-            return
         start = self._mark
-        type(self).gpu_backward_postprocess(
+        rec = type(self).gpu_backward_postprocess(
             self, function, in_data, out_grad)
-        rec = self.tag_of(function) or self._outside()
         if rec is not None:
-            self.steps.append(spans.Span(rec.charged, start, self._mark))
+            self.steps.append(spans.new_span((rec.charged, start, self._mark)))
 
 
 class OpenForward:

@@ -86,6 +86,7 @@ class CallStack:
         rec.count += 1
         rec.last_end = t
         self.top = rec.parent
+        return rec  # for the span methods; Chainer ignores it
 
     def gpu_forward_preprocess(self, args):
         top = self.top
@@ -110,6 +111,7 @@ class CallStack:
         rec.count += 1
         parent = self.top = rec.parent
         rec.ended_in = parent.call_number
+        return rec
 
     # -- slow path ---------------------------------------------------------
     def _enter(self, link):
@@ -269,29 +271,18 @@ class CallStack:
                       else self._span_forward_postprocess)
         _observer.use_method(self, 'forward_postprocess', method)
 
+    # The class's postprocess, then the call's span (its start unchanged).
     def _span_forward_postprocess(self, args):
-        rec = self.top
-        if rec.key is not args.link:
-            rec = self._leave(args.link)
-            if rec is None:
-                return
-        start = rec.start
-        type(self).forward_postprocess(self, args)
-        if not rec.out_of_scope:
+        rec = type(self).forward_postprocess(self, args)
+        if rec is not None and not rec.out_of_scope:
             self.recording.forward.append(
-                spans.Span(rec, start, rec.last_end))
+                spans.new_span((rec, rec.start, rec.last_end)))
 
     def _gpu_span_forward_postprocess(self, args):
-        rec = self.top
-        if rec.key is not args.link:
-            rec = self._leave(args.link)
-            if rec is None:
-                return
-        start = rec.start_event
-        type(self).gpu_forward_postprocess(self, args)
-        if not rec.out_of_scope:
+        rec = type(self).gpu_forward_postprocess(self, args)
+        if rec is not None and not rec.out_of_scope:
             self.recording.forward.append(
-                spans.Span(rec, start, self._last_event))
+                spans.new_span((rec, rec.start_event, self._last_event)))
 
     def paused(self, name, start, end):
         """Takes a pause out of every running call (not on a GPU)."""

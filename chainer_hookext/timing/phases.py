@@ -30,6 +30,9 @@ Span = collections.namedtuple('Span', ('phase', 'start', 'end'))
 GcSpan = collections.namedtuple(
     'GcSpan', ('generation', 'collected', 'start', 'end'))
 
+# A namedtuple made with no Python frame (its __new__ is one): per phase.
+_new_tuple = tuple.__new__
+
 # The last collections in PhaseClock.gc that a pause may take back.
 _GC_RECENT = 8
 
@@ -147,7 +150,7 @@ class PhaseClock:
         self._gc_recent = kept
 
     def _add_span(self, t):
-        span = Span(self.phase, self.started, t)
+        span = _new_tuple(Span, (self.phase, self.started, t))
         for spans in self.span_lists:
             spans.append(span)
 

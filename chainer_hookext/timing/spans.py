@@ -3,6 +3,7 @@ records (docs/timing.md, "`Timeline`: a trace of chosen iterations").
 """
 
 import collections
+import functools
 
 from chainer_hookext.timing import clock
 from chainer_hookext.timing import records
@@ -11,6 +12,9 @@ from chainer_hookext.timing import records
 #: A link call or a backward step: clock seconds, or CUDA events until
 #: :meth:`Recording.resolve`.
 Span = collections.namedtuple('Span', ('record', 'start', 'end'))
+#: ``new_span((record, start, end))``: a :class:`Span` made with no Python
+#: frame (a namedtuple's ``__new__`` is one), per call and step recorded.
+new_span = functools.partial(tuple.__new__, Span)
 
 
 #: A node's forward or backward step (``functions=True``), clock seconds.
