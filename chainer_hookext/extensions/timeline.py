@@ -286,15 +286,17 @@ class Timeline(loop_phases.LoopExtension):
         verdict = self._outliers.outlier(ended, previous, self._own_phase)
         if verdict is not None:  # counted now: max_outliers holds
             self._outliers.written += 1
-            self._unwritten.append((ended, previous, verdict))
+            self._unwritten.append(_Outlier(ended, previous, verdict))
 
     def _write_outliers(self):
         unwritten, self._unwritten = self._unwritten, []
-        for iteration, previous, verdict in unwritten:
+        for outlier in unwritten:
             events, other = _timeline_outliers.outlier_trace(
-                iteration, previous, verdict, self._rank())
-            if not self._write(f'outlier_iteration_{iteration.number}',
-                               events, other):
+                outlier.iteration, outlier.previous, outlier.verdict,
+                self._rank())
+            if not self._write(
+                    f'outlier_iteration_{outlier.iteration.number}',
+                    events, other):
                 self._outliers.written -= 1
 
     def release(self):
@@ -331,7 +333,7 @@ class Timeline(loop_phases.LoopExtension):
         self._recorder.stop()
         self._window = self._done = None  # _done: recorded, not written
         self._started = self._ended = self._previous = None
-        self._unwritten = []  # (iteration, previous, verdict) of outliers
+        self._unwritten = []  # _Outlier, written outside windows
         if self._plan is not None:
             self._plan.forget(self)
 
@@ -402,6 +404,9 @@ class Timeline(loop_phases.LoopExtension):
 #: ``starts``: its ``[(number, start)]``; ``end``: set when it ends.
 _Window = collections.namedtuple(
     '_Window', ('first', 'pieces', 'starts', 'end'))
+#: An outlier iteration found, its trace not written yet.
+_Outlier = collections.namedtuple(
+    '_Outlier', ('iteration', 'previous', 'verdict'))
 
 
 def _launcher_rank():
