@@ -69,7 +69,8 @@ def written_file(extension):
 
 def optimizer_hooks(optimizer, timing):
     """The optimizer's ``'pre'`` or ``'post'`` hooks by name, in order."""
-    return getattr(optimizer._hookable, f'_{timing}_update_hooks')
+    return getattr(optimizer_hook_container(optimizer),
+                   f'_{timing}_update_hooks')
 
 
 def optimizer_hook_container(optimizer):

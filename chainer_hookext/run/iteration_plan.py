@@ -36,7 +36,10 @@ class IterationPlan:
     @classmethod
     def of(cls, trainer) -> 'IterationPlan':
         """``trainer``'s plan (made at the first call)."""
-        return _plans.setdefault(trainer, cls())
+        plan = _plans.get(trainer)
+        if plan is None:  # not setdefault: no plan made to be thrown away
+            plan = _plans[trainer] = cls()
+        return plan
 
     def trace(self, owner, first: int, last: int) -> None:
         """``owner`` traces iterations ``first`` to ``last`` from now."""

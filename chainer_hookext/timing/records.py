@@ -77,7 +77,7 @@ class _Sums:
     __slots__ = Entry._fields
 
     def __init__(self, key, parent):
-        for field, value in zip(Entry._fields, empty_entry(key, parent)):
+        for field, value in empty_entry(key, parent)._asdict().items():
             setattr(self, field, value)
 
     def entry(self):
@@ -93,7 +93,8 @@ occurrence=0, backward_time=0.0, backward_self_time=0.0, flops=0, \
 self_flops=0, backward_flops=0, backward_self_flops=0, bytes=0, \
 backward_bytes=0)
     """
-    return Entry(key, parent, 0.0, 0.0, 0)
+    return Entry(key=key, parent=parent, elapsed_time=0.0, self_time=0.0,
+                 occurrence=0)
 
 
 class CallRecord:
