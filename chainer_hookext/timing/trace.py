@@ -30,13 +30,27 @@ def complete(name, category, start, end, pid, tid, args=None):
     return event
 
 
+def shifted(event, ns):
+    """Returns ``event`` moved by ``ns`` nanoseconds."""
+    if event.get('ph') not in ('X', 'C', 'i'):
+        return event
+    start = int(round(event['ts'] * 1000)) + ns
+    return dict(event, ts=microseconds(start))
+
+
 def metadata(pid, process, threads):
     """Returns the events naming process ``pid`` and its ``{tid: name}``."""
-    return [{'name': f'{kind}_{what}', 'ph': 'M', 'pid': pid, 'tid': tid,
-             'args': {what: value}}
-            for kind, tid, name, index in [('process', 0, process, pid)] + [
-                ('thread', t, n, t) for t, n in threads.items()]
-            for what, value in (('name', name), ('sort_index', index))]
+    events = [
+        {'name': 'process_name', 'ph': 'M', 'pid': pid, 'tid': 0,
+         'args': {'name': process}},
+        {'name': 'process_sort_index', 'ph': 'M', 'pid': pid, 'tid': 0,
+         'args': {'sort_index': pid}}]
+    for tid, name in threads.items():
+        events.append({'name': 'thread_name', 'ph': 'M', 'pid': pid,
+                       'tid': tid, 'args': {'name': name}})
+        events.append({'name': 'thread_sort_index', 'ph': 'M', 'pid': pid,
+                       'tid': tid, 'args': {'sort_index': tid}})
+    return events
 
 
 def write(path, events, compress=True, other=None):

@@ -39,37 +39,23 @@ _Slice = collections.namedtuple('_Slice', (
 def window_events(window, rank, device):
     """Returns the events of ``window`` for process ``rank + 1``;
     ``device``: the link spans are device times."""
-    (_, first), end = window.iteration_starts[0], window.end
+    origin = window.iteration_starts[0][1]
 
     def ns(seconds):
-        return int(round((seconds - first) * 1e9))
-
-    def inside(spans):
-        return [s for s in spans if first <= s.start and s.end <= end]
+        return int(round((seconds - origin) * 1e9))
 
     pid = loop_thread = rank + 1
     device_thread = DEVICE_THREAD + pid
-    own_work = inside(window.pauses)  # they moved host-timed starts
-    links = _links(window, ns, None if device else pauses.PauseIndex(
-        own_work))
-    parents = sorted((
-        _Slice(getattr(s.phase, 'name', s.phase), 'extension' if isinstance(
-            s.phase, phases.ExtensionPhase) else 'phase', ns(s.start),
-            ns(s.end), None)
-        for s in inside(window.phase_spans) if s.phase != phases.OTHER),
-        key=lambda s: s.start)
+    first, end = window.iteration_starts[0][1], window.end
+    inside = [p for p in window.pauses if first <= p.start and p.end <= end]
+    moved = pauses.PauseIndex(inside)  # they moved host-timed starts
+    links = _links(window, ns, None if device else moved)
+    parents = sorted(_phases(window, ns), key=lambda s: s.start)
     ends = [s.end for s in parents]
-    starts = window.iteration_starts + [(None, end)]
-    loop = [_Slice(f'iteration {number}', 'iteration', ns(start), ns(stop),
-                   None)
-            for (number, start), (_, stop) in zip(starts, starts[1:])]
-    loop += parents + [
-        _fit(_Slice(f'gc (generation {s.generation})', 'gc', ns(s.start),
-                    ns(s.end), {'generation': s.generation,
-                                'collected': s.collected}), parents, ends)
-        for s in inside(window.gc_spans)] + [
-        _Slice(p.name, 'extension', ns(p.start), ns(p.end), None)
-        for p in own_work]
+    loop = (_iterations(window, ns) + parents + [
+        _fit(s, parents, ends) for s in _collections(window, ns)] + [
+            _Slice(p.name, 'extension', ns(p.start), ns(p.end), None)
+            for p in inside])
     threads = {loop_thread: 'training loop'}
     if device:
         threads[device_thread] = 'device (CUDA events)'
@@ -113,6 +99,32 @@ def memory_events(memory, ns, pid, tid):
     return events
 
 
+def _iterations(window, ns):
+    starts = window.iteration_starts + [(None, window.end)]
+    return [_Slice(f'iteration {number}', 'iteration', ns(start),
+                   ns(stop), None)
+            for (number, start), (_, stop) in zip(starts, starts[1:])]
+
+
+def _phases(window, ns):
+    first, end = window.iteration_starts[0][1], window.end
+    return [_Slice(getattr(s.phase, 'name', s.phase),
+                   'extension' if isinstance(s.phase, phases.ExtensionPhase)
+                   else 'phase', ns(s.start), ns(s.end), None)
+            for s in window.phase_spans
+            if s.phase != phases.OTHER and first <= s.start and s.end <= end]
+
+
+def _collections(window, ns):
+    first, end = window.iteration_starts[0][1], window.end
+    return [_Slice(f'gc (generation {span.generation})', 'gc',
+                   ns(span.start), ns(span.end),
+                   {'generation': span.generation,
+                    'collected': span.collected})
+            for span in window.gc_spans
+            if first <= span.start and span.end <= end]
+
+
 def _links(window, ns, index):
     # index: the PauseIndex of host-timed spans, else None.
     def real(span):
@@ -136,11 +148,13 @@ def _links(window, ns, index):
                 'link': run.name, 'steps': run.steps, 'steps_ns': busy,
                 'share': round(busy / (end - start), 4) if end > start
                 else 1.0}))
-    return slices + [_Slice(
-        span.function + (' (backward)' if span.backward else ''),
-        'function_' + ('backward' if span.backward else 'forward'),
-        ns(span.start), ns(span.end), {'link': spans.name_of(span.record)})
-        for span in map(real, window.links.functions)]
+    for span in map(real, window.links.functions):
+        slices.append(_Slice(
+            span.function + (' (backward)' if span.backward else ''),
+            'function_' + ('backward' if span.backward else 'forward'),
+            ns(span.start), ns(span.end),
+            {'link': spans.name_of(span.record)}))
+    return slices
 
 
 def backward_runs(steps, phase_starts, seconds):
@@ -179,5 +193,4 @@ def _fit(child, parents, ends):
 
 def shift(events, ns):
     """Moves every span of ``events`` by ``ns`` nanoseconds."""
-    return [dict(e, ts=trace.microseconds(int(round(e['ts'] * 1000)) + ns))
-            if e.get('ph') in ('X', 'C', 'i') else e for e in events]
+    return [trace.shifted(e, ns) for e in events]
