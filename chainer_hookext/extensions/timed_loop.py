@@ -27,6 +27,8 @@ from chainer_hookext.timing import phases
 LoopFigures = collections.namedtuple('LoopFigures', ('figures', 'tail'))
 #: An iteration's start: the clock's time, its totals, its gc seconds.
 _Start = collections.namedtuple('_Start', ('time', 'totals', 'gc'))
+# A namedtuple made with no Python frame (its __new__ is one).
+_new_tuple = tuple.__new__
 
 
 class TimedLoop(loop_phases.LoopExtension):
@@ -115,20 +117,20 @@ class TimedLoop(loop_phases.LoopExtension):
         loop = self._loop
         clock = loop.clock
         start = loop.iteration_start
-        if self._start is not None:
-            self._add_iteration(trainer.updater.iteration, start, clock)
-        self._start = _Start(start, dict(clock.totals), clock.gc)
-
-    def _add_iteration(self, number, end, clock):
         begun = self._start
-        totals = clock.totals
+        if begun is not None:
+            self._times.add(trainer.updater.iteration, start - begun.time,
+                            self._ended_figures)
+        self._start = _new_tuple(_Start, (start, dict(clock.totals), clock.gc))
 
-        def figures():  # only for the slowest so far
-            seconds = {keys.phase_figure(p): s - begun.totals.get(p, 0.0)
-                       for p, s in totals.items()}
-            seconds[keys.GC] = clock.gc - begun.gc
-            return seconds
-        self._times.add(number, end - begun.time, figures)
+    def _ended_figures(self):
+        # The iteration ending now, by figure: only for the slowest so far.
+        begun = self._start
+        clock = self._clock
+        seconds = {keys.phase_figure(p): s - begun.totals.get(p, 0.0)
+                   for p, s in clock.totals.items()}
+        seconds[keys.GC] = clock.gc - begun.gc
+        return seconds
 
     def release(self) -> None:
         clock = self._clock
@@ -137,8 +139,8 @@ class TimedLoop(loop_phases.LoopExtension):
                 # The stop trigger said stop: the last iteration is whole.
                 end = clock.now()
                 clock.read(end)
-                self._add_iteration(self._trainer.updater.iteration, end,
-                                    clock)
+                self._times.add(self._trainer.updater.iteration,
+                                end - self._start.time, self._ended_figures)
             self._saved = self._totals()
         self._start = None
         super().release()

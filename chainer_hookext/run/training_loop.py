@@ -17,6 +17,8 @@ _WAITING = 'waiting'
 _RUNNING = 'running'
 _ENDED = 'ended'
 _MISSING = object()
+# A namedtuple made with no Python frame (its __new__ is one).
+_new_tuple = tuple.__new__
 _Callbacks = collections.namedtuple(
     '_Callbacks', ('enter', 'end', 'iteration', 'check'))
 
@@ -205,7 +207,8 @@ class _ReporterScope:
 
     def __call__(self, observation):
         entry = self.entry
-        return _IterationScope(entry, entry._reporter_scope(observation))
+        return _new_tuple(_IterationScope, (
+            entry, entry._reporter_scope(observation)))
 
     def __reduce__(self):
         entry = self.entry
@@ -225,13 +228,11 @@ def _ended(trigger):
     return entry
 
 
-class _IterationScope:
-    # The reporter's scope of one iteration, seeing what leaves it.
-    __slots__ = ('entry', 'scope')
-
-    def __init__(self, entry, scope):
-        self.entry = entry
-        self.scope = scope
+class _IterationScope(collections.namedtuple(
+        '_IterationScope', ('entry', 'scope'))):
+    # The reporter's scope of one iteration, seeing what leaves it; made
+    # with no Python frame (each iteration).
+    __slots__ = ()
 
     def __enter__(self):
         value = self.scope.__enter__()
