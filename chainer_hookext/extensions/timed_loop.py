@@ -2,6 +2,8 @@
 (docs/timing.md, "`TimedLoop`: where each iteration goes")."""
 
 import collections
+import functools
+import itertools
 import sys
 import typing
 
@@ -29,6 +31,11 @@ LoopFigures = collections.namedtuple('LoopFigures', ('figures', 'tail'))
 _Start = collections.namedtuple('_Start', ('time', 'totals', 'gc'))
 # A namedtuple made with no Python frame (its __new__ is one).
 _new_tuple = tuple.__new__
+# The figures' names, made once each (a report makes some 23).
+_phase_figure = functools.lru_cache(maxsize=None)(keys.phase_figure)
+_loop_key = functools.lru_cache(maxsize=None)(keys.loop_key)
+_slowest_figure = functools.lru_cache(maxsize=None)(keys.slowest_figure)
+_TAIL_FIGURES = tuple(keys.tail_figure(s) for s in keys.TAIL)
 
 
 class TimedLoop(loop_phases.LoopExtension):
@@ -127,7 +134,7 @@ class TimedLoop(loop_phases.LoopExtension):
         # The iteration ending now, by figure: only for the slowest so far.
         begun = self._start
         clock = self._clock
-        seconds = {keys.phase_figure(p): s - begun.totals.get(p, 0.0)
+        seconds = {_phase_figure(p): s - begun.totals.get(p, 0.0)
                    for p, s in clock.totals.items()}
         seconds[keys.GC] = clock.gc - begun.gc
         return seconds
@@ -150,7 +157,7 @@ class TimedLoop(loop_phases.LoopExtension):
         clock = self._clock
         if clock is not None:
             for phase, seconds in clock.read().items():
-                figure = keys.phase_figure(phase)
+                figure = _phase_figure(phase)
                 totals[figure] = totals.get(figure, 0.0) + seconds
             totals[keys.GC] = totals.get(keys.GC, 0.0) + clock.gc
         return totals
@@ -159,19 +166,31 @@ class TimedLoop(loop_phases.LoopExtension):
         # {figure: seconds per iteration}, in report order.  An extension
         # the trainer no longer has (since a snapshot) is reported while it
         # has time, after the others, so that the figures add up.
-        delta = {p: max(totals.get(p, 0.0) - then.get(p, 0.0), 0.0) / n
-                 for p in set(totals) | set(then)}
+        # Loops, not generators: at each report, twice.
+        delta = {}
+        for p, s in totals.items():
+            d = s - then.get(p, 0.0)
+            delta[p] = (0.0 if 0.0 > d else d) / n  # max(d, 0.0) / n
+        for p, s in then.items():
+            if p not in totals:
+                d = 0.0 - s
+                delta[p] = (0.0 if 0.0 > d else d) / n
         gc_seconds = delta.pop(keys.GC, 0.0)  # inside the phases
+        get = delta.get
+        figures = collections.OrderedDict()
+        figures[keys.ITERATION] = sum(delta.values())
+        for p in phases.UPDATE_PHASES:
+            if p != phases.ALLREDUCE or p in delta:
+                figures[p] = get(p, 0.0)
         present = self._present
-        extensions = list(self._extensions) + sorted(
-            f for f, s in delta.items() if f not in present and s > 0)
-        figures = collections.OrderedDict(
-            [(keys.ITERATION, sum(delta.values()))] + [
-                (p, delta.get(p, 0.0)) for p in phases.UPDATE_PHASES
-                if p != phases.ALLREDUCE or p in delta])
-        figures[keys.EXTENSIONS] = sum(delta.get(e, 0.0) for e in extensions)
-        figures.update((f, delta.get(f, 0.0))
-                       for f in extensions + [phases.OTHER])
+        extensions = list(self._extensions)
+        gone = [f for f, s in delta.items() if s > 0 and f not in present]
+        if gone:
+            extensions += sorted(gone)
+        seconds = [get(e, 0.0) for e in extensions]
+        figures[keys.EXTENSIONS] = sum(seconds)
+        figures.update(zip(extensions, seconds))
+        figures[phases.OTHER] = get(phases.OTHER, 0.0)
         figures[keys.GC] = gc_seconds
         return figures
 
@@ -181,12 +200,12 @@ class TimedLoop(loop_phases.LoopExtension):
         self._times = phases.IterationTimes(self.tail_size)
         if times.slowest is None:
             return collections.OrderedDict()
-        tail = collections.OrderedDict(
-            (keys.tail_figure(s), v) for s, v in zip(keys.TAIL, (
-                times.max, times.percentile(50), times.percentile(90))))
+        tail = collections.OrderedDict(zip(_TAIL_FIGURES, (
+            (times.max,) + times.percentiles(50, 90))))
         tail[keys.SLOWEST] = times.slowest
-        tail.update((keys.slowest_figure(f), s) for f, s in self._figures(
-            times.phases, {}, 1).items() if f != keys.ITERATION)  # its max
+        for f, s in self._figures(times.phases, {}, 1).items():
+            if f != keys.ITERATION:  # its max
+                tail[_slowest_figure(f)] = s
         return tail
 
     def __call__(self, trainer: chainer.training.Trainer) -> None:
@@ -202,8 +221,8 @@ class TimedLoop(loop_phases.LoopExtension):
         if self.comm is not None:
             self._report_gathered(figures, tail, iteration)
         elif figures:
-            chainer.report({keys.loop_key(f): s for f, s in (
-                list(figures.items()) + list(tail.items()))})
+            chainer.report({_loop_key(f): s for f, s in itertools.chain(
+                figures.items(), tail.items())})
             if self.print_report:
                 self._print(figures, tail, f'averaged over {n} iterations',
                             iteration)

@@ -200,11 +200,17 @@ class IterationTimes:
         >>> times.percentile(50), times.percentile(90), times.slowest
         (2.0, 4.0, 0)
         """
+        return self.percentiles(p)[0]
+
+    def percentiles(self, *ps):
+        """Returns the tuple of :meth:`percentile` of each of ``ps``,
+        sorting the kept seconds once."""
         kept = sorted(self.seconds)
         if not kept:
-            return None
-        rank = -(-len(kept) * p // 100)  # ceil, in integers
-        return kept[max(int(rank), 1) - 1]
+            return (None,) * len(ps)
+        n = len(kept)
+        # The rank: a ceil, in integers.
+        return tuple([kept[max(int(-(-n * p // 100)), 1) - 1] for p in ps])
 
     def save(self, serializer):
         serializer('seconds', numpy.asarray(self.seconds, numpy.float64))
