@@ -134,8 +134,8 @@ class PhaseClock:
         elif self._gc_start is not None:
             start, t = self._gc_start, clock.now()
             self._gc_start = None
-            span = GcSpan(info.get('generation'), info.get('collected'),
-                          start, t)
+            span = _new_tuple(GcSpan, (
+                info.get('generation'), info.get('collected'), start, t))
             if self._gc_counted:
                 self.gc += t - start
                 recent = self._gc_recent
