@@ -272,9 +272,11 @@ class BackwardTimer(_tagging.NodeTagger):
         :class:`~.spans.FunctionSpan` to ``function_spans`` for each node's
         forward and step, until :meth:`stop_spans`;
         ``backward_postprocess`` is swapped meanwhile, as for the GPU."""
+        swap = self.steps is not None and steps is not None
         self.steps = steps
         self.function_spans = function_spans
-        self._use_span_methods(self.calls.gpu)
+        if not swap:  # (a cut, per iteration: the same methods)
+            self._use_span_methods(self.calls.gpu)
 
     def stop_spans(self):
         """Stops recording spans; safe to call when none are recorded."""

@@ -252,8 +252,10 @@ class CallStack:
 
     def start_spans(self, recording):
         """Appends a span to ``recording.forward`` per call in scope."""
+        swap = self.recording is not None and recording.gpu is self.gpu
         self.recording = recording
-        self._use_span_methods()
+        if not swap:  # (a cut, per iteration: the same methods)
+            self._use_span_methods()
 
     def stop_spans(self):
         """Stops recording spans; safe to call when none are recorded."""
