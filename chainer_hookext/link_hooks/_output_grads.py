@@ -78,14 +78,11 @@ class Call:
 
 
 class Marked:
-    """A marked node's tag; ``running``: its tag otherwise."""
+    """A marked node's tag; ``running``: its tag otherwise; ``marks``:
+    ``[(call, position, index)]``; ``reads``: ``[(listener, key, index)]``.
+    Made by :meth:`OutputGrads._marked`, which sets the three."""
 
     __slots__ = ('running', 'marks', 'reads')
-
-    def __init__(self, running):
-        self.running = running
-        self.marks = None
-        self.reads = None
 
 
 class OutputGrads(_tagging.NodeTagger):
@@ -180,20 +177,23 @@ class OutputGrads(_tagging.NodeTagger):
             return None
         return call
 
-    def watch(self, read, name, out):
-        """Calls ``read((name, key), grad)`` at each output's node's step."""
-        outputs = (((), out),) if isinstance(out, chainer.Variable) else (
-            _arrays.walk(out, variables=True))
-        for key, value in outputs:
-            if not isinstance(value, chainer.Variable):
-                continue
-            tag, index = self._marked(value)
+    def watch(self, listener, name, out):
+        """Calls ``listener.add_grad((name, key), grad)`` at each output's
+        node's step."""
+        if isinstance(out, chainer.Variable):  # one output: _read inline
+            tag, index = self._marked(out)
             if tag is None:
-                continue
+                return
             if tag.reads is None:
-                tag.reads = [(read, (name, key), index)]
+                tag.reads = [(listener, (name, ()), index)]
             else:
-                tag.reads.append((read, (name, key), index))
+                tag.reads.append((listener, (name, ()), index))
+            return
+        for key, value in _arrays.walk(out, variables=True):
+            if isinstance(value, chainer.Variable):
+                tag, index = self._marked(value)
+                if tag is not None:
+                    _read(tag, (listener, (name, key), index))
 
     def _marked(self, variable):
         # (creator's Marked tag, made if need be, output index) or
@@ -215,9 +215,14 @@ class OutputGrads(_tagging.NodeTagger):
             tag = node._chainer_hookext_links
         except AttributeError:
             tag = None
-        if type(tag) is not Marked:
-            tag = node._chainer_hookext_links = Marked(tag)
-        return tag, index
+        if type(tag) is Marked:
+            return tag, index
+        # Set here, not by an __init__: a call from C costs more than this.
+        marked = node._chainer_hookext_links = Marked()
+        marked.running = tag
+        marked.marks = None
+        marked.reads = None
+        return marked, index
 
     def name_of(self, listener, function):
         """``listener``'s innermost running link when ``function`` was made."""
@@ -240,7 +245,16 @@ class OutputGrads(_tagging.NodeTagger):
             prev, self.prev = self.prev, weakref.ref(function)
             for listener in self._steps:
                 listener.grad_step(function, tag, out_grad, prev)
-        if marked is not None:
+        if marked is None:
+            return
+        reads = marked.reads
+        if reads is not None:
+            marked.reads = None  # once: not again in a second backward
+            for listener, key, index in reads:
+                grad = out_grad[index]
+                if grad is not None:
+                    listener.add_grad(key, grad)
+        if marked.marks:
             self._seen(marked, out_grad)
 
     def _step_ended(self, function, in_data, out_grad):
@@ -253,18 +267,9 @@ class OutputGrads(_tagging.NodeTagger):
         self.recorder.backward_step_ended(function, tag)
 
     def _seen(self, marked, out_grad):
-        reads = marked.reads
-        if reads is not None:
-            marked.reads = None  # once: not again in a second backward
-            for read, key, index in reads:
-                grad = out_grad[index]
-                if grad is not None:
-                    read(key, grad)
-        marks = marked.marks
-        if not marks:
-            return
+        # The marks' gradients (the reads are backward_preprocess's).
         done = []
-        for call, position, index in reversed(marks):
+        for call, position, index in reversed(marked.marks):
             if call.grads[position] is not _WAITING:
                 continue  # done already (a call flushed, a second backward)
             grad = out_grad[index]
@@ -304,6 +309,13 @@ class OutputGrads(_tagging.NodeTagger):
                 first_error = first_error or e
         if first_error is not None:
             raise first_error
+
+
+def _read(marked, read):
+    if marked.reads is None:
+        marked.reads = [read]
+    else:
+        marked.reads.append(read)
 
 
 def _output_index(outputs, variable_node):

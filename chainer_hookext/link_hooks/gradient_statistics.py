@@ -56,7 +56,7 @@ class GradientStatisticsHook(_statistics_hook.StatisticsHook):
     def process(self, name, args):
         grads = self._grads
         if grads is not None:
-            grads.watch(self.add_grad, name, args.out)
+            grads.watch(self, name, args.out)
 
     def add_grad(self, key, grad):
         if grad.dtype.kind == 'f' and grad.size:
