@@ -86,10 +86,13 @@ class OutlierRule:
         """Returns a :class:`Verdict` or ``None``, then adds the parts to
         their histories; ``left_out`` (the Timeline's own phase) is none."""
         spent = phase_seconds(iteration, left_out)
-        called = {phase: seconds for phase, seconds in spent.items()
-                  if isinstance(phase, phases.ExtensionPhase)}
-        update = sum(seconds for phase, seconds in spent.items()
-                     if phase not in called)
+        called = {}  # the extensions' phases; the update's add up
+        update = 0.0
+        for phase, seconds in spent.items():
+            if type(phase) is phases.ExtensionPhase:
+                called[phase] = seconds
+            else:
+                update += seconds
         runs = self.history.runs(frozenset(called))
         verdict = None
         if previous is not None and self.iterations >= WARMUP:
@@ -180,17 +183,16 @@ def phase_seconds(iteration, left_out):
     """``{phase: seconds}`` but ``left_out``; pauses as phases of their own.
     """
     seconds = {}
+    first, last = iteration.start, iteration.end
     own_work = [p for p in iteration.piece.pauses
-                if iteration.start <= p.start and p.end <= iteration.end]
+                if first <= p.start and p.end <= last]
     index = pauses.PauseIndex(own_work) if own_work else None
-    for span in iteration.piece.phase_spans:
-        phase = span.phase
-        if phase == left_out or span.start < iteration.start or (
-                span.end > iteration.end):
+    for phase, start, end in iteration.piece.phase_spans:
+        if start < first or end > last or phase == left_out:
             continue
         seconds[phase] = seconds.get(phase, 0.0) + (
-            span.end - span.start if index is None else sum(
-                end - start for start, end in index.cut(span.start, span.end)))
+            end - start if index is None else sum(
+                b - a for a, b in index.cut(start, end)))
     for pause in own_work:
         phase = phases.ExtensionPhase(pause.name)
         if phase != left_out:
