@@ -96,21 +96,19 @@ def _row(array, shift, norm):
     d = numpy.subtract(flat, shift, dtype=numpy.float64)
     total = float(d.sum())
     squares = float(numpy.dot(d, d))
+    if norm:
+        # sum(x^2) from the shifted sums, unless its rounding error, ~(sqrt(
+        # squares) + |shift| sqrt(n))^2, is over 4 sum(x^2): then a dot
+        # product. Inline: a call would cost as much as these lines.
+        n = flat.size
+        x2 = squares + shift * (2.0 * total + n * shift)
+        bound = math.sqrt(squares) + abs(shift) * math.sqrt(n)
+        if bound * bound > 4.0 * x2:
+            d = flat.astype(numpy.float64)
+            x2 = numpy.dot(d, d)
     return (total, squares, float(flat.min()), float(flat.max()),
             float(flat.size - numpy.count_nonzero(flat)),
-            _norm(flat, shift, total, squares) if norm else 0.0)
-
-
-def _norm(flat, shift, total, squares):
-    # sum(x^2) from the shifted sums, unless its rounding error, ~(sqrt(
-    # squares) + |shift| sqrt(n))^2, is over 4 sum(x^2): then a dot product.
-    n = flat.size
-    x2 = squares + shift * (2.0 * total + n * shift)
-    bound = math.sqrt(squares) + abs(shift) * math.sqrt(n)
-    if bound * bound <= 4.0 * x2:
-        return math.sqrt(x2)
-    d = flat.astype(numpy.float64)
-    return math.sqrt(numpy.dot(d, d))
+            math.sqrt(x2) if norm else 0.0)
 
 
 def _fold(rows):
