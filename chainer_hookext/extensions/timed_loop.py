@@ -203,9 +203,9 @@ class TimedLoop(loop_phases.LoopExtension):
         tail = collections.OrderedDict(zip(_TAIL_FIGURES, (
             (times.max,) + times.percentiles(50, 90))))
         tail[keys.SLOWEST] = times.slowest
-        slowest = self._figures(times.phases, {}, 1)
-        del slowest[keys.ITERATION]  # its max
-        tail.update(zip(map(_slowest_figure, slowest), slowest.values()))
+        for f, s in self._figures(times.phases, {}, 1).items():
+            if f != keys.ITERATION:  # its max
+                tail[_slowest_figure(f)] = s
         return tail
 
     def __call__(self, trainer: chainer.training.Trainer) -> None:
@@ -221,9 +221,8 @@ class TimedLoop(loop_phases.LoopExtension):
         if self.comm is not None:
             self._report_gathered(figures, tail, iteration)
         elif figures:
-            chainer.report(dict(zip(
-                map(_loop_key, itertools.chain(figures, tail)),
-                itertools.chain(figures.values(), tail.values()))))
+            chainer.report({_loop_key(f): s for f, s in itertools.chain(
+                figures.items(), tail.items())})
             if self.print_report:
                 self._print(figures, tail, f'averaged over {n} iterations',
                             iteration)
