@@ -63,10 +63,14 @@ def changed(hook):
 
 def use_method(hook, event, method=None):
     """Makes ``method`` (``None``: the class's) what ``event`` calls."""
-    if vars(hook).get(event) == method:
-        return
+    # Never vars(hook): on Python 3.11 it moves the hook's attributes into
+    # a dict of their own, and every later read of one gets slower.
     if method is None:
-        del vars(hook)[event]
+        if not _swapped(hook, event):
+            return
+        delattr(hook, event)
+    elif getattr(hook, event) == method:
+        return
     else:
         setattr(hook, event, method)
     changed(hook)
@@ -143,8 +147,15 @@ _OBSERVERS = {chainer.LinkHook: LinkObserver,
 
 
 def _overrides(hook, kind, event):
-    return event in vars(hook) or getattr(type(hook), event) is not getattr(
-        kind, event)
+    method = getattr(hook, event)
+    return getattr(method, '__func__', method) is not getattr(kind, event)
+
+
+def _swapped(hook, event):
+    # Whether the hook holds a method of its own for ``event``.
+    method = getattr(hook, event)
+    return getattr(method, '__self__', None) is not hook or (
+        method.__func__ is not getattr(type(hook), event))
 
 
 def _nothing(*args):
