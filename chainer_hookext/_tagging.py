@@ -96,7 +96,7 @@ class NodeTagger(chainer.FunctionHook):
 
     def tag_in_slot(self, function):
         """:meth:`tag_of` at slots 1 and above."""
-        tags = vars(function).get(self.extra_name)
+        tags = getattr(function, self.extra_name, None)
         return None if tags is None else tags.get(self.slot)
 
     def nodes_read(self, function):
@@ -104,28 +104,36 @@ class NodeTagger(chainer.FunctionHook):
         """
         return (function,)
 
+    # Attributes, never vars(node): on Python 3.11 vars() moves a node's
+    # attributes into a dict, and Chainer's every later read is slower.
     def tags_in(self, nodes):
         """Puts each node's tag of this slot under :attr:`tag_name`."""
         name = self.tag_name
         saved = []
         for node in nodes:
-            attributes = vars(node)
-            saved.append(attributes.pop(name, _MISSING))
-            tag = attributes.get(self.extra_name, {}).get(self.slot, _MISSING)
+            first = getattr(node, name, _MISSING)
+            if first is not _MISSING:
+                delattr(node, name)
+            saved.append(first)
+            tag = getattr(node, self.extra_name, {}).get(self.slot, _MISSING)
             if tag is not _MISSING:
-                attributes[name] = tag
+                setattr(node, name, tag)
         return saved
 
     def tags_out(self, nodes, saved):
         """Undoes :meth:`tags_in`."""
         name = self.tag_name
         for node, first in zip(nodes, saved):
-            attributes = vars(node)
-            tag = attributes.pop(name, _MISSING)
+            tag = getattr(node, name, _MISSING)
             if tag is not _MISSING:
-                attributes.setdefault(self.extra_name, {})[self.slot] = tag
+                delattr(node, name)
+                tags = getattr(node, self.extra_name, None)
+                if tags is None:
+                    tags = {}
+                    setattr(node, self.extra_name, tags)
+                tags[self.slot] = tag
             if first is not _MISSING:
-                attributes[name] = first
+                setattr(node, name, first)
 
     def use_method(self, event, method=None):
         """:func:`~chainer_hookext._observer.use_method`, run between
