@@ -384,6 +384,15 @@ CHAINER_OBJECTS = (
     chainer.functions, chainer.links)
 
 
+def attributes_in_a_dict(obj, missing=object()):
+    """Whether ``obj``'s attributes were moved into a dict of their own: on
+    Python 3.11 ``vars(obj)`` does that, and every later read of one is
+    slower.  Kept in place, its attributes are its own GC referents."""
+    return any(type(r) is dict and r and all(
+        type(k) is str and getattr(obj, k, missing) is v for k, v in r.items())
+        for r in gc.get_referents(obj))
+
+
 def _attributes(obj):
     # {name: value}: identity is what is compared.
     return dict(vars(obj))

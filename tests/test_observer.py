@@ -14,6 +14,7 @@ from chainer_hookext import Timeline
 from chainer_hookext import _observer
 from chainer_hookext import _registry
 from tests.conftest import Boom
+from tests.conftest import attributes_in_a_dict
 from tests.conftest import hook_keys
 from tests.conftest import make_trainer
 
@@ -161,3 +162,29 @@ def test_a_training_with_every_timer_has_one_entry_per_registry(tmp_path):
     assert seen == [([_observer.KEY], [_observer.KEY])] * 4
     assert chainer._get_link_hooks() == {}
     assert chainer.get_function_hooks() == {}
+
+
+def test_swapping_and_composing_keep_a_hooks_attributes_in_place():
+    # vars(hook) would move them into a dict: each read in its hot path
+    # slower for the rest of the run (a new class: its own key layout).
+    class Timer(Calls):
+        def swapped(self, args):
+            self.calls.append((self.name, 'swapped'))
+    calls = []
+    a, b = Timer('a', calls), Calls('b', calls)
+    registry = chainer._get_link_hooks()
+    handles = [_registry.add(registry, a), _registry.add(registry, b)]
+    try:
+        assert not attributes_in_a_dict(a)
+        _observer.use_method(a, 'forward_postprocess', a.swapped)
+        call(L.Linear(2, 2))
+        _observer.use_method(a, 'forward_postprocess')
+        _observer.use_method(a, 'forward_postprocess')  # none to take back
+        call(L.Linear(2, 2))
+        assert not attributes_in_a_dict(a)
+        assert calls == [('a', 'pre'), ('b', 'pre'), ('a', 'swapped'),
+                         ('b', 'post'), ('a', 'pre'), ('b', 'pre'),
+                         ('a', 'post'), ('b', 'post')]
+    finally:
+        for handle, hook in zip(handles, (a, b)):
+            _registry.remove(handle, hook)

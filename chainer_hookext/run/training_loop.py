@@ -81,16 +81,20 @@ class TrainingLoop:
             self._close()
 
     def __getattr__(self, name):
-        trigger = self.__dict__.get('_trigger', _MISSING)
-        if name.startswith('__') or trigger is _MISSING:
+        if name.startswith('__'):
             raise AttributeError(name)
+        try:  # not self.__dict__: see _own_attribute
+            trigger = object.__getattribute__(self, '_trigger')
+        except AttributeError:
+            raise AttributeError(name) from None
         return getattr(trigger, name)
 
     def __reduce__(self):
         # A copy holds the trigger in stop_trigger, and an ended
         # TrainingLoop forwarding to it where the package refers to this.
         trainer = self.trainer
-        if trainer is None or vars(trainer).get('stop_trigger') is not self:
+        if trainer is None or getattr(trainer, 'stop_trigger', None) is not (
+                self):
             return _ended, (self._trigger,)
         return _copies.put_back, (trainer, self._trigger, _ended(
             self._trigger))
@@ -152,14 +156,14 @@ class TrainingLoop:
             return None
         return _frames.trainer_run(
             trainer, 2,
-            or_above=vars(trainer).get('stop_trigger') is not self)
+            or_above=getattr(trainer, 'stop_trigger', None) is not self)
 
     def _enter(self, frame):
         self._state = _RUNNING
         self._run_frame = frame
         self._stop_standing_in()
         reporter = self._reporter = self.trainer.reporter
-        self._saved_scope = vars(reporter).get('scope', _MISSING)
+        self._saved_scope = _own_attribute(reporter, 'scope')
         self._reporter_scope = reporter.scope
         reporter.scope = self._scope
         _running().append(self)
@@ -181,10 +185,10 @@ class TrainingLoop:
         if self in running:
             running.remove(self)
         reporter, self._reporter = self._reporter, None
-        if reporter is not None and vars(reporter).get('scope') is (
+        if reporter is not None and _own_attribute(reporter, 'scope') is (
                 self._scope):
             if self._saved_scope is _MISSING:
-                del vars(reporter)['scope']
+                del reporter.scope
             else:
                 reporter.scope = self._saved_scope
 
@@ -194,7 +198,7 @@ class TrainingLoop:
             return
         if _waiting_for(trainer) is self:
             del _waiting[trainer]
-        if vars(trainer).get('stop_trigger') is self:
+        if getattr(trainer, 'stop_trigger', None) is self:
             trainer.stop_trigger = self._trigger
 
 
@@ -216,6 +220,18 @@ class _ReporterScope:
             return _copies.same, (entry._saved_scope,)
         return _copies.put_back, (
             entry._reporter, _copies.LEAVE_OUT, _copies.Placeholder())
+
+
+def _own_attribute(obj, name):
+    # ``obj``'s own attribute ``name``, not its class's, or _MISSING; never
+    # vars(obj): on Python 3.11 it moves an object's attributes into a
+    # dict, and every later read of one (Chainer's too) is slower.
+    value = getattr(obj, name, _MISSING)
+    in_class = getattr(type(obj), name, _MISSING)
+    if value is in_class or getattr(value, '__self__', None) is obj and (
+            getattr(value, '__func__', None) is in_class):
+        return _MISSING
+    return value
 
 
 def _ended(trigger):

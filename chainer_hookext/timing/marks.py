@@ -178,9 +178,12 @@ class TimedTrigger:
         return called
 
     def __getattr__(self, name):
-        trigger = vars(self).get('trigger')
-        if trigger is None or name.startswith('__'):
+        if name.startswith('__'):
             raise AttributeError(name)
+        try:  # not vars(self): its attributes would move into a dict
+            trigger = object.__getattribute__(self, 'trigger')
+        except AttributeError:
+            raise AttributeError(name) from None
         return getattr(trigger, name)
 
     def __reduce__(self):
@@ -203,9 +206,11 @@ class Marks:
         try:
             optimizers = tuple(trainer.updater.get_all_optimizers().values())
             for optimizer in optimizers:
-                # ChainerMN's multi-node optimizer keeps its communicator in
-                # its __dict__.  First: the user's pre hooks are optimizer's.
-                if 'communicator' in vars(optimizer):
+                # ChainerMN's multi-node optimizer has a communicator (not
+                # vars(optimizer): its attributes would move into a dict,
+                # each later read slower).  First: the user's pre hooks are
+                # optimizer's.
+                if getattr(optimizer, 'communicator', None) is not None:
                     self._optimizer_hooks.append(_registry.add_optimizer_hook(
                         optimizer, UpdateMark(self), NAME, 'pre', first=True))
 

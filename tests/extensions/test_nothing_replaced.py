@@ -21,6 +21,7 @@ from chainer.training import extensions
 import chainer_hookext
 from tests.conftest import MLP
 from tests.conftest import Boom
+from tests.conftest import attributes_in_a_dict
 from tests.conftest import make_dataset
 from tests.conftest import make_trainer
 
@@ -373,3 +374,22 @@ def test_trainer_pickled_and_copied_during_training(tmp_path, user_state):
         optimizer = copied.updater.get_optimizer('main')
         assert not optimizer._hookable._pre_update_hooks
         assert not optimizer._hookable._post_update_hooks
+
+
+def test_attributes_are_read_as_fast_after_training(tmp_path):
+    # Not vars() of the user's or Chainer's objects: each later read of an
+    # attribute of theirs would be slower (tests/test_observer.py, ours).
+    trainer = make_trainer(tmp_path, stop=(4, 'iteration'))
+    for name, make in EXTENSIONS.items():
+        trainer.extend(make(), name=name)
+    trainer.extend(extensions.LogReport(trigger=(2, 'iteration')))
+    trainer.extend(chainer_hookext.ProfileReport(), name='ProfileReport')
+    optimizer = trainer.updater.get_optimizer('main')
+    theirs = [trainer, trainer.reporter, trainer.updater, optimizer,
+              trainer.updater.get_iterator('main')] + list(
+        trainer._extensions.values())
+    in_place = [obj for obj in theirs if not attributes_in_a_dict(obj)]
+    assert trainer in in_place and optimizer in in_place
+    trainer.run()
+    assert [type(obj).__name__ for obj in in_place
+            if attributes_in_a_dict(obj)] == []
