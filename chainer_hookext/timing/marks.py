@@ -249,11 +249,8 @@ class Marks:
     def iteration_started(self):
         self.in_update = True
         hook = self.phase_marks
-        # hook.start(), inlined: every iteration.
-        hook.watch_forward = hook.watch_backward = True
-        hook.after_backward = False
-        hook.candidate = hook.call_start = hook.step_end = None
-        hook.steps = 0
+        hook.start()
+        hook.step_end = None
         self.clock.switch(phases.DATA)
 
     def outside_update(self, phase):
