@@ -166,15 +166,11 @@ class TimedLoop(loop_phases.LoopExtension):
         # {figure: seconds per iteration}, in report order.  An extension
         # the trainer no longer has (since a snapshot) is reported while it
         # has time, after the others, so that the figures add up.
-        # Loops, not generators: at each report, twice.
-        delta = {}
-        for p, s in totals.items():
-            d = s - then.get(p, 0.0)
-            delta[p] = (0.0 if 0.0 > d else d) / n  # max(d, 0.0) / n
-        for p, s in then.items():
-            if p not in totals:
-                d = 0.0 - s
-                delta[p] = (0.0 if 0.0 > d else d) / n
+        delta = {p: max(s - then.get(p, 0.0), 0.0) / n
+                 for p, s in totals.items()}
+        for p in then:
+            if p not in delta:  # no time since
+                delta[p] = 0.0
         gc_seconds = delta.pop(keys.GC, 0.0)  # inside the phases
         get = delta.get
         figures = collections.OrderedDict()
