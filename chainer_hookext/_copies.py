@@ -1,5 +1,6 @@
-"""What a pickle or a deep copy holds in place of the package's stand-ins
-(docs/internals.md, "What the package sets, and where it is put back").
+"""What a pickle or a deep copy holds in place of the package's stand-ins,
+and whether an owner holds one (:func:`own_attribute`) (docs/internals.md,
+"What the package sets, and where it is put back").
 """
 
 
@@ -11,6 +12,19 @@ class LEAVE_OUT:
 class Placeholder:
     """A stand-in's placeholder with nothing in it (:func:`put_back`)."""
     __slots__ = ()
+
+
+def own_attribute(obj, name, default=None):
+    """``obj``'s own attribute ``name`` (not its class's, nor a method of
+    its class bound to it), or ``default``.  Never ``vars(obj)``: on Python
+    3.11 that moves an object's attributes into a dict, and every later
+    read of one, Chainer's too, is slower."""
+    value = getattr(obj, name, default)
+    in_class = getattr(type(obj), name, default)
+    if value is in_class or getattr(value, '__self__', None) is obj and (
+            getattr(value, '__func__', None) is in_class):
+        return default
+    return value
 
 
 def put_back(owner, original, placeholder):

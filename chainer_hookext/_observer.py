@@ -7,6 +7,8 @@ import collections
 
 import chainer
 
+from chainer_hookext import _copies
+
 
 #: The key of the package's one entry in each of a thread's registries.
 KEY = 'chainer_hookext.observer'
@@ -63,10 +65,8 @@ def changed(hook):
 
 def use_method(hook, event, method=None):
     """Makes ``method`` (``None``: the class's) what ``event`` calls."""
-    # Never vars(hook): on Python 3.11 it moves the hook's attributes into
-    # a dict of their own, and every later read of one gets slower.
     if method is None:
-        if not _swapped(hook, event):
+        if _copies.own_attribute(hook, event) is None:
             return
         delattr(hook, event)
     elif getattr(hook, event) == method:
@@ -149,13 +149,6 @@ _OBSERVERS = {chainer.LinkHook: LinkObserver,
 def _overrides(hook, kind, event):
     method = getattr(hook, event)
     return getattr(method, '__func__', method) is not getattr(kind, event)
-
-
-def _swapped(hook, event):
-    # Whether the hook holds a method of its own for ``event``.
-    method = getattr(hook, event)
-    return getattr(method, '__self__', None) is not hook or (
-        method.__func__ is not getattr(type(hook), event))
 
 
 def _nothing(*args):

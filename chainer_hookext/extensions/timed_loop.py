@@ -29,8 +29,6 @@ from chainer_hookext.timing import phases
 LoopFigures = collections.namedtuple('LoopFigures', ('figures', 'tail'))
 #: An iteration's start: the clock's time, its totals, its gc seconds.
 _Start = collections.namedtuple('_Start', ('time', 'totals', 'gc'))
-# A namedtuple made with no Python frame (its __new__ is one).
-_new_tuple = tuple.__new__
 # The figures' names, made once each (a report makes some 23).
 _phase_figure = functools.lru_cache(maxsize=None)(keys.phase_figure)
 _loop_key = functools.lru_cache(maxsize=None)(keys.loop_key)
@@ -128,7 +126,7 @@ class TimedLoop(loop_phases.LoopExtension):
         if begun is not None:
             self._times.add(trainer.updater.iteration, start - begun.time,
                             self._ended_figures)
-        self._start = _new_tuple(_Start, (start, dict(clock.totals), clock.gc))
+        self._start = _Start(start, dict(clock.totals), clock.gc)
 
     def _ended_figures(self):
         # The iteration ending now, by figure: only for the slowest so far.

@@ -180,14 +180,10 @@ class OutputGrads(_tagging.NodeTagger):
     def watch(self, listener, name, out):
         """Calls ``listener.add_grad((name, key), grad)`` at each output's
         node's step."""
-        if isinstance(out, chainer.Variable):  # one output: _read inline
+        if isinstance(out, chainer.Variable):  # one output: no walk
             tag, index = self._marked(out)
-            if tag is None:
-                return
-            if tag.reads is None:
-                tag.reads = [(listener, (name, ()), index)]
-            else:
-                tag.reads.append((listener, (name, ()), index))
+            if tag is not None:
+                _read(tag, (listener, (name, ()), index))
             return
         for key, value in _arrays.walk(out, variables=True):
             if isinstance(value, chainer.Variable):

@@ -57,11 +57,10 @@ class IterationParts:
     def update_started(self):
         """The update runs until an entry's trigger is consulted."""
         self.evaluator = None
-        if not self._callbacks:  # nobody told: _set_in_update, inlined
-            self.in_update = True
-            return
         if not self.in_update:
             self._set_in_update(True)
+        if not self._callbacks:  # nobody reads the flags
+            return
         if self._stand_ins is None:
             self._stand_ins = _stand_ins(self, self._trainer())
         for stand_in in self._stand_ins:
@@ -71,10 +70,7 @@ class IterationParts:
     def iteration_ended(self):
         """Nothing of an iteration runs; every trigger is the entry's own."""
         if self.in_update:  # twice an iteration: a call saved
-            if self._callbacks:
-                self._set_in_update(False)
-            else:  # nobody told: _set_in_update, inlined
-                self.in_update = False
+            self._set_in_update(False)
         self.evaluator = None
         if self._standing:
             self._standing = 0

@@ -17,8 +17,6 @@ _WAITING = 'waiting'
 _RUNNING = 'running'
 _ENDED = 'ended'
 _MISSING = object()
-# A namedtuple made with no Python frame (its __new__ is one).
-_new_tuple = tuple.__new__
 _Callbacks = collections.namedtuple(
     '_Callbacks', ('enter', 'end', 'iteration', 'check'))
 
@@ -83,7 +81,7 @@ class TrainingLoop:
     def __getattr__(self, name):
         if name.startswith('__'):
             raise AttributeError(name)
-        try:  # not self.__dict__: see _own_attribute
+        try:  # not self.__dict__: see _copies.own_attribute
             trigger = object.__getattribute__(self, '_trigger')
         except AttributeError:
             raise AttributeError(name) from None
@@ -163,7 +161,8 @@ class TrainingLoop:
         self._run_frame = frame
         self._stop_standing_in()
         reporter = self._reporter = self.trainer.reporter
-        self._saved_scope = _own_attribute(reporter, 'scope')
+        self._saved_scope = _copies.own_attribute(
+            reporter, 'scope', _MISSING)
         self._reporter_scope = reporter.scope
         reporter.scope = self._scope
         _running().append(self)
@@ -185,8 +184,8 @@ class TrainingLoop:
         if self in running:
             running.remove(self)
         reporter, self._reporter = self._reporter, None
-        if reporter is not None and _own_attribute(reporter, 'scope') is (
-                self._scope):
+        if reporter is not None and _copies.own_attribute(
+                reporter, 'scope') is self._scope:
             if self._saved_scope is _MISSING:
                 del reporter.scope
             else:
@@ -211,8 +210,7 @@ class _ReporterScope:
 
     def __call__(self, observation):
         entry = self.entry
-        return _new_tuple(_IterationScope, (
-            entry, entry._reporter_scope(observation)))
+        return _IterationScope(entry, entry._reporter_scope(observation))
 
     def __reduce__(self):
         entry = self.entry
@@ -220,18 +218,6 @@ class _ReporterScope:
             return _copies.same, (entry._saved_scope,)
         return _copies.put_back, (
             entry._reporter, _copies.LEAVE_OUT, _copies.Placeholder())
-
-
-def _own_attribute(obj, name):
-    # ``obj``'s own attribute ``name``, not its class's, or _MISSING; never
-    # vars(obj): on Python 3.11 it moves an object's attributes into a
-    # dict, and every later read of one (Chainer's too) is slower.
-    value = getattr(obj, name, _MISSING)
-    in_class = getattr(type(obj), name, _MISSING)
-    if value is in_class or getattr(value, '__self__', None) is obj and (
-            getattr(value, '__func__', None) is in_class):
-        return _MISSING
-    return value
 
 
 def _ended(trigger):
@@ -244,11 +230,13 @@ def _ended(trigger):
     return entry
 
 
-class _IterationScope(collections.namedtuple(
-        '_IterationScope', ('entry', 'scope'))):
-    # The reporter's scope of one iteration, seeing what leaves it; made
-    # with no Python frame (each iteration).
-    __slots__ = ()
+class _IterationScope:
+    # The reporter's scope of one iteration, seeing what leaves it.
+    __slots__ = ('entry', 'scope')
+
+    def __init__(self, entry, scope):
+        self.entry = entry
+        self.scope = scope
 
     def __enter__(self):
         value = self.scope.__enter__()

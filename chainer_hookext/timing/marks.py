@@ -80,10 +80,8 @@ class PhaseMarks(function_hook.FunctionHook):
         if self.after_backward:
             self.candidate = Candidate(
                 start, self.step_rank, self.count_updates() != self.updates)
-        elif self.clock.phase == phases.BACKWARD:
+        else:
             self.switch(phases.FORWARD, start)
-        else:  # the update's first forward: switch(), inlined
-            self.clock.switch(phases.FORWARD, start)
 
     def _step_started(self, function):
         self.watch_backward = False
@@ -93,8 +91,7 @@ class PhaseMarks(function_hook.FunctionHook):
         candidate, self.candidate = self.candidate, None
         if candidate is None:  # the first step after a forward
             self.updates = self.count_updates()
-            # From forward or data, never backward: switch(), inlined.
-            self.clock.switch(phases.BACKWARD, start)
+            self.switch(phases.BACKWARD, start)
         elif function.rank > candidate.step_rank:
             # A new walk: a walk's nodes come in decreasing rank, so the
             # functions applied before it were its forward.
@@ -258,17 +255,8 @@ class Marks:
         self.in_update = False
         hook = self.phase_marks
         if hook.watch_forward or hook.watch_backward:
-            if hook.candidate is None:  # hook.stop(): nothing to warn of
-                hook.watch_forward = hook.watch_backward = False
-            else:
-                hook.stop()
-        # hook.switch(phase), inlined: 3 times an iteration.
-        clock = self.clock
-        if clock.phase == phases.BACKWARD:
-            end = hook.step_end
-            if end is not None and end >= clock.started:
-                clock.switch(phases.OPTIMIZER, end)
-        clock.switch(phase)
+            hook.stop()
+        hook.switch(phase)
 
     def update_started(self):
         # ChainerMN's update starts, after its all-reduce.

@@ -62,11 +62,7 @@ class PhaseClock:
         if t is None:
             t = clock.now()
         if running is not None:
-            # _charge, inlined: 7 or 8 switches an iteration.
-            totals = self.totals
-            totals[running] = totals.get(running, 0.0) + (
-                t - self._mark - (
-                    self._paused_until(t) if self._pauses else 0.0))
+            self._charge(t)
             if self.span_lists and self.makes_span:
                 self._add_span(t)
         self.phase = phase
